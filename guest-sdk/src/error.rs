@@ -1,0 +1,74 @@
+//! Errors returned by lock operations.
+
+use core::fmt;
+
+use crate::bindings::wardlock::lock::types::Error as RawError;
+
+/// Why a lock operation failed.
+///
+/// Mirrors the WIT `error` variant case for case. No error leaves a
+/// half-acquired lock behind: when [`Lock::acquire`](crate::Lock::acquire)
+/// fails, nothing is held.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// The lock name is not acceptable; the text says what is wrong with it.
+    ///
+    /// Names are 1..=255 bytes of `a-z A-Z 0-9 - _ .`, in `/`-separated
+    /// segments that are neither empty nor `.` nor `..`.
+    InvalidName(String),
+    /// This component is not granted that name; the text names the lock.
+    Denied(String),
+    /// The timeout passed before the lock was granted.
+    Timeout,
+    /// A non-blocking attempt would have had to wait (only from backends that
+    /// report this as an error rather than as "not acquired").
+    WouldBlock,
+    /// Exclusive access was requested for a name this instance holds only
+    /// shared: the request would wait on the instance itself forever.
+    WouldDeadlock,
+    /// The lock was lost (backend session expired); the guard cannot be used.
+    Lost,
+    /// The guard was already released.
+    Released,
+    /// A per-instance limit was reached (for example the number of live
+    /// guards); the text names the limit.
+    LimitExceeded(String),
+    /// The lock service cannot be reached or failed; the text says how.
+    Unavailable(String),
+}
+
+impl From<RawError> for Error {
+    fn from(raw: RawError) -> Self {
+        match raw {
+            RawError::InvalidName(text) => Error::InvalidName(text),
+            RawError::Denied(text) => Error::Denied(text),
+            RawError::Timeout => Error::Timeout,
+            RawError::WouldBlock => Error::WouldBlock,
+            RawError::WouldDeadlock => Error::WouldDeadlock,
+            RawError::Lost => Error::Lost,
+            RawError::Released => Error::Released,
+            RawError::LimitExceeded(text) => Error::LimitExceeded(text),
+            RawError::Unavailable(text) => Error::Unavailable(text),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidName(text) => write!(f, "invalid lock name: {text}"),
+            Error::Denied(text) => write!(f, "access to lock denied: {text}"),
+            Error::Timeout => f.write_str("timed out waiting for the lock"),
+            Error::WouldBlock => f.write_str("the lock could not be taken without waiting"),
+            Error::WouldDeadlock => f.write_str(
+                "would deadlock: exclusive access requested for a lock this instance holds shared",
+            ),
+            Error::Lost => f.write_str("the lock was lost"),
+            Error::Released => f.write_str("the lock was already released"),
+            Error::LimitExceeded(text) => write!(f, "lock limit exceeded: {text}"),
+            Error::Unavailable(text) => write!(f, "lock service unavailable: {text}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

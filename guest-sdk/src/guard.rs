@@ -1,0 +1,79 @@
+//! A held lock that is released when it goes out of scope.
+
+use core::fmt;
+
+use crate::bindings::wardlock::lock::locks::Lock as RawLock;
+use crate::{Error, Mode, Status};
+
+/// A granted lock, held until the guard is released or dropped.
+///
+/// Dropping the guard drops the underlying WIT `lock` resource, which makes
+/// the host release the lock (or, for a re-entrant grant, this handle on it).
+/// Use [`release`](Guard::release) instead when you want to know whether the
+/// lock was still held at the end.
+///
+/// ```no_run
+/// use wardlock_guest::{Lock, Status};
+///
+/// let guard = Lock::exclusive("ledger").acquire()?;
+/// if guard.status() == Status::Held {
+///     // ... write, tagging the write with guard.fencing_token() ...
+/// }
+/// guard.release()?; // or just let it drop
+/// # Ok::<(), wardlock_guest::Error>(())
+/// ```
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct Guard {
+    raw: RawLock,
+}
+
+impl Guard {
+    /// Wraps a handle obtained from the raw bindings so it gets the guard API.
+    pub(crate) fn from_raw(raw: RawLock) -> Self {
+        Self { raw }
+    }
+
+    /// The lock name as given when it was acquired.
+    pub fn name(&self) -> String {
+        self.raw.name()
+    }
+
+    /// The mode this guard was requested with.
+    pub fn mode(&self) -> Mode {
+        self.raw.mode().into()
+    }
+
+    /// A number strictly greater for every later grant of this name, across
+    /// all instances and hosts sharing the backend.
+    ///
+    /// Pass it to the resource you protect so it can reject writes from a
+    /// stale holder whose lock has been lost in the meantime.
+    pub fn fencing_token(&self) -> u64 {
+        self.raw.fencing_token()
+    }
+
+    /// What the guard currently guarantees; see [`Status`].
+    pub fn status(&self) -> Status {
+        self.raw.status().into()
+    }
+
+    /// Releases the lock now and reports whether it was still held.
+    ///
+    /// Returns [`Error::Lost`] if the lock had been lost before: work done
+    /// under this guard may have overlapped another holder's.
+    pub fn release(self) -> Result<(), Error> {
+        self.raw.release()?;
+        Ok(())
+    }
+}
+
+/// Shows the lock's name, mode and fencing token (queried from the host).
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Guard")
+            .field("name", &self.name())
+            .field("mode", &self.mode())
+            .field("fencing_token", &self.fencing_token())
+            .finish()
+    }
+}

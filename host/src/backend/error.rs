@@ -1,0 +1,18 @@
+//! Errors a lock backend reports.
+
+/// Why a backend call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// The wait's timeout passed before the lock was granted.
+    #[error("timed out waiting for the lock")]
+    Timeout,
+    /// The session lost its locks (for example the backend session expired).
+    #[error("the lock session was lost")]
+    Lost,
+    /// The grant is not held by this session (released already, or never granted).
+    #[error("unknown grant {0}")]
+    UnknownGrant(u64),
+    /// The lock service cannot be reached or failed.
+    #[error("lock service unavailable: {0}")]
+    Unavailable(String),
+}

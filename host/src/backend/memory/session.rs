@@ -1,0 +1,162 @@
+//! A session on the in-memory backend, and the guard that makes waiting cancel safe.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+
+use super::Shared;
+use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode};
+use crate::name::LockName;
+
+pub(super) struct MemorySession {
+    shared: Arc<Shared>,
+    id: u64,
+    /// Grants this session holds, by request id.
+    held: Mutex<HashMap<u64, LockName>>,
+}
+
+impl MemorySession {
+    pub(super) fn new(shared: Arc<Shared>, id: u64) -> Self {
+        MemorySession {
+            shared,
+            id,
+            held: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashMap<u64, LockName>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record_grant(&self, name: &LockName, id: u64, token: u64) -> Grant {
+        self.held().insert(id, name.clone());
+        Grant {
+            id: GrantId(id),
+            token,
+        }
+    }
+}
+
+/// Withdraws a queued request unless disarmed: the request is removed whether it
+/// is still waiting or was granted in the instant before its waiter went away.
+struct PendingRequest<'a> {
+    shared: &'a Shared,
+    name: &'a LockName,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for PendingRequest<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.lock().remove(self.name, self.id);
+            self.shared.notify_changed();
+        }
+    }
+}
+
+#[async_trait]
+impl LockSession for MemorySession {
+    async fn acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let (id, woken) = {
+            let mut state = self.shared.lock();
+            let (id, token) = state.enqueue(name, self.id, mode);
+            if let Some(token) = token {
+                drop(state);
+                self.shared.notify_changed();
+                return Ok(self.record_grant(name, id, token));
+            }
+            let (wake, woken) = oneshot::channel();
+            state.wakers.insert(id, wake);
+            (id, woken)
+        };
+        self.shared.notify_changed();
+        let mut pending = PendingRequest {
+            shared: &self.shared,
+            name,
+            id,
+            armed: true,
+        };
+        let outcome = match timeout {
+            Some(limit) => tokio::time::timeout(limit, woken).await,
+            None => Ok(woken.await),
+        };
+        match outcome {
+            Err(_elapsed) => Err(BackendError::Timeout),
+            // The waker is only dropped unsent when the request was removed.
+            Ok(Err(_)) => Err(BackendError::Lost),
+            Ok(Ok(())) => {
+                let token = self.shared.lock().token_of(name, id);
+                match token {
+                    Some(token) => {
+                        pending.armed = false;
+                        Ok(self.record_grant(name, id, token))
+                    }
+                    None => Err(BackendError::Lost),
+                }
+            }
+        }
+    }
+
+    async fn try_acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+    ) -> Result<Option<Grant>, BackendError> {
+        let granted = {
+            let mut state = self.shared.lock();
+            let (id, token) = state.enqueue(name, self.id, mode);
+            match token {
+                Some(token) => Some((id, token)),
+                None => {
+                    state.remove(name, id);
+                    None
+                }
+            }
+        };
+        Ok(granted.map(|(id, token)| {
+            self.shared.notify_changed();
+            self.record_grant(name, id, token)
+        }))
+    }
+
+    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+        let name = self
+            .held()
+            .remove(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        self.shared.lock().remove(&name, grant.0);
+        self.shared.notify_changed();
+        Ok(())
+    }
+
+    fn status(&self, grant: GrantId) -> GrantStatus {
+        if self.held().contains_key(&grant.0) {
+            GrantStatus::Held
+        } else {
+            GrantStatus::Released
+        }
+    }
+}
+
+impl Drop for MemorySession {
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut *self.held());
+        {
+            let mut state = self.shared.lock();
+            for (id, name) in &held {
+                state.remove(name, *id);
+            }
+            state.owners.remove(&self.id);
+        }
+        self.shared.notify_changed();
+    }
+}

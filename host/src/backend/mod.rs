@@ -1,0 +1,125 @@
+//! The pluggable lock backend: what a lock service must provide to wardlock.
+//!
+//! The trait is free of wasmtime types so a backend compiles, and is tested, without
+//! the Wasm runtime. A backend hands out [`LockSession`]s; everything acquired through
+//! a session belongs to it and is released when the session is dropped. The host
+//! opens one session per guest instance, so a guest's locks live exactly as long as
+//! the guest.
+
+mod error;
+pub mod memory;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use error::BackendError;
+
+use crate::name::LockName;
+
+/// How a lock is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// One holder at a time (a write lock).
+    Exclusive,
+    /// Many holders at once, excluded by exclusive holders (a read lock).
+    Shared,
+}
+
+impl Mode {
+    /// The lower-case name used in logs and output (`exclusive`, `shared`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Exclusive => "exclusive",
+            Mode::Shared => "shared",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Identifies one grant within the session that obtained it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GrantId(pub u64);
+
+/// A lock granted to a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The grant's identity within its session, for [`LockSession::release`].
+    pub id: GrantId,
+    /// Fencing token: strictly greater for every later grant of the same name.
+    pub token: u64,
+}
+
+/// What a grant currently guarantees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantStatus {
+    /// Held: no conflicting holder exists.
+    Held,
+    /// Contact with the lock service is interrupted; the grant has not expired yet.
+    Suspended,
+    /// The grant was taken away (for example the backend session expired).
+    Lost,
+    /// The grant was released, or never existed in this session.
+    Released,
+}
+
+/// A lock service. Implementations are shared by every guest instance of a host.
+pub trait LockBackend: Send + Sync + 'static {
+    /// Opens a session owned by `owner` (a human-readable description such as
+    /// `plugin counter.wasm, instance 3`, kept for diagnostics).
+    ///
+    /// Opening is cheap and does no I/O: backends connect lazily.
+    fn open_session(&self, owner: &str) -> Box<dyn LockSession>;
+
+    /// A short name for logs and summaries (`memory`, `zookeeper`).
+    fn kind(&self) -> &'static str;
+}
+
+/// A set of grants and waits that end together.
+///
+/// Dropping the session releases every grant it holds (in the background when that
+/// needs I/O); dropping an [`LockSession::acquire`] future withdraws its wait.
+#[async_trait]
+pub trait LockSession: Send + Sync {
+    /// Waits until `name` is granted in `mode`, or until `timeout` passes.
+    ///
+    /// # Errors
+    /// [`BackendError::Timeout`] when `timeout` passed first;
+    /// [`BackendError::Unavailable`] when the lock service failed;
+    /// [`BackendError::Lost`] when the session ended while waiting.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: dropping the future before it completes leaves nothing queued
+    /// and nothing held, even if the grant raced with the drop.
+    async fn acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError>;
+
+    /// Takes `name` in `mode` only if that needs no waiting; `Ok(None)` otherwise.
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when the lock service failed.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe, as [`LockSession::acquire`].
+    async fn try_acquire(&self, name: &LockName, mode: Mode)
+    -> Result<Option<Grant>, BackendError>;
+
+    /// Releases a grant. Returns without waiting for the lock service to confirm:
+    /// a backend that needs I/O finishes (and retries) the release in the background.
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when `grant` is not held by this session.
+    fn release(&self, grant: GrantId) -> Result<(), BackendError>;
+
+    /// What `grant` currently guarantees.
+    fn status(&self, grant: GrantId) -> GrantStatus;
+}

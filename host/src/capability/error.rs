@@ -1,0 +1,43 @@
+//! Why a guest's lock call failed, independent of the WIT bindings.
+
+use crate::backend::BackendError;
+use crate::name::InvalidName;
+
+/// A lock call's failure, one case per WIT `error` case.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    /// The name failed validation.
+    #[error("invalid lock name: {0}")]
+    InvalidName(#[from] InvalidName),
+    /// The plugin is not granted the name.
+    #[error("lock {0:?} is not granted to this plugin")]
+    Denied(String),
+    /// The timeout passed while waiting.
+    #[error("timed out waiting for the lock")]
+    Timeout,
+    /// Exclusive requested while holding the name only shared.
+    #[error("lock {0:?} is held shared by this instance; waiting for exclusive would deadlock")]
+    WouldDeadlock(String),
+    /// The lock was lost.
+    #[error("the lock was lost")]
+    Lost,
+    /// The handle was released already.
+    #[error("the lock handle was already released")]
+    Released,
+    /// A per-instance limit was reached.
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(String),
+    /// The lock service failed.
+    #[error("lock service unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<BackendError> for LockError {
+    fn from(error: BackendError) -> Self {
+        match error {
+            BackendError::Timeout => LockError::Timeout,
+            BackendError::Lost | BackendError::UnknownGrant(_) => LockError::Lost,
+            BackendError::Unavailable(why) => LockError::Unavailable(why),
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! What a runner gives each guest instance.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::LockBackend;
+use crate::backend::memory::MemoryBackend;
+use crate::policy::LockPolicy;
+
+/// The default per-instance linear-memory limit: 512 MiB.
+pub const DEFAULT_MEMORY_LIMIT: usize = 512 << 20;
+
+/// Where guest stdout and stderr go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stdio {
+    /// Straight to the host's stdout and stderr.
+    Inherit,
+    /// Into memory, returned in the [`super::InstanceReport`] (up to 16 MiB each).
+    Capture,
+}
+
+/// A host directory made visible to guests.
+#[derive(Debug, Clone)]
+pub struct Preopen {
+    /// The directory on the host.
+    pub host: PathBuf,
+    /// Where the guest sees it.
+    pub guest: String,
+}
+
+impl Preopen {
+    /// Parses `HOST[::GUEST]` as `wasmtime run --dir` does; without `::GUEST` the
+    /// guest sees the directory under the same path.
+    pub fn parse(spec: &str) -> Preopen {
+        match spec.split_once("::") {
+            Some((host, guest)) => Preopen {
+                host: host.into(),
+                guest: guest.to_owned(),
+            },
+            None => Preopen {
+                host: spec.into(),
+                guest: spec.to_owned(),
+            },
+        }
+    }
+}
+
+/// Everything a runner needs besides the component.
+#[derive(Clone)]
+pub struct RunnerConfig {
+    /// The lock service guests use.
+    pub backend: Arc<dyn LockBackend>,
+    /// Name grants and handle caps for this plugin.
+    pub policy: Arc<LockPolicy>,
+    /// Wall-clock limit per instance, running or parked in `acquire`.
+    pub timeout: Option<Duration>,
+    /// Linear-memory limit per instance, in bytes.
+    pub memory_limit: usize,
+    /// Directories the guest may open.
+    pub preopens: Vec<Preopen>,
+    /// Environment variables the guest sees.
+    pub env: Vec<(String, String)>,
+    pub stdio: Stdio,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            backend: Arc::new(MemoryBackend::new()),
+            policy: Arc::new(LockPolicy::new()),
+            timeout: None,
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            preopens: Vec::new(),
+            env: Vec::new(),
+            stdio: Stdio::Inherit,
+        }
+    }
+}
