@@ -1,0 +1,91 @@
+//! The `wardlock run` command, driven in-process through its argument parser.
+
+use clap::Parser;
+use wardlock_host::cli::{Cli, execute};
+use wardlock_tests::Guest;
+
+async fn wardlock(args: &[&str]) -> anyhow::Result<i32> {
+    let cli = Cli::try_parse_from(std::iter::once("wardlock").chain(args.iter().copied()))?;
+    execute(cli).await
+}
+
+/// The README demo: 8 counter instances, exact total.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_counter_demo_gives_exact_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = format!("{}::/data", dir.path().display());
+    let code = wardlock(&[
+        "run",
+        "--instances",
+        "8",
+        "--dir",
+        &data,
+        Guest::Counter.path(),
+        "--",
+        "demo",
+        "25",
+        "/data/count",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(code, 0);
+    let count = std::fs::read_to_string(dir.path().join("count")).unwrap();
+    assert_eq!(count.trim(), "200");
+}
+
+/// A failing instance makes the run fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_instance_fails_the_run() {
+    let code = wardlock(&[
+        "run",
+        "-n",
+        "2",
+        "--timeout",
+        "0.2",
+        Guest::Misbehave.path(),
+        "--",
+        "spin-holding",
+        "a",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(code, 1);
+}
+
+/// Bad input gets a clear error naming what was wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_clear_errors() {
+    let err = |r: anyhow::Result<i32>| format!("{:#}", r.expect_err("should fail"));
+    let missing = err(wardlock(&["run", "/nonexistent/x.wasm"]).await);
+    assert!(
+        missing.contains("cannot load component /nonexistent/x.wasm"),
+        "{missing}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.wasm");
+    std::fs::write(&junk, b"not wasm").unwrap();
+    let junk_err = err(wardlock(&["run", junk.to_str().unwrap()]).await);
+    assert!(junk_err.contains("cannot load component"), "{junk_err}");
+
+    // An empty component: valid, but exports no `wasi:cli/run`.
+    let empty = dir.path().join("empty.wasm");
+    std::fs::write(&empty, [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00]).unwrap();
+    let world = err(wardlock(&["run", empty.to_str().unwrap()]).await);
+    assert!(
+        world.contains("does not fit the wardlock guest world"),
+        "{world}"
+    );
+
+    let grant = err(wardlock(&["run", "--grant", "../x", Guest::Counter.path()]).await);
+    assert!(grant.contains("--grant"), "{grant}");
+    let not_dir = err(wardlock(&["run", "--dir", "/nonexistent::/d", Guest::Counter.path()]).await);
+    assert!(not_dir.contains("is not a directory"), "{not_dir}");
+    let timeout = err(wardlock(&["run", "--timeout=0", Guest::Counter.path()]).await);
+    assert!(timeout.contains("--timeout"), "{timeout}");
+
+    let parse = Cli::try_parse_from(["wardlock", "run", "--instances", "0", "x.wasm"]).unwrap_err();
+    assert!(parse.to_string().contains("--instances"), "{parse}");
+    let env = Cli::try_parse_from(["wardlock", "run", "--env", "NOEQUALS", "x.wasm"]).unwrap_err();
+    assert!(env.to_string().contains("KEY=VALUE"), "{env}");
+}

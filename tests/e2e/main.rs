@@ -1,0 +1,7 @@
+//! End-to-end tests: real guest components (built by `build.rs`) on the in-memory
+//! backend, through the same runner the `wardlock` CLI uses.
+
+mod cli;
+mod exclusion;
+mod lifetime;
+mod semantics;
