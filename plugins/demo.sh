@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The wardlock demo: N counter instances increment one file under one lock on the
+# embedded (in-memory) backend; the final count must equal the sum of increments.
+#
+# Usage: plugins/demo.sh [INSTANCES] [ITERATIONS]   (default 8 instances x 100)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+INSTANCES="${1:-8}"
+ITERATIONS="${2:-100}"
+
+echo "demo: building the guest plugins (wasm32-wasip2)..." >&2
+COUNTER="$(bash "$ROOT/plugins/build.sh" | grep '/counter\.wasm$')"
+echo "demo: building the wardlock host..." >&2
+(cd "$ROOT" && cargo build -q -p wardlock-host --bin wardlock)
+
+DATA="$(mktemp -d)"
+trap 'rm -rf "$DATA"' EXIT
+echo "demo: wardlock run --instances $INSTANCES --dir $DATA::/data counter.wasm -- demo $ITERATIONS /data/count" >&2
+"$ROOT/target/debug/wardlock" run --instances "$INSTANCES" --dir "$DATA::/data" "$COUNTER" \
+    -- demo "$ITERATIONS" /data/count >/dev/null
+
+EXPECTED=$((INSTANCES * ITERATIONS))
+ACTUAL="$(cat "$DATA/count")"
+echo "final count: $ACTUAL (expected $INSTANCES x $ITERATIONS = $EXPECTED)"
+if [[ "$ACTUAL" != "$EXPECTED" ]]; then
+    echo "demo: LOST UPDATES: mutual exclusion failed" >&2
+    exit 1
+fi
