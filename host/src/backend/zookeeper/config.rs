@@ -1,0 +1,97 @@
+//! How to reach ZooKeeper and where wardlock's locks live there.
+
+use std::time::Duration;
+
+use crate::name::LockName;
+
+/// Default ZooKeeper session timeout.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Configuration of a [`super::ZooKeeperBackend`].
+#[derive(Debug, Clone)]
+pub struct ZooKeeperConfig {
+    /// `HOST:PORT[,HOST:PORT...]`.
+    pub hosts: String,
+    /// Absolute path under which lock names live: a lock named `a/b` is the
+    /// ZooKeeper node `<root>/a/b`. Default `/wardlock`.
+    pub root: String,
+    /// ZooKeeper session timeout (the safety net if this whole host dies).
+    pub session_timeout: Duration,
+    /// `user:password` for digest authentication. When set, wardlock's nodes get
+    /// the `creator_all` ACL, so other ZooKeeper users cannot delete them.
+    pub digest_auth: Option<String>,
+    /// Describes this host in lock node data (shown by status tools).
+    pub host_description: String,
+}
+
+impl ZooKeeperConfig {
+    /// Defaults for `hosts`: root `/wardlock`, 10 s sessions, no auth.
+    pub fn new(hosts: impl Into<String>) -> Self {
+        ZooKeeperConfig {
+            hosts: hosts.into(),
+            root: "/wardlock".to_owned(),
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            digest_auth: None,
+            host_description: default_host_description(),
+        }
+    }
+
+    /// Sets the root path.
+    pub fn root(mut self, root: impl Into<String>) -> Self {
+        self.root = root.into();
+        self
+    }
+
+    /// Sets the session timeout.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// Enables digest authentication with `user:password`.
+    pub fn digest_auth(mut self, credentials: impl Into<String>) -> Self {
+        self.digest_auth = Some(credentials.into());
+        self
+    }
+
+    /// Checks the configuration.
+    ///
+    /// # Errors
+    /// A message naming the bad setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.hosts.trim().is_empty() {
+            return Err("no ZooKeeper hosts given (expected HOST:PORT[,HOST:PORT...])".into());
+        }
+        let root_ok = self.root == "/"
+            || (self.root.starts_with('/')
+                && LockName::new(&self.root[1..]).is_ok());
+        if !root_ok {
+            return Err(format!(
+                "root {:?} must be an absolute ZooKeeper path like /wardlock (segments of A-Z a-z 0-9 - _ .)",
+                self.root
+            ));
+        }
+        if let Some(auth) = &self.digest_auth
+            && !auth.contains(':')
+        {
+            return Err("digest auth must be user:password".into());
+        }
+        Ok(())
+    }
+
+    /// The ZooKeeper path of lock `name`.
+    pub fn lock_path(&self, name: &LockName) -> String {
+        if self.root == "/" {
+            format!("/{name}")
+        } else {
+            format!("{}/{name}", self.root)
+        }
+    }
+}
+
+fn default_host_description() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "unknown-host".to_owned());
+    format!("{host} pid {}", std::process::id())
+}
