@@ -2,6 +2,8 @@
 //! backend, through the same runner the `wardlock` CLI uses.
 
 mod cli;
+mod conformance;
 mod exclusion;
 mod lifetime;
 mod semantics;
+mod zookeeper;

@@ -1,5 +1,11 @@
 //! Test harness: guest components built by `build.rs`, one shared engine, and
-//! helpers to run guests against a backend and wait for lock events.
+//! helpers to run guests against a backend and wait for lock events; real
+//! ZooKeeper servers and a controllable TCP proxy; the backend conformance suite.
+
+pub mod conformance;
+pub mod probe;
+pub mod proxy;
+pub mod zookeeper;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

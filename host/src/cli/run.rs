@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 
 use crate::backend::LockBackend;
 use crate::backend::memory::MemoryBackend;
+use crate::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use crate::policy::LockPolicy;
 use crate::runner::{Outcome, Preopen, Runner, RunnerConfig, Runtime, Stdio};
 
@@ -17,6 +18,8 @@ use crate::runner::{Outcome, Preopen, Runner, RunnerConfig, Runtime, Stdio};
 pub enum BackendKind {
     /// In-process locks shared by the instances of this run (the embedded default).
     Memory,
+    /// A ZooKeeper ensemble (implied by --zookeeper).
+    Zookeeper,
 }
 
 /// Arguments of `wardlock run`.
@@ -34,9 +37,23 @@ pub struct RunArgs {
     #[arg(long, short = 'n', value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub instances: u32,
 
-    /// Lock backend.
-    #[arg(long, value_enum, default_value_t = BackendKind::Memory)]
-    pub backend: BackendKind,
+    /// Lock backend (default: memory, or zookeeper when --zookeeper is given).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendKind>,
+
+    /// ZooKeeper ensemble to lock on, HOST:PORT[,HOST:PORT...]; selects the
+    /// zookeeper backend.
+    #[arg(long, value_name = "HOST:PORT[,...]")]
+    pub zookeeper: Option<String>,
+
+    /// ZooKeeper session timeout in seconds (the safety net if the host dies).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub session_timeout: f64,
+
+    /// Digest credentials USER:PASSWORD; wardlock's nodes then get the
+    /// creator-only ACL so other ZooKeeper users cannot delete them.
+    #[arg(long, value_name = "USER:PASSWORD")]
+    pub zk_digest: Option<String>,
 
     /// Root path under which lock names live in the backend (ZooKeeper:
     /// `<root>/<name>`; the memory backend keeps one namespace per run).
@@ -70,6 +87,45 @@ pub struct RunArgs {
     pub env: Vec<(String, String)>,
 }
 
+async fn backend(args: &RunArgs) -> anyhow::Result<Arc<dyn LockBackend>> {
+    let kind = args.backend.unwrap_or(if args.zookeeper.is_some() {
+        BackendKind::Zookeeper
+    } else {
+        BackendKind::Memory
+    });
+    match kind {
+        BackendKind::Memory => {
+            if args.zookeeper.is_some() {
+                bail!("--zookeeper needs --backend zookeeper (or no --backend)");
+            }
+            Ok(Arc::new(MemoryBackend::new()))
+        }
+        BackendKind::Zookeeper => {
+            let Some(hosts) = &args.zookeeper else {
+                bail!("--backend zookeeper needs --zookeeper HOST:PORT[,HOST:PORT...]");
+            };
+            let session_timeout = positive_secs("--session-timeout", args.session_timeout)?;
+            let mut config = ZooKeeperConfig::new(hosts.clone())
+                .root(args.root.clone())
+                .session_timeout(session_timeout);
+            if let Some(digest) = &args.zk_digest {
+                config = config.digest_auth(digest.clone());
+            }
+            tracing::info!(%hosts, "connecting to ZooKeeper");
+            let backend = ZooKeeperBackend::connect(config).await?;
+            Ok(Arc::new(backend))
+        }
+    }
+}
+
+fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<Duration> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        bail!("{flag} must be a positive number of seconds, got {secs}")
+    }
+}
+
 fn parse_env(spec: &str) -> Result<(String, String), String> {
     match spec.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
@@ -79,7 +135,7 @@ fn parse_env(spec: &str) -> Result<(String, String), String> {
 
 /// Runs `wardlock run`; returns the exit code (0 only if every instance succeeded).
 pub(super) async fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let config = config(&args)?;
+    let config = config(&args).await?;
     let runtime = Runtime::new()?;
     let plugin = args
         .component
@@ -126,10 +182,8 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<i32> {
     Ok(if failed.is_empty() { 0 } else { 1 })
 }
 
-fn config(args: &RunArgs) -> anyhow::Result<RunnerConfig> {
-    let backend: Arc<dyn LockBackend> = match args.backend {
-        BackendKind::Memory => Arc::new(MemoryBackend::new()),
-    };
+async fn config(args: &RunArgs) -> anyhow::Result<RunnerConfig> {
+    let backend = backend(args).await?;
     let mut policy = LockPolicy::new().max_handles(args.max_handles);
     for prefix in &args.grants {
         policy = policy
@@ -138,8 +192,7 @@ fn config(args: &RunArgs) -> anyhow::Result<RunnerConfig> {
     }
     let timeout = match args.timeout {
         None => None,
-        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-        Some(secs) => bail!("--timeout must be a positive number of seconds, got {secs}"),
+        Some(secs) => Some(positive_secs("--timeout", secs)?),
     };
     let mut preopens = Vec::new();
     for spec in &args.dirs {

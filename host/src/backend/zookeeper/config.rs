@@ -63,8 +63,7 @@ impl ZooKeeperConfig {
             return Err("no ZooKeeper hosts given (expected HOST:PORT[,HOST:PORT...])".into());
         }
         let root_ok = self.root == "/"
-            || (self.root.starts_with('/')
-                && LockName::new(&self.root[1..]).is_ok());
+            || (self.root.starts_with('/') && LockName::new(&self.root[1..]).is_ok());
         if !root_ok {
             return Err(format!(
                 "root {:?} must be an absolute ZooKeeper path like /wardlock (segments of A-Z a-z 0-9 - _ .)",

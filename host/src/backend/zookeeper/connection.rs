@@ -95,13 +95,14 @@ impl Connection {
     ///
     /// # Cancellation safety
     /// Cancel safe: a connection attempt that is dropped leaves no session behind.
-    pub async fn session(&self) -> Result<Arc<ZkSession>, BackendError> {
+    /// The flag is true when the session was connected by this call.
+    pub async fn session(&self) -> Result<(Arc<ZkSession>, bool), BackendError> {
         if let Some(session) = self.latest() {
-            return Ok(session);
+            return Ok((session, false));
         }
         let _connecting = self.connecting.lock().await;
         if let Some(session) = self.latest() {
-            return Ok(session);
+            return Ok((session, false));
         }
         let session = Arc::new(self.connect().await?);
         tracing::info!(
@@ -111,13 +112,17 @@ impl Connection {
             "connected to ZooKeeper"
         );
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
-        Ok(session)
+        Ok((session, true))
     }
 
     async fn connect(&self) -> Result<ZkSession, BackendError> {
         let mut connector = Client::connector()
             .with_session_timeout(self.config.session_timeout)
-            .with_connection_timeout(self.config.session_timeout.min(std::time::Duration::from_secs(5)));
+            .with_connection_timeout(
+                self.config
+                    .session_timeout
+                    .min(std::time::Duration::from_secs(5)),
+            );
         if let Some(credentials) = &self.config.digest_auth {
             connector = connector.with_auth("digest", credentials.as_bytes());
         }
@@ -127,10 +132,18 @@ impl Connection {
                 self.config.hosts
             ))
         };
-        let client = tokio::time::timeout(self.config.session_timeout, connector.connect(&self.config.hosts))
-            .await
-            .map_err(|_| unavailable(format!("no session within {:?}", self.config.session_timeout)))?
-            .map_err(|e| unavailable(e.to_string()))?;
+        let client = tokio::time::timeout(
+            self.config.session_timeout,
+            connector.connect(&self.config.hosts),
+        )
+        .await
+        .map_err(|_| {
+            unavailable(format!(
+                "no session within {:?}",
+                self.config.session_timeout
+            ))
+        })?
+        .map_err(|e| unavailable(e.to_string()))?;
         let state = client.state_watcher();
         Ok(ZkSession {
             client,

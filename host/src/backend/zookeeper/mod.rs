@@ -15,6 +15,7 @@ mod config;
 mod connection;
 mod node_name;
 mod recipe;
+mod reconcile;
 mod release;
 mod session;
 
@@ -54,7 +55,9 @@ impl ZooKeeperBackend {
     pub fn new(config: ZooKeeperConfig) -> Result<Self, BackendError> {
         config.validate().map_err(BackendError::Unavailable)?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-            BackendError::Unavailable("the ZooKeeper backend must be created inside a tokio runtime".into())
+            BackendError::Unavailable(
+                "the ZooKeeper backend must be created inside a tokio runtime".into(),
+            )
         })?;
         Ok(ZooKeeperBackend {
             shared: Arc::new(Shared {
@@ -76,7 +79,7 @@ impl ZooKeeperBackend {
     /// Cancel safe.
     pub async fn connect(config: ZooKeeperConfig) -> Result<Self, BackendError> {
         let backend = Self::new(config)?;
-        backend.shared.connection.session().await?;
+        backend.shared.session().await?;
         Ok(backend)
     }
 
@@ -87,13 +90,28 @@ impl ZooKeeperBackend {
 
     /// The id of the current ZooKeeper session, if connected.
     pub fn session_id(&self) -> Option<i64> {
-        self.shared.connection.latest().map(|s| s.client.session_id().0)
+        self.shared
+            .connection
+            .latest()
+            .map(|s| s.client.session_id().0)
+    }
+
+    /// Watches the current ZooKeeper session's state (connected, disconnected,
+    /// expired…), e.g. for health checks; `None` before the first connection.
+    pub fn state_watcher(&self) -> Option<zookeeper_client::StateWatcher> {
+        self.shared
+            .connection
+            .latest()
+            .map(|s| s.client.state_watcher())
     }
 
     /// The current session's id and password, for tools that must act as this
     /// session (tests force its expiry this way).
     pub fn session_info(&self) -> Option<zookeeper_client::SessionInfo> {
-        self.shared.connection.latest().map(|s| s.client.session().clone())
+        self.shared
+            .connection
+            .latest()
+            .map(|s| s.client.session().clone())
     }
 }
 
@@ -109,6 +127,26 @@ impl LockBackend for ZooKeeperBackend {
 }
 
 impl Shared {
+    /// The current ZooKeeper session, connecting (and starting its monitor) when
+    /// needed.
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when ZooKeeper cannot be reached.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    async fn session(self: &Arc<Self>) -> Result<Arc<connection::ZkSession>, BackendError> {
+        let (session, fresh) = self.connection.session().await?;
+        if fresh {
+            self.spawn(reconcile::monitor(
+                Arc::downgrade(self),
+                session.generation,
+                session.client.state_watcher(),
+            ));
+        }
+        Ok(session)
+    }
+
     fn acls(&self) -> Acls<'static> {
         if self.connection.config().digest_auth.is_some() {
             Acls::creator_all()

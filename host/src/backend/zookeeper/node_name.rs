@@ -112,17 +112,39 @@ mod tests {
         assert_eq!(sort_key("foreign"), "foreign");
         let children = vec![w("aaaa", 3), r("zzzz", 1), w("0000", 2)];
         assert_eq!(turn(&children, &r("zzzz", 1), Mode::Shared), Turn::Held);
-        assert_eq!(turn(&children, &w("0000", 2), Mode::Exclusive), Turn::WaitFor(&children[1]));
-        assert_eq!(turn(&children, &w("aaaa", 3), Mode::Exclusive), Turn::WaitFor(&children[2]));
+        assert_eq!(
+            turn(&children, &w("0000", 2), Mode::Exclusive),
+            Turn::WaitFor(&children[1])
+        );
+        assert_eq!(
+            turn(&children, &w("aaaa", 3), Mode::Exclusive),
+            Turn::WaitFor(&children[2])
+        );
     }
 
     #[test]
     fn readers_wait_only_for_the_nearest_earlier_writer() {
-        let children = vec![r("a", 1), w("b", 2), r("c", 3), w("d", 4), r("e", 5), r("f", 6)];
+        let children = vec![
+            r("a", 1),
+            w("b", 2),
+            r("c", 3),
+            w("d", 4),
+            r("e", 5),
+            r("f", 6),
+        ];
         assert_eq!(turn(&children, &r("a", 1), Mode::Shared), Turn::Held);
-        assert_eq!(turn(&children, &r("c", 3), Mode::Shared), Turn::WaitFor(&children[1]));
-        assert_eq!(turn(&children, &r("f", 6), Mode::Shared), Turn::WaitFor(&children[3]));
-        assert_eq!(turn(&children, &w("d", 4), Mode::Exclusive), Turn::WaitFor(&children[2]));
+        assert_eq!(
+            turn(&children, &r("c", 3), Mode::Shared),
+            Turn::WaitFor(&children[1])
+        );
+        assert_eq!(
+            turn(&children, &r("f", 6), Mode::Shared),
+            Turn::WaitFor(&children[3])
+        );
+        assert_eq!(
+            turn(&children, &w("d", 4), Mode::Exclusive),
+            Turn::WaitFor(&children[2])
+        );
         assert_eq!(turn(&children, &w("zz", 9), Mode::Exclusive), Turn::Missing);
     }
 

@@ -62,10 +62,23 @@ pub(super) async fn acquire(
 ) -> Result<Option<OwnedNode>, BackendError> {
     let parent = shared.connection.config().lock_path(name);
     loop {
-        let session = until(deadline, shared.connection.session()).await??;
+        let session = until(deadline, shared.session()).await??;
         let prefix = node_prefix(Uuid::new_v4(), mode);
         let mut pending = PendingNode::new(shared, session.generation, &parent, &prefix);
-        let attempt = until(deadline, attempt(shared, &session, &parent, &prefix, mode, data, waiting, &mut pending)).await??;
+        let attempt = until(
+            deadline,
+            attempt(
+                shared,
+                &session,
+                &parent,
+                &prefix,
+                mode,
+                data,
+                waiting,
+                &mut pending,
+            ),
+        )
+        .await??;
         match attempt {
             Attempt::Held(node) => {
                 pending.disarm();
@@ -88,10 +101,11 @@ async fn attempt(
     waiting: Waiting,
     pending: &mut PendingNode,
 ) -> Result<Attempt, BackendError> {
-    let (node, token, mut children) = match create_and_list(shared, session, parent, prefix, data).await? {
-        Some(created) => created,
-        None => return Ok(Attempt::Retry),
-    };
+    let (node, token, mut children) =
+        match create_and_list(shared, session, parent, prefix, data).await? {
+            Some(created) => created,
+            None => return Ok(Attempt::Retry),
+        };
     let path = format!("{parent}/{node}");
     pending.created(&path);
     loop {
@@ -112,7 +126,11 @@ async fn attempt(
             return Ok(Attempt::Busy);
         }
         // A data watch, not `exists`: no watch is left behind if the node is gone.
-        match session.client.get_and_watch_data(&format!("{parent}/{blocker}")).await {
+        match session
+            .client
+            .get_and_watch_data(&format!("{parent}/{blocker}"))
+            .await
+        {
             Ok((_, _, watcher)) => {
                 let event = watcher.changed().await;
                 if event.event_type == EventType::Session && event.session_state.is_terminated() {
@@ -189,7 +207,11 @@ async fn create_and_list(
 
 /// Creates the lock's parent (and missing ancestors) as CONTAINER nodes, which
 /// the server removes once empty: lock directories do not pile up (kazoo #329).
-async fn ensure_parent(shared: &Arc<Shared>, session: &ZkSession, parent: &str) -> Result<(), BackendError> {
+async fn ensure_parent(
+    shared: &Arc<Shared>,
+    session: &ZkSession,
+    parent: &str,
+) -> Result<(), BackendError> {
     let options = CreateMode::Container.with_acls(shared.acls());
     match session.client.mkdir(parent, &options).await {
         Ok(()) => Ok(()),
@@ -224,12 +246,17 @@ async fn recoverable(session: &ZkSession, error: ZkError) -> Result<bool, Backen
         ZkError::ConnectionLoss | ZkError::Timeout => Ok(session.connected().await.is_ok()),
         ZkError::SessionExpired | ZkError::ClientClosed | ZkError::SessionMoved => Ok(false),
         ZkError::NodeExists => Ok(true),
-        other => Err(BackendError::Unavailable(format!("ZooKeeper refused: {other}"))),
+        other => Err(BackendError::Unavailable(format!(
+            "ZooKeeper refused: {other}"
+        ))),
     }
 }
 
 /// Runs `future` until `deadline`.
-async fn until<T>(deadline: Option<Instant>, future: impl Future<Output = T>) -> Result<T, BackendError> {
+async fn until<T>(
+    deadline: Option<Instant>,
+    future: impl Future<Output = T>,
+) -> Result<T, BackendError> {
     match deadline {
         None => Ok(future.await),
         Some(deadline) => tokio::time::timeout_at(deadline, future)

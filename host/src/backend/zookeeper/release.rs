@@ -33,7 +33,12 @@ pub(super) fn delete_node(shared: &Arc<Shared>, generation: u64, prefix: String,
 
 /// Deletes whatever node of `parent` carries `prefix` (a create whose answer never
 /// arrived, e.g. because the waiting guest was cancelled).
-pub(super) fn delete_by_prefix(shared: &Arc<Shared>, generation: u64, parent: String, prefix: String) {
+pub(super) fn delete_by_prefix(
+    shared: &Arc<Shared>,
+    generation: u64,
+    parent: String,
+    prefix: String,
+) {
     let shared_for_task = shared.clone();
     shared.spawn(async move {
         let shared = shared_for_task;
@@ -80,9 +85,10 @@ async fn delete_until_gone(shared: &Arc<Shared>, generation: u64, path: &str) {
 /// True when a delete's result means it must be retried.
 fn needs_retry(path: &str, result: Result<(), ZkError>) -> bool {
     match result {
-        Ok(()) | Err(ZkError::NoNode) | Err(ZkError::SessionExpired) | Err(ZkError::ClientClosed) => {
-            false
-        }
+        Ok(())
+        | Err(ZkError::NoNode)
+        | Err(ZkError::SessionExpired)
+        | Err(ZkError::ClientClosed) => false,
         Err(error) => {
             tracing::warn!(%path, %error, "lock node delete failed; retrying in the background");
             true

@@ -56,7 +56,15 @@ impl LockSession for ZkLockSession {
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        let node = recipe::acquire(&self.shared, name, mode, &self.data, deadline, Waiting::Wait).await?;
+        let node = recipe::acquire(
+            &self.shared,
+            name,
+            mode,
+            &self.data,
+            deadline,
+            Waiting::Wait,
+        )
+        .await?;
         node.map(|node| self.record(node))
             .ok_or_else(|| BackendError::Unavailable("lock recipe ended without a grant".into()))
     }
@@ -66,7 +74,15 @@ impl LockSession for ZkLockSession {
         name: &LockName,
         mode: Mode,
     ) -> Result<Option<Grant>, BackendError> {
-        let node = recipe::acquire(&self.shared, name, mode, &self.data, None, Waiting::DontWait).await?;
+        let node = recipe::acquire(
+            &self.shared,
+            name,
+            mode,
+            &self.data,
+            None,
+            Waiting::DontWait,
+        )
+        .await?;
         Ok(node.map(|node| self.record(node)))
     }
 

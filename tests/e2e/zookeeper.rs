@@ -1,0 +1,437 @@
+//! The ZooKeeper backend against a real ZooKeeper server started by each test:
+//! the conformance suite, herd-freedom measured on the server, release on guest
+//! death, session expiry, server restart and a connection cut mid-create.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_host::runner::{Outcome, RunnerConfig};
+use wardlock_host::{GrantStatus, LockBackend, LockPolicy, Mode};
+use wardlock_tests::conformance::{self, Subject};
+use wardlock_tests::probe::{HANG_GUARD, Probe, ZkProbe};
+use wardlock_tests::proxy::Proxy;
+use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::{Guest, name, runner_with};
+use zookeeper_client::{Acls, Client, CreateMode, SessionState};
+
+const ROOT: &str = "/wardlock-test";
+
+async fn backend(address: &str, session_timeout: Duration) -> ZooKeeperBackend {
+    let config = ZooKeeperConfig::new(address)
+        .root(ROOT)
+        .session_timeout(session_timeout);
+    ZooKeeperBackend::connect(config)
+        .await
+        .expect("backend connects")
+}
+
+/// No lock node is left anywhere under the root.
+async fn assert_no_lock_nodes(probe: &ZkProbe) {
+    let left: Vec<String> = probe
+        .all_nodes()
+        .await
+        .into_iter()
+        .filter(|n| n.contains("__WRIT__") || n.contains("__READ__"))
+        .collect();
+    assert!(left.is_empty(), "lock nodes left behind: {left:?}");
+}
+
+/// Waits until the backend's session reaches a state matching `wanted`.
+async fn wait_state(
+    backend: &ZooKeeperBackend,
+    wanted: impl Fn(SessionState) -> bool,
+) -> SessionState {
+    let mut watcher = backend.state_watcher().expect("connected");
+    let wait = async {
+        loop {
+            let state = watcher.state();
+            if wanted(state) {
+                return state;
+            }
+            watcher.changed().await;
+        }
+    };
+    tokio::time::timeout(HANG_GUARD, wait)
+        .await
+        .expect("session state never came")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_backend_conforms() {
+    let server = ZkServer::start();
+    let backend = backend(&server.address(), Duration::from_secs(10)).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let subject = Subject {
+        backend: Arc::new(backend),
+        probe: Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
+    };
+    conformance::all(&subject).await;
+    drop(subject);
+    assert_no_lock_nodes(&probe).await;
+}
+
+/// A holder and 20 waiters: every waiter watches exactly one node, all different,
+/// as the server itself reports (`wchp`: watched paths and their sessions).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_watch_one_node_each() {
+    let server = ZkServer::start();
+    let backend = backend(&server.address(), Duration::from_secs(10)).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let holder = backend.open_session("holder");
+    let held = holder
+        .acquire(&name("herd"), Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let mut waiters = Vec::new();
+    for i in 0..20 {
+        let backend = backend.clone();
+        let mode = if i % 3 == 1 {
+            Mode::Shared
+        } else {
+            Mode::Exclusive
+        };
+        waiters.push(tokio::spawn(async move {
+            let session = backend.open_session(&format!("waiter {i}"));
+            let grant = session
+                .acquire(&name("herd"), mode, Some(HANG_GUARD))
+                .await
+                .expect("waiter");
+            session.release(grant.id).expect("release");
+        }));
+        probe.wait_len("herd", i + 2).await;
+    }
+    // Watches are set right after each node's listing; wait until all 20 are in.
+    let watched = tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            let watched = lock_node_watches(&server.four_letter("wchp"));
+            if watched.len() >= 20 {
+                return watched;
+            }
+            // The server announces no event for a watch being set: poll its report.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("20 watches");
+    let paths: std::collections::HashSet<_> =
+        watched.iter().map(|(path, _)| path.clone()).collect();
+    eprintln!(
+        "{{\"metric\":\"herd_watched_paths\",\"waiters\":20,\"paths\":{},\"watches\":{}}}",
+        paths.len(),
+        watched.len()
+    );
+    assert_eq!(paths.len(), 20, "distinct watched lock nodes: {watched:?}");
+    assert!(
+        watched.iter().all(|(_, sessions)| *sessions == 1),
+        "{watched:?}"
+    );
+    holder.release(held.id).expect("release");
+    for waiter in waiters {
+        waiter.await.expect("waiter task");
+    }
+    probe.wait_len("herd", 0).await;
+    assert_no_lock_nodes(&probe).await;
+}
+
+/// Parses `wchp`: each watched path followed by indented session ids; returns the
+/// lock-node paths and how many sessions watch each.
+fn lock_node_watches(wchp: &str) -> Vec<(String, usize)> {
+    let mut result: Vec<(String, usize)> = Vec::new();
+    for line in wchp.lines() {
+        if line.starts_with('/') {
+            result.push((line.trim().to_owned(), 0));
+        } else if line.trim().starts_with("0x")
+            && let Some(last) = result.last_mut()
+        {
+            last.1 += 1;
+        }
+    }
+    result.retain(|(path, _)| path.contains("__WRIT__") || path.contains("__READ__"));
+    result
+}
+
+/// A guest trapping while holding: its waiter gets the lock within milliseconds,
+/// long before the 10 s session timeout would have freed it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trapped_holder_hands_over_before_session_timeout() {
+    let server = ZkServer::start();
+    let session_timeout = Duration::from_secs(10);
+    let backend = backend(&server.address(), session_timeout).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let gate_session = backend.open_session("gate");
+    let gate = gate_session
+        .acquire(&name("gate"), Mode::Exclusive, None)
+        .await
+        .expect("gate");
+    let runner = runner_with(
+        Guest::Lockctl,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            timeout: Some(HANG_GUARD),
+            ..RunnerConfig::default()
+        },
+    );
+    let guest = tokio::spawn(async move {
+        let args: Vec<String> = [
+            "acquire exclusive - dying",
+            "acquire exclusive - gate",
+            "trap",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        let report = runner.run(0, &args).await;
+        (report, Instant::now())
+    });
+    probe.wait_len("gate", 2).await;
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session("waiter");
+            let grant = session
+                .acquire(&name("dying"), Mode::Exclusive, Some(HANG_GUARD))
+                .await;
+            (session, grant, Instant::now())
+        })
+    };
+    probe.wait_len("dying", 2).await;
+    gate_session.release(gate.id).expect("gate");
+    let (report, ended) = guest.await.expect("guest");
+    assert!(
+        matches!(report.outcome, Outcome::Trap(_)),
+        "{:?}",
+        report.outcome
+    );
+    let (_session, grant, granted) = waiter.await.expect("waiter");
+    assert!(grant.is_ok(), "{grant:?}");
+    let latency = granted.saturating_duration_since(ended);
+    eprintln!(
+        "{{\"metric\":\"trap_to_grant_us\",\"value\":{}}}",
+        latency.as_micros()
+    );
+    assert!(latency < session_timeout / 10, "hand-over took {latency:?}");
+}
+
+/// A guest killed at its deadline while queued leaves no node behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guest_killed_while_queued_leaves_no_node() {
+    let server = ZkServer::start();
+    let backend = backend(&server.address(), Duration::from_secs(10)).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let holder = backend.open_session("holder");
+    let held = holder
+        .acquire(&name("queued"), Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let runner = runner_with(
+        Guest::Misbehave,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            policy: Arc::new(LockPolicy::new()),
+            timeout: Some(Duration::from_millis(500)),
+            ..RunnerConfig::default()
+        },
+    );
+    let report = runner
+        .run(0, &["queue-forever".into(), "queued".into()])
+        .await;
+    assert!(
+        matches!(report.outcome, Outcome::TimedOut(_)),
+        "{:?}",
+        report.outcome
+    );
+    probe.wait_len("queued", 1).await;
+    assert_eq!(probe.contenders("queued").await.len(), 1);
+    holder.release(held.id).expect("release");
+    probe.wait_len("queued", 0).await;
+    assert_no_lock_nodes(&probe).await;
+}
+
+/// Forced session expiry: holders learn `lost`, new acquisitions use a new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_expiry_reports_lost_and_reconnects() {
+    let server = ZkServer::start();
+    let backend = backend(&server.address(), Duration::from_secs(10)).await;
+    let session = backend.open_session("holder");
+    let grant = session
+        .acquire(&name("expiring"), Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    assert_eq!(session.status(grant.id), GrantStatus::Held);
+    let old_id = backend.session_id().expect("session");
+    // Expire it: another client attaches to the same session and closes it.
+    let info = backend.session_info().expect("session info");
+    let intruder = Client::connector()
+        .with_session(info)
+        .connect(&server.address())
+        .await
+        .expect("attach to the session");
+    drop(intruder);
+    wait_state(&backend, |s| s.is_terminated()).await;
+    assert_eq!(session.status(grant.id), GrantStatus::Lost);
+    let other = backend.open_session("next");
+    let next = other
+        .acquire(&name("expiring"), Mode::Exclusive, Some(HANG_GUARD))
+        .await
+        .expect("acquire on a new session");
+    assert!(next.token > grant.token);
+    assert_ne!(
+        backend.session_id(),
+        Some(old_id),
+        "a new ZooKeeper session"
+    );
+    assert_eq!(
+        session.status(grant.id),
+        GrantStatus::Lost,
+        "the old grant stays lost"
+    );
+}
+
+/// A server restart within the session timeout: locks survive; status goes
+/// suspended, then held again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_restart_suspends_then_restores() {
+    let mut server = ZkServer::start();
+    let backend = backend(&server.address(), Duration::from_secs(30)).await;
+    let session = backend.open_session("holder");
+    let grant = session
+        .acquire(&name("restart"), Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    server.stop();
+    wait_state(&backend, |s| s == SessionState::Disconnected).await;
+    assert_eq!(session.status(grant.id), GrantStatus::Suspended);
+    server.restart();
+    wait_state(&backend, |s| s == SessionState::SyncConnected).await;
+    assert_eq!(session.status(grant.id), GrantStatus::Held);
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    assert_eq!(
+        probe.contenders("restart").await.len(),
+        1,
+        "the lock node survived"
+    );
+    let rival = backend.open_session("rival");
+    assert_eq!(
+        rival
+            .try_acquire(&name("restart"), Mode::Exclusive)
+            .await
+            .expect("try"),
+        None
+    );
+    session.release(grant.id).expect("release");
+    probe.wait_len("restart", 0).await;
+}
+
+/// The connection is cut after the create reached the server but before its answer
+/// came back: the backend finds its node by uuid, holds exactly one node, and a
+/// cancelled acquire in the same situation leaves none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_cut_mid_create_leaves_no_orphan() {
+    let server = ZkServer::start();
+    let proxy = Proxy::start(server.address()).await;
+    let backend = backend(&proxy.address(), Duration::from_secs(20)).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    // A persistent parent, so the create is the only request that matters.
+    for path in [ROOT.to_owned(), format!("{ROOT}/cut")] {
+        let _ = probe
+            .client
+            .create(
+                &path,
+                b"",
+                &CreateMode::Persistent.with_acls(Acls::anyone_all()),
+            )
+            .await;
+    }
+
+    proxy.swallow_replies(true);
+    let acquiring = {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session("cut");
+            let grant = session
+                .acquire(&name("cut"), Mode::Exclusive, Some(HANG_GUARD))
+                .await;
+            (session, grant)
+        })
+    };
+    probe.wait_len("cut", 1).await;
+    proxy.cut();
+    proxy.swallow_replies(false);
+    let (session, grant) = acquiring.await.expect("acquire task");
+    let grant = grant.expect("acquired after the reconnect");
+    assert_eq!(
+        probe.contenders("cut").await.len(),
+        1,
+        "exactly our node, no orphan"
+    );
+    session.release(grant.id).expect("release");
+    probe.wait_len("cut", 0).await;
+
+    proxy.swallow_replies(true);
+    let cancelled = {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session("cancelled");
+            let _ = session.acquire(&name("cut"), Mode::Exclusive, None).await;
+        })
+    };
+    probe.wait_len("cut", 1).await;
+    cancelled.abort();
+    let _ = cancelled.await;
+    proxy.cut();
+    proxy.swallow_replies(false);
+    probe.wait_len("cut", 0).await;
+    assert_no_lock_nodes(&probe).await;
+    let _ = probe.client.delete(&format!("{ROOT}/cut"), None).await;
+}
+
+/// `wardlock run --zookeeper` with 8 counter instances gives the exact count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_counter_on_zookeeper_is_exact() {
+    use clap::Parser;
+    let server = ZkServer::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = format!("{}::/data", dir.path().display());
+    let address = server.address();
+    let cli = wardlock_host::cli::Cli::try_parse_from([
+        "wardlock",
+        "run",
+        "--zookeeper",
+        &address,
+        "--root",
+        ROOT,
+        "--instances",
+        "8",
+        "--dir",
+        &data,
+        Guest::Counter.path(),
+        "--",
+        "zk-counter",
+        "15",
+        "/data/count",
+    ])
+    .expect("flags");
+    assert_eq!(wardlock_host::cli::execute(cli).await.expect("run"), 0);
+    let count = std::fs::read_to_string(dir.path().join("count")).expect("count");
+    assert_eq!(count.trim(), "120");
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    probe.wait_len("zk-counter", 0).await;
+    let bad = wardlock_host::cli::Cli::try_parse_from([
+        "wardlock",
+        "run",
+        "--zookeeper",
+        "127.0.0.1:1",
+        "--session-timeout",
+        "1",
+        Guest::Counter.path(),
+    ])
+    .expect("flags");
+    let error = wardlock_host::cli::execute(bad)
+        .await
+        .expect_err("no server there");
+    assert!(
+        format!("{error:#}").contains("cannot connect to ZooKeeper at 127.0.0.1:1"),
+        "{error:#}"
+    );
+}

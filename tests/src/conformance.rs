@@ -1,0 +1,381 @@
+//! The backend conformance suite: one set of checks, run against every backend
+//! (in-memory and a real ZooKeeper), natively and through guest components.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wardlock_host::runner::{Outcome, Preopen, RunnerConfig};
+use wardlock_host::{BackendError, LockBackend, LockPolicy, Mode};
+
+use crate::probe::{HANG_GUARD, Probe};
+use crate::{Guest, lines, name, runner_with, token_of};
+
+/// A backend under test and a probe observing it.
+pub struct Subject {
+    pub backend: Arc<dyn LockBackend>,
+    pub probe: Arc<dyn Probe>,
+}
+
+impl Subject {
+    fn runner(
+        &self,
+        guest: Guest,
+        timeout: Option<Duration>,
+    ) -> Arc<wardlock_host::runner::Runner> {
+        runner_with(
+            guest,
+            RunnerConfig {
+                backend: self.backend.clone(),
+                policy: Arc::new(LockPolicy::new()),
+                timeout,
+                ..RunnerConfig::default()
+            },
+        )
+    }
+}
+
+/// Every check, in order; each names itself on stderr first so a failure is
+/// easy to place.
+pub async fn all(subject: &Subject) {
+    macro_rules! check {
+        ($($check:ident),* $(,)?) => {$(
+            eprintln!("conformance: {}", stringify!($check));
+            $check(subject).await;
+        )*};
+    }
+    check!(
+        exclusive_excludes,
+        shared_holders_overlap,
+        grants_in_arrival_order,
+        queued_writer_holds_back_readers,
+        timeout_leaves_nothing_queued,
+        cancelled_wait_leaves_nothing_queued,
+        session_drop_releases_everything,
+        tokens_increase_across_names_and_sessions,
+        guest_counter_is_exact,
+        guest_trap_hands_over,
+        guest_sees_wit_semantics,
+    );
+}
+
+/// One holder; everyone else waits or is refused.
+pub async fn exclusive_excludes(s: &Subject) {
+    let lock = name("conf/excl");
+    let a = s.backend.open_session("a");
+    let b = s.backend.open_session("b");
+    let held = a
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("a acquires");
+    assert_eq!(
+        b.try_acquire(&lock, Mode::Exclusive).await.expect("try"),
+        None
+    );
+    assert_eq!(b.try_acquire(&lock, Mode::Shared).await.expect("try"), None);
+    assert_eq!(
+        b.acquire(&lock, Mode::Exclusive, Some(Duration::from_millis(50)))
+            .await,
+        Err(BackendError::Timeout)
+    );
+    a.release(held.id).expect("release");
+    let next = b
+        .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+        .await
+        .expect("b acquires");
+    assert!(
+        next.token > held.token,
+        "tokens {} then {}",
+        held.token,
+        next.token
+    );
+    b.release(next.id).expect("release");
+    s.probe.wait_len("conf/excl", 0).await;
+}
+
+/// Readers share; a writer is refused while they hold.
+pub async fn shared_holders_overlap(s: &Subject) {
+    let lock = name("conf/shared");
+    let a = s.backend.open_session("a");
+    let b = s.backend.open_session("b");
+    let ra = a.acquire(&lock, Mode::Shared, None).await.expect("a reads");
+    let rb = b
+        .try_acquire(&lock, Mode::Shared)
+        .await
+        .expect("try")
+        .expect("b reads too");
+    let c = s.backend.open_session("c");
+    assert_eq!(
+        c.try_acquire(&lock, Mode::Exclusive).await.expect("try"),
+        None
+    );
+    a.release(ra.id).expect("release");
+    b.release(rb.id).expect("release");
+    let w = c
+        .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+        .await
+        .expect("writer after readers");
+    c.release(w.id).expect("release");
+    s.probe.wait_len("conf/shared", 0).await;
+}
+
+/// Exclusive waiters are granted in arrival order.
+pub async fn grants_in_arrival_order(s: &Subject) {
+    let lock = name("conf/fifo");
+    let holder = s.backend.open_session("holder");
+    let held = holder
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let (order_tx, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut waiters = Vec::new();
+    for i in 0..3 {
+        let backend = s.backend.clone();
+        let lock = lock.clone();
+        let order_tx = order_tx.clone();
+        waiters.push(tokio::spawn(async move {
+            let session = backend.open_session(&format!("waiter-{i}"));
+            let grant = session
+                .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+                .await
+                .expect("waiter");
+            order_tx.send((i, grant.token)).expect("report");
+            session.release(grant.id).expect("release");
+        }));
+        s.probe.wait_len("conf/fifo", 2 + i).await;
+    }
+    holder.release(held.id).expect("release");
+    for waiter in waiters {
+        waiter.await.expect("waiter task");
+    }
+    let order: Vec<(usize, u64)> = (0..3).filter_map(|_| order_rx.try_recv().ok()).collect();
+    assert_eq!(
+        order.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        vec![0, 1, 2],
+        "{order:?}"
+    );
+    assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "{order:?}");
+    s.probe.wait_len("conf/fifo", 0).await;
+}
+
+/// A queued writer keeps readers that arrive after it out.
+pub async fn queued_writer_holds_back_readers(s: &Subject) {
+    let lock = name("conf/writer-first");
+    let reader = s.backend.open_session("reader");
+    let read = reader
+        .acquire(&lock, Mode::Shared, None)
+        .await
+        .expect("read");
+    let writer = {
+        let backend = s.backend.clone();
+        let lock = lock.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session("writer");
+            let grant = session
+                .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+                .await
+                .expect("write");
+            session.release(grant.id).expect("release");
+            grant.token
+        })
+    };
+    s.probe.wait_len("conf/writer-first", 2).await;
+    let late = s.backend.open_session("late reader");
+    assert_eq!(
+        late.try_acquire(&lock, Mode::Shared).await.expect("try"),
+        None
+    );
+    reader.release(read.id).expect("release");
+    let write_token = writer.await.expect("writer task");
+    let late_read = late
+        .acquire(&lock, Mode::Shared, Some(HANG_GUARD))
+        .await
+        .expect("late read");
+    assert!(late_read.token > write_token);
+    late.release(late_read.id).expect("release");
+    s.probe.wait_len("conf/writer-first", 0).await;
+}
+
+/// A timed-out wait is withdrawn.
+pub async fn timeout_leaves_nothing_queued(s: &Subject) {
+    let lock = name("conf/timeout");
+    let a = s.backend.open_session("a");
+    let held = a.acquire(&lock, Mode::Exclusive, None).await.expect("hold");
+    let b = s.backend.open_session("b");
+    for mode in [Mode::Exclusive, Mode::Shared] {
+        assert_eq!(
+            b.acquire(&lock, mode, Some(Duration::from_millis(30)))
+                .await,
+            Err(BackendError::Timeout)
+        );
+    }
+    s.probe.wait_len("conf/timeout", 1).await;
+    a.release(held.id).expect("release");
+    s.probe.wait_len("conf/timeout", 0).await;
+}
+
+/// Dropping a waiting acquire future withdraws the wait.
+pub async fn cancelled_wait_leaves_nothing_queued(s: &Subject) {
+    let lock = name("conf/cancel");
+    let a = s.backend.open_session("a");
+    let held = a.acquire(&lock, Mode::Exclusive, None).await.expect("hold");
+    let waiter = {
+        let backend = s.backend.clone();
+        let lock = lock.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session("cancelled");
+            let _ = session.acquire(&lock, Mode::Exclusive, None).await;
+        })
+    };
+    s.probe.wait_len("conf/cancel", 2).await;
+    waiter.abort();
+    assert!(waiter.await.expect_err("aborted").is_cancelled());
+    s.probe.wait_len("conf/cancel", 1).await;
+    a.release(held.id).expect("release");
+    s.probe.wait_len("conf/cancel", 0).await;
+}
+
+/// Dropping a session releases all its grants.
+pub async fn session_drop_releases_everything(s: &Subject) {
+    let a = s.backend.open_session("a");
+    a.acquire(&name("conf/drop-1"), Mode::Exclusive, None)
+        .await
+        .expect("hold 1");
+    a.acquire(&name("conf/drop-2"), Mode::Shared, None)
+        .await
+        .expect("hold 2");
+    drop(a);
+    s.probe.wait_len("conf/drop-1", 0).await;
+    s.probe.wait_len("conf/drop-2", 0).await;
+    let b = s.backend.open_session("b");
+    let grant = b
+        .try_acquire(&name("conf/drop-1"), Mode::Exclusive)
+        .await
+        .expect("try");
+    assert!(grant.is_some());
+}
+
+/// Tokens grow across names and sessions.
+pub async fn tokens_increase_across_names_and_sessions(s: &Subject) {
+    let mut last = 0;
+    for round in 0..3 {
+        for lock in ["conf/tok-a", "conf/tok-b"] {
+            let session = s.backend.open_session(&format!("round {round}"));
+            let grant = session
+                .acquire(&name(lock), Mode::Exclusive, None)
+                .await
+                .expect("acquire");
+            assert!(grant.token > last, "token {} after {last}", grant.token);
+            last = grant.token;
+        }
+    }
+}
+
+/// Eight counter guests on one lock lose no update.
+pub async fn guest_counter_is_exact(s: &Subject) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runner = runner_with(
+        Guest::Counter,
+        RunnerConfig {
+            backend: s.backend.clone(),
+            preopens: vec![Preopen::parse(&format!("{}::/data", dir.path().display()))],
+            ..RunnerConfig::default()
+        },
+    );
+    let args: Vec<String> = ["conf/counter", "20", "/data/count"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let (runner, args) = (runner.clone(), args.clone());
+        tasks.push(tokio::spawn(async move { runner.run(i, &args).await }));
+    }
+    for task in tasks {
+        let report = task.await.expect("instance task");
+        assert!(
+            report.outcome.is_success(),
+            "{:?} {}",
+            report.outcome,
+            report.stderr_text()
+        );
+    }
+    let count = std::fs::read_to_string(dir.path().join("count")).expect("count file");
+    assert_eq!(count.trim(), "160");
+    s.probe.wait_len("conf/counter", 0).await;
+}
+
+/// A guest trapping while holding hands its lock to a native waiter.
+pub async fn guest_trap_hands_over(s: &Subject) {
+    let gate_session = s.backend.open_session("gate");
+    let gate = gate_session
+        .acquire(&name("conf/gate"), Mode::Exclusive, None)
+        .await
+        .expect("gate");
+    let guest = {
+        let runner = s.runner(Guest::Lockctl, Some(HANG_GUARD));
+        tokio::spawn(async move {
+            let args: Vec<String> = [
+                "acquire exclusive - conf/trap",
+                "acquire exclusive - conf/gate",
+                "trap",
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+            runner.run(0, &args).await
+        })
+    };
+    s.probe.wait_len("conf/gate", 2).await;
+    let waiter = {
+        let backend = s.backend.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session("waiter");
+            let grant = session
+                .acquire(&name("conf/trap"), Mode::Exclusive, Some(HANG_GUARD))
+                .await;
+            (session, grant)
+        })
+    };
+    s.probe.wait_len("conf/trap", 2).await;
+    gate_session.release(gate.id).expect("open the gate");
+    let report = guest.await.expect("guest task");
+    assert!(
+        matches!(report.outcome, Outcome::Trap(_)),
+        "{:?}",
+        report.outcome
+    );
+    let (_session, grant) = waiter.await.expect("waiter task");
+    assert!(grant.is_ok(), "{grant:?}");
+}
+
+/// The WIT semantics a guest sees do not depend on the backend.
+pub async fn guest_sees_wit_semantics(s: &Subject) {
+    let runner = s.runner(Guest::Lockctl, Some(HANG_GUARD));
+    let script = [
+        "acquire exclusive - conf/sem",
+        "acquire exclusive 0 conf/sem",
+        "acquire shared - conf/sem",
+        "release 1",
+        "release 1",
+        "status 2",
+        "acquire shared - conf/sem-r",
+        "acquire exclusive - conf/sem-r",
+        "try exclusive conf/sem-r",
+        "acquire exclusive - a//b",
+        "try shared conf/sem-free",
+    ];
+    let args: Vec<String> = script.iter().map(|a| a.to_string()).collect();
+    let report = runner.run(0, &args).await;
+    assert!(report.outcome.is_success(), "{:?}", report.outcome);
+    let out = lines(&report);
+    assert_eq!(token_of(&out[0]), token_of(&out[1]));
+    assert_eq!(token_of(&out[0]), token_of(&out[2]));
+    assert_eq!(out[3..6], ["ok", "err released", "held"]);
+    assert!(out[6].starts_with("h4 "), "{out:?}");
+    assert_eq!(out[7..9], ["err would-deadlock", "err would-deadlock"]);
+    assert!(out[9].starts_with("err invalid-name: "), "{out:?}");
+    assert!(out[10].starts_with("h5 "), "{out:?}");
+    for lock in ["conf/sem", "conf/sem-r", "conf/sem-free"] {
+        s.probe.wait_len(lock, 0).await;
+    }
+}

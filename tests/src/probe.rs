@@ -1,0 +1,126 @@
+//! Observing a lock's queue from outside, as events: the in-memory backend's own
+//! observation API, or a separate ZooKeeper client watching the lock's node.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use wardlock_host::MemoryBackend;
+use zookeeper_client::{Client, Error as ZkError};
+
+use crate::name;
+
+/// How long a probe waits before declaring the expected state unreachable (a hang
+/// guard, not a synchronisation).
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// Watches lock queues of one backend.
+#[async_trait]
+pub trait Probe: Send + Sync {
+    /// Waits until `lock` has exactly `len` contenders (holders plus waiters).
+    async fn wait_len(&self, lock: &str, len: usize);
+}
+
+/// Probe of a [`MemoryBackend`].
+pub struct MemoryProbe(pub MemoryBackend);
+
+#[async_trait]
+impl Probe for MemoryProbe {
+    async fn wait_len(&self, lock: &str, len: usize) {
+        crate::wait_queue(&self.0, lock, |q| q.len() == len).await;
+    }
+}
+
+/// Probe of locks under `root` on a ZooKeeper server, through its own session.
+pub struct ZkProbe {
+    pub client: Client,
+    pub root: String,
+}
+
+impl ZkProbe {
+    /// Connects a probe session.
+    pub async fn connect(address: &str, root: &str) -> ZkProbe {
+        let client = Client::connector()
+            .with_session_timeout(Duration::from_secs(30))
+            .connect(address)
+            .await
+            .expect("probe connects to ZooKeeper");
+        ZkProbe {
+            client,
+            root: root.to_owned(),
+        }
+    }
+
+    /// The lock node children of `lock` (empty if its parent does not exist).
+    pub async fn contenders(&self, lock: &str) -> Vec<String> {
+        match self.client.list_children(&self.path(lock)).await {
+            Ok(children) => children.into_iter().filter(|c| c.contains("__")).collect(),
+            Err(ZkError::NoNode) => Vec::new(),
+            Err(error) => panic!("probe cannot list {lock}: {error}"),
+        }
+    }
+
+    /// Every node below the root, depth first (root excluded).
+    pub async fn all_nodes(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(path) = stack.pop() {
+            let children = match self.client.list_children(&path).await {
+                Ok(children) => children,
+                Err(ZkError::NoNode) => continue,
+                Err(error) => panic!("probe cannot list {path}: {error}"),
+            };
+            for child in children {
+                let child = format!("{path}/{child}");
+                found.push(child.clone());
+                stack.push(child);
+            }
+        }
+        found
+    }
+
+    fn path(&self, lock: &str) -> String {
+        format!("{}/{}", self.root, name(lock))
+    }
+
+    async fn wait_len_unguarded(&self, lock: &str, len: usize) {
+        let path = self.path(lock);
+        loop {
+            match self.client.get_and_watch_children(&path).await {
+                Ok((children, _, watcher)) => {
+                    if children.iter().filter(|c| c.contains("__")).count() == len {
+                        return;
+                    }
+                    watcher.changed().await;
+                }
+                Err(ZkError::NoNode) => {
+                    if len == 0 {
+                        return;
+                    }
+                    match self.client.check_and_watch_stat(&path).await {
+                        Ok((Some(_), _)) => continue,
+                        Ok((None, watcher)) => {
+                            watcher.changed().await;
+                        }
+                        Err(error) => panic!("probe cannot watch {path}: {error}"),
+                    }
+                }
+                Err(error) => panic!("probe cannot watch {path}: {error}"),
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Probe for ZkProbe {
+    async fn wait_len(&self, lock: &str, len: usize) {
+        if tokio::time::timeout(HANG_GUARD, self.wait_len_unguarded(lock, len))
+            .await
+            .is_err()
+        {
+            panic!(
+                "lock {lock} never reached {len} contenders: {:?}",
+                self.contenders(lock).await
+            );
+        }
+    }
+}

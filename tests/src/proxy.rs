@@ -1,0 +1,117 @@
+//! A loopback TCP proxy the test controls, to cut connections at chosen moments.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// Forwards `127.0.0.1:<port>` to a target. [`Proxy::swallow_replies`] stops
+/// passing server→client bytes (requests still reach the server); [`Proxy::cut`]
+/// closes every open connection.
+pub struct Proxy {
+    port: u16,
+    swallow: Arc<AtomicBool>,
+    generation: watch::Sender<u64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Starts forwarding to `target` (`HOST:PORT`).
+    pub async fn start(target: String) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let port = listener.local_addr().expect("proxy addr").port();
+        let swallow = Arc::new(AtomicBool::new(false));
+        let (generation, _) = watch::channel(0u64);
+        let task = tokio::spawn({
+            let swallow = swallow.clone();
+            let generation = generation.clone();
+            async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    let Ok(server) = TcpStream::connect(&target).await else {
+                        continue;
+                    };
+                    tokio::spawn(pipe(
+                        client,
+                        server,
+                        swallow.clone(),
+                        generation.subscribe(),
+                    ));
+                }
+            }
+        });
+        Proxy {
+            port,
+            swallow,
+            generation,
+            task,
+        }
+    }
+
+    /// `127.0.0.1:PORT` of the proxy.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Stops (or resumes) passing server replies to clients.
+    pub fn swallow_replies(&self, swallow: bool) {
+        self.swallow.store(swallow, Ordering::SeqCst);
+    }
+
+    /// Closes every connection open now.
+    pub fn cut(&self) {
+        self.generation.send_modify(|g| *g += 1);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.cut();
+    }
+}
+
+async fn pipe(
+    client: TcpStream,
+    server: TcpStream,
+    swallow: Arc<AtomicBool>,
+    mut cut: watch::Receiver<u64>,
+) {
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let upstream = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match client_read.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if server_write.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    let downstream = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match server_read.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if swallow.load(Ordering::SeqCst) {
+                        continue;
+                    }
+                    if client_write.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = upstream => {}
+        _ = downstream => {}
+        _ = cut.changed() => {}
+    }
+}

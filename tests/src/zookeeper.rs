@@ -1,0 +1,140 @@
+//! A real ZooKeeper server per test: Debian's `zookeeper` package, started on a
+//! free loopback port in a temp dir, stopped by `Drop` even when the test fails.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ZK_SERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
+const INSTALL_HINT: &str =
+    "ZooKeeper is not installed: run `apt-get install -y zookeeper` (Debian), or `.ci/run`";
+
+/// A ZooKeeper server process this test started, and only it stops.
+pub struct ZkServer {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl ZkServer {
+    /// Starts a server on a free loopback port and waits until it answers `ruok`.
+    ///
+    /// # Panics
+    /// When ZooKeeper is not installed (naming the install command) or does not
+    /// come up within 60 s.
+    pub fn start() -> ZkServer {
+        assert!(Path::new(ZK_SERVER).exists(), "{INSTALL_HINT}");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("data dir");
+        let config = format!(
+            "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+             admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\nminSessionTimeout=400\nmaxSessionTimeout=60000\n",
+            data.display()
+        );
+        std::fs::write(dir.path().join("zoo.cfg"), config).expect("zoo.cfg");
+        let mut server = ZkServer {
+            child: None,
+            port,
+            dir,
+        };
+        server.launch();
+        server
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server (kills the JVM this test started, by PID).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the stopped server again on the same port and data (sessions survive
+    /// if it is back within their timeout).
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+
+    /// Sends a four-letter word (`ruok`, `wchs`, `mntr`, …) and returns the answer.
+    pub fn four_letter(&self, word: &str) -> String {
+        four_letter(self.port, word).unwrap_or_default()
+    }
+
+    fn launch(&mut self) {
+        let log = std::fs::File::create(self.dir.path().join("server.log")).expect("log file");
+        let child = Command::new("bash")
+            .arg(ZK_SERVER)
+            .arg("start-foreground")
+            .arg(self.config_path())
+            .env("ZOO_LOG_DIR", self.dir.path())
+            .env(
+                "JVMFLAGS",
+                "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dznode.container.checkIntervalMs=100",
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .expect("start zkServer.sh");
+        // zkServer.sh `exec`s java, so this PID is the JVM's.
+        self.child = Some(child);
+        let started = Instant::now();
+        while four_letter(self.port, "ruok").as_deref() != Some("imok") {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("ZooKeeper exited with {status}: {}", self.log());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "ZooKeeper did not start within 60 s: {}",
+                self.log()
+            );
+            // Readiness of a foreign process: nothing to await but its port.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.dir.path().join("zoo.cfg")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for ZkServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local addr").port()
+}
+
+fn four_letter(port: u16, word: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.write_all(word.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
+}
