@@ -4,6 +4,7 @@
 mod cli;
 mod conformance;
 mod exclusion;
+mod interop;
 mod lifetime;
 mod semantics;
 mod zookeeper;

@@ -3,6 +3,7 @@
 //! ZooKeeper servers and a controllable TCP proxy; the backend conformance suite.
 
 pub mod conformance;
+pub mod interop;
 pub mod probe;
 pub mod proxy;
 pub mod zookeeper;

@@ -12,6 +12,9 @@ pub enum BackendError {
     /// The grant is not held by this session (released already, or never granted).
     #[error("unknown grant {0}")]
     UnknownGrant(u64),
+    /// The backend cannot do what was asked (the text says what and why).
+    #[error("{0}")]
+    Unsupported(String),
     /// The lock service cannot be reached or failed.
     #[error("lock service unavailable: {0}")]
     Unavailable(String),

@@ -37,7 +37,9 @@ impl From<BackendError> for LockError {
         match error {
             BackendError::Timeout => LockError::Timeout,
             BackendError::Lost | BackendError::UnknownGrant(_) => LockError::Lost,
-            BackendError::Unavailable(why) => LockError::Unavailable(why),
+            BackendError::Unavailable(why) | BackendError::Unsupported(why) => {
+                LockError::Unavailable(why)
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 
 use crate::backend::LockBackend;
 use crate::backend::memory::MemoryBackend;
-use crate::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+use crate::backend::zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
 use crate::policy::LockPolicy;
 use crate::runner::{Outcome, Preopen, Runner, RunnerConfig, Runtime, Stdio};
 
@@ -49,6 +49,12 @@ pub struct RunArgs {
     /// ZooKeeper session timeout in seconds (the safety net if the host dies).
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub session_timeout: f64,
+
+    /// Node naming dialect on ZooKeeper, to share locks with other clients:
+    /// curator-rw (Curator InterProcessReadWriteLock), curator-mutex (Curator
+    /// InterProcessMutex; exclusive only) or kazoo (Lock/WriteLock/ReadLock).
+    #[arg(long, value_name = "NAME", default_value = "curator-rw", value_parser = Dialect::parse)]
+    pub dialect: Dialect,
 
     /// Digest credentials USER:PASSWORD; wardlock's nodes then get the
     /// creator-only ACL so other ZooKeeper users cannot delete them.
@@ -107,7 +113,8 @@ async fn backend(args: &RunArgs) -> anyhow::Result<Arc<dyn LockBackend>> {
             let session_timeout = positive_secs("--session-timeout", args.session_timeout)?;
             let mut config = ZooKeeperConfig::new(hosts.clone())
                 .root(args.root.clone())
-                .session_timeout(session_timeout);
+                .session_timeout(session_timeout)
+                .dialect(args.dialect);
             if let Some(digest) = &args.zk_digest {
                 config = config.digest_auth(digest.clone());
             }

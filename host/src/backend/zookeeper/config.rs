@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::dialect::Dialect;
 use crate::name::LockName;
 
 /// Default ZooKeeper session timeout.
@@ -22,6 +23,8 @@ pub struct ZooKeeperConfig {
     pub digest_auth: Option<String>,
     /// Describes this host in lock node data (shown by status tools).
     pub host_description: String,
+    /// Node naming and ordering, to share lock paths with Curator or kazoo.
+    pub dialect: Dialect,
 }
 
 impl ZooKeeperConfig {
@@ -33,6 +36,7 @@ impl ZooKeeperConfig {
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             digest_auth: None,
             host_description: default_host_description(),
+            dialect: Dialect::default(),
         }
     }
 
@@ -45,6 +49,12 @@ impl ZooKeeperConfig {
     /// Sets the session timeout.
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
+        self
+    }
+
+    /// Sets the node naming dialect.
+    pub fn dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = dialect;
         self
     }
 

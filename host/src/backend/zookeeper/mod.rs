@@ -13,7 +13,8 @@
 
 mod config;
 mod connection;
-mod node_name;
+pub mod dialect;
+mod inspect;
 mod recipe;
 mod reconcile;
 mod release;
@@ -25,7 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use zookeeper_client::Acls;
 
 pub use config::{DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
-pub use node_name::{READ_MARKER, WRITE_MARKER, sort_key};
+pub use dialect::Dialect;
+pub use inspect::QueueNode;
 
 use self::connection::Connection;
 use self::session::ZkLockSession;

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use zookeeper_client::{CreateMode, Error as ZkError, EventType};
 
 use super::connection::ZkSession;
-use super::node_name::{Turn, node_prefix, turn};
+use super::dialect::{Turn, queue, turn};
 use super::{Shared, release};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
@@ -60,10 +60,12 @@ pub(super) async fn acquire(
     deadline: Option<Instant>,
     waiting: Waiting,
 ) -> Result<Option<OwnedNode>, BackendError> {
-    let parent = shared.connection.config().lock_path(name);
+    let config = shared.connection.config();
+    let parent = config.lock_path(name);
+    let dialect = config.dialect;
     loop {
         let session = until(deadline, shared.session()).await??;
-        let prefix = node_prefix(Uuid::new_v4(), mode);
+        let prefix = dialect.node_prefix(Uuid::new_v4(), mode)?;
         let mut pending = PendingNode::new(shared, session.generation, &parent, &prefix);
         let attempt = until(
             deadline,
@@ -109,7 +111,8 @@ async fn attempt(
     let path = format!("{parent}/{node}");
     pending.created(&path);
     loop {
-        let blocker = match turn(&children, &node, mode) {
+        let dialect = shared.connection.config().dialect;
+        let blocker = match turn(&queue(dialect, &children), &node, mode) {
             Turn::Held => {
                 return Ok(Attempt::Held(OwnedNode {
                     path,

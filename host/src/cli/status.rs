@@ -1,0 +1,149 @@
+//! `wardlock status`: who holds a lock and who waits, on ZooKeeper.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use clap::Args;
+use serde::Serialize;
+
+use crate::backend::zookeeper::{Dialect, QueueNode, ZooKeeperBackend, ZooKeeperConfig};
+use crate::name::LockName;
+
+/// Arguments of `wardlock status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The lock name (as guests pass it to `acquire`).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// ZooKeeper ensemble, HOST:PORT[,HOST:PORT...].
+    #[arg(long, value_name = "HOST:PORT[,...]", default_value = "127.0.0.1:2181")]
+    pub zookeeper: String,
+
+    /// Root path under which lock names live.
+    #[arg(long, value_name = "PATH", default_value = "/wardlock")]
+    pub root: String,
+
+    /// Node naming dialect: curator-rw, curator-mutex or kazoo.
+    #[arg(long, value_name = "NAME", default_value = "curator-rw", value_parser = Dialect::parse)]
+    pub dialect: Dialect,
+
+    /// Digest credentials USER:PASSWORD, if wardlock's nodes are protected.
+    #[arg(long, value_name = "USER:PASSWORD")]
+    pub zk_digest: Option<String>,
+
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    lock: &'a str,
+    path: String,
+    dialect: &'a str,
+    holders: usize,
+    waiters: usize,
+    nodes: Vec<NodeReport>,
+}
+
+#[derive(Serialize)]
+struct NodeReport {
+    position: Option<usize>,
+    state: &'static str,
+    mode: Option<&'static str>,
+    node: String,
+    session: String,
+    created_ms: i64,
+    data: String,
+}
+
+/// Prints the queue of one lock; exit code 0.
+pub(super) async fn status(args: StatusArgs) -> anyhow::Result<i32> {
+    let name =
+        LockName::new(&args.name).with_context(|| format!("bad lock name {:?}", args.name))?;
+    let mut config = ZooKeeperConfig::new(args.zookeeper.clone())
+        .root(args.root.clone())
+        .dialect(args.dialect);
+    if let Some(digest) = &args.zk_digest {
+        config = config.digest_auth(digest.clone());
+    }
+    let path = config.lock_path(&name);
+    let backend = ZooKeeperBackend::connect(config).await?;
+    let nodes = backend.queue(&name).await?;
+    let report = report(&args, path, &nodes);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&report);
+    }
+    Ok(0)
+}
+
+fn report<'a>(args: &'a StatusArgs, path: String, nodes: &[QueueNode]) -> Report<'a> {
+    let mut position = 0;
+    let nodes: Vec<NodeReport> = nodes
+        .iter()
+        .map(|n| {
+            let (state, pos) = match (n.mode, n.holds) {
+                (None, _) => ("ignored", None),
+                (Some(_), true) => ("holds", Some(position)),
+                (Some(_), false) => ("waits", Some(position)),
+            };
+            if n.mode.is_some() {
+                position += 1;
+            }
+            NodeReport {
+                position: pos.map(|p| p + 1),
+                state,
+                mode: n.mode.map(|m| m.as_str()),
+                node: n.node.clone(),
+                session: format!("0x{:x}", n.session),
+                created_ms: n.created_ms,
+                data: n.data.clone(),
+            }
+        })
+        .collect();
+    Report {
+        lock: &args.name,
+        path,
+        dialect: args.dialect.name(),
+        holders: nodes.iter().filter(|n| n.state == "holds").count(),
+        waiters: nodes.iter().filter(|n| n.state == "waits").count(),
+        nodes,
+    }
+}
+
+fn print_table(report: &Report<'_>) {
+    println!(
+        "lock {} at {} ({}): {} holding, {} waiting",
+        report.lock, report.path, report.dialect, report.holders, report.waiters
+    );
+    if report.nodes.is_empty() {
+        println!("(free: nobody holds or waits)");
+        return;
+    }
+    println!(
+        "{:>3}  {:<7}  {:<9}  {:<18}  {:>9}  {:<50}  owner",
+        "#", "state", "mode", "session", "age", "node"
+    );
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_millis() as i64;
+    for n in &report.nodes {
+        let age = format!("{:.1}s", (now_ms - n.created_ms).max(0) as f64 / 1000.0);
+        println!(
+            "{:>3}  {:<7}  {:<9}  {:<18}  {:>9}  {:<50}  {}",
+            n.position
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "-".into()),
+            n.state,
+            n.mode.unwrap_or("-"),
+            n.session,
+            age,
+            n.node,
+            n.data
+        );
+    }
+}

@@ -1,0 +1,376 @@
+//! Interop with the real Apache Curator (Java) and kazoo (Python) on the same lock
+//! paths, for every dialect: no lost update, shared holders overlap and exclusive
+//! ones never do, Curator's downgrade keeps writers out, a dead foreign holder hands
+//! over when its session ends, and `wardlock status` shows the queue.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wardlock_host::backend::zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_host::runner::{Preopen, RunnerConfig};
+use wardlock_host::{BackendError, LockBackend, Mode};
+use wardlock_tests::interop::Foreign;
+use wardlock_tests::probe::{HANG_GUARD, Probe, ZkProbe};
+use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::{Guest, name, runner_with};
+
+const ROOT: &str = "/wardlock";
+
+/// A foreign client family and how it names its lock kinds.
+#[derive(Clone, Copy)]
+struct Side {
+    dialect: Dialect,
+    write: &'static str,
+    read: Option<&'static str>,
+}
+
+const CURATOR_RW: Side = Side {
+    dialect: Dialect::CuratorRw,
+    write: "rw-write",
+    read: Some("rw-read"),
+};
+const CURATOR_MUTEX: Side = Side {
+    dialect: Dialect::CuratorMutex,
+    write: "mutex",
+    read: None,
+};
+// kazoo's `WriteLock` is the write half of its read/write pair; its plain `Lock`
+// ignores `__rlock__` nodes (a mutex among `__lock__` nodes only).
+const KAZOO: Side = Side {
+    dialect: Dialect::Kazoo,
+    write: "write",
+    read: Some("read"),
+};
+
+impl Side {
+    fn foreign(self, server: &ZkServer, lock: &str, kind: &str, command: &[&str]) -> Foreign {
+        let path = format!("{ROOT}/{lock}");
+        match self.dialect {
+            Dialect::Kazoo => Foreign::kazoo(&server.address(), &path, kind, command),
+            _ => Foreign::curator(&server.address(), &path, kind, command),
+        }
+    }
+}
+
+async fn backend(server: &ZkServer, dialect: Dialect) -> ZooKeeperBackend {
+    let config = ZooKeeperConfig::new(server.address())
+        .root(ROOT)
+        .dialect(dialect);
+    ZooKeeperBackend::connect(config).await.expect("backend")
+}
+
+/// The foreign client and four counter guests increment one file under one lock.
+async fn counter_is_exact(side: Side) {
+    let server = ZkServer::start();
+    let backend = backend(&server, side.dialect).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("count");
+    let foreign = side.foreign(
+        &server,
+        "shared-counter",
+        side.write,
+        &["counter", "40", file.to_str().expect("utf-8")],
+    );
+    let runner = runner_with(
+        Guest::Counter,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            preopens: vec![Preopen::parse(&format!("{}::/data", dir.path().display()))],
+            timeout: Some(Duration::from_secs(120)),
+            ..RunnerConfig::default()
+        },
+    );
+    let args: Vec<String> = ["shared-counter", "20", "/data/count"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let mut guests = Vec::new();
+    for i in 0..4 {
+        let (runner, args) = (runner.clone(), args.clone());
+        guests.push(tokio::spawn(async move { runner.run(i, &args).await }));
+    }
+    for guest in guests {
+        let report = guest.await.expect("guest");
+        assert!(
+            report.outcome.is_success(),
+            "{:?}: {}",
+            report.outcome,
+            report.stderr_text()
+        );
+    }
+    foreign.finish().await;
+    let count = std::fs::read_to_string(&file).expect("count");
+    assert_eq!(
+        count.trim(),
+        "120",
+        "lost updates between wardlock and {}",
+        side.dialect
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_rw_counter_is_exact() {
+    counter_is_exact(CURATOR_RW).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_mutex_counter_is_exact() {
+    counter_is_exact(CURATOR_MUTEX).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_counter_is_exact() {
+    counter_is_exact(KAZOO).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_plain_lock_counter_is_exact() {
+    counter_is_exact(Side {
+        write: "lock",
+        ..KAZOO
+    })
+    .await;
+}
+
+/// Shared holders on both sides overlap; exclusive ones never do.
+async fn modes_interlock(side: Side) {
+    let server = ZkServer::start();
+    let backend = backend(&server, side.dialect).await;
+    let ours = backend.open_session("ours");
+    let lock = name("modes");
+
+    // Foreign exclusive holder: we get nothing.
+    let mut writer = side.foreign(&server, "modes", side.write, &["hold"]);
+    writer.expect("holding").await;
+    assert_eq!(
+        ours.try_acquire(&lock, Mode::Exclusive).await.expect("try"),
+        None
+    );
+    if side.read.is_some() {
+        assert_eq!(
+            ours.try_acquire(&lock, Mode::Shared).await.expect("try"),
+            None
+        );
+    }
+    writer.send().await;
+    writer.expect("released").await;
+
+    // Our exclusive holder: the foreign side gets nothing.
+    let held = ours
+        .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+        .await
+        .expect("exclusive");
+    side.foreign(&server, "modes", side.write, &["try"])
+        .expect("busy")
+        .await;
+    if let Some(read) = side.read {
+        side.foreign(&server, "modes", read, &["try"])
+            .expect("busy")
+            .await;
+    }
+    ours.release(held.id).expect("release");
+
+    let Some(read) = side.read else {
+        assert!(matches!(
+            ours.try_acquire(&lock, Mode::Shared).await,
+            Err(BackendError::Unsupported(_))
+        ));
+        return;
+    };
+    // Foreign reader: we read alongside it but cannot write.
+    let mut reader = side.foreign(&server, "modes", read, &["hold"]);
+    reader.expect("holding").await;
+    let shared = ours
+        .try_acquire(&lock, Mode::Shared)
+        .await
+        .expect("try")
+        .expect("shared alongside");
+    assert_eq!(
+        ours.try_acquire(&lock, Mode::Exclusive).await.expect("try"),
+        None
+    );
+    ours.release(shared.id).expect("release");
+    reader.send().await;
+    reader.expect("released").await;
+
+    // Our reader: the foreign side reads alongside, cannot write.
+    let shared = ours
+        .acquire(&lock, Mode::Shared, Some(HANG_GUARD))
+        .await
+        .expect("shared");
+    let mut foreign_reader = side.foreign(&server, "modes", read, &["try"]);
+    foreign_reader.expect("acquired").await;
+    side.foreign(&server, "modes", side.write, &["try"])
+        .expect("busy")
+        .await;
+    foreign_reader.send().await;
+    foreign_reader.expect("released").await;
+    ours.release(shared.id).expect("release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_rw_modes_interlock() {
+    modes_interlock(CURATOR_RW).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_mutex_modes_interlock() {
+    modes_interlock(CURATOR_MUTEX).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_modes_interlock() {
+    modes_interlock(KAZOO).await;
+}
+
+/// Curator's downgrade (write, then read, then release write) keeps wardlock
+/// writers out until the read lock goes, while wardlock readers may join.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_downgrade_keeps_writers_out() {
+    let server = ZkServer::start();
+    let backend = backend(&server, Dialect::CuratorRw).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let ours = backend.open_session("ours");
+    let lock = name("downgrade");
+    let mut curator = CURATOR_RW.foreign(&server, "downgrade", "rw-write", &["downgrade"]);
+    curator.expect("downgraded").await;
+    assert_eq!(
+        ours.try_acquire(&lock, Mode::Exclusive).await.expect("try"),
+        None
+    );
+    let read = ours
+        .try_acquire(&lock, Mode::Shared)
+        .await
+        .expect("try")
+        .expect("reader joins");
+    ours.release(read.id).expect("release");
+    let writer = {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session("writer");
+            let grant = session
+                .acquire(&name("downgrade"), Mode::Exclusive, Some(HANG_GUARD))
+                .await;
+            (session, grant)
+        })
+    };
+    probe.wait_len("downgrade", 2).await;
+    assert!(
+        !writer.is_finished(),
+        "a wardlock writer got in beside Curator's read lock"
+    );
+    curator.send().await;
+    curator.expect("released").await;
+    let (_session, grant) = writer.await.expect("writer");
+    assert!(grant.is_ok(), "{grant:?}");
+}
+
+/// A foreign holder killed outright: its lock passes to a waiting wardlock guest
+/// once its ZooKeeper session (2 s) expires.
+async fn dead_foreign_holder_hands_over(side: Side) {
+    let server = ZkServer::start();
+    let backend = backend(&server, side.dialect).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let mut holder = side.foreign(&server, "dying", side.write, &["hold-forever"]);
+    holder.expect("holding").await;
+    let runner = runner_with(
+        Guest::Lockctl,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            timeout: Some(HANG_GUARD),
+            ..RunnerConfig::default()
+        },
+    );
+    let guest = tokio::spawn(async move {
+        runner
+            .run(0, &["acquire exclusive - dying".to_string()])
+            .await
+    });
+    probe.wait_len("dying", 2).await;
+    holder.kill().await;
+    let report = guest.await.expect("guest");
+    assert!(report.outcome.is_success(), "{:?}", report.outcome);
+    assert!(
+        report.stdout_text().starts_with("h1 token="),
+        "{}",
+        report.stdout_text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_curator_holder_hands_over() {
+    dead_foreign_holder_hands_over(CURATOR_RW).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_curator_mutex_holder_hands_over() {
+    dead_foreign_holder_hands_over(CURATOR_MUTEX).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_kazoo_holder_hands_over() {
+    dead_foreign_holder_hands_over(KAZOO).await;
+}
+
+/// `wardlock status` shows a Curator holder first and queued guests behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_curator_holder_and_queued_guests() {
+    let server = ZkServer::start();
+    let backend = backend(&server, Dialect::CuratorRw).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let mut curator = CURATOR_RW.foreign(&server, "watched", "rw-write", &["hold"]);
+    curator.expect("holding").await;
+    let runner = runner_with(
+        Guest::Lockctl,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            timeout: Some(HANG_GUARD),
+            ..RunnerConfig::default()
+        },
+    );
+    let mut guests = Vec::new();
+    for (i, mode) in ["exclusive", "shared"].into_iter().enumerate() {
+        let runner = runner.clone();
+        guests.push(tokio::spawn(async move {
+            runner.run(i, &[format!("acquire {mode} - watched")]).await
+        }));
+        probe.wait_len("watched", i + 2).await;
+    }
+    let queue = backend.queue(&name("watched")).await.expect("queue");
+    assert_eq!(queue.len(), 3, "{queue:#?}");
+    assert!(
+        queue[0].holds && queue[0].mode == Some(Mode::Exclusive),
+        "{queue:#?}"
+    );
+    assert_ne!(
+        Some(queue[0].session),
+        backend.session_id(),
+        "the holder is Curator's session"
+    );
+    for (waiter, mode) in queue[1..].iter().zip([Mode::Exclusive, Mode::Shared]) {
+        assert!(!waiter.holds && waiter.mode == Some(mode), "{queue:#?}");
+        assert!(
+            waiter.data.contains("lockctl.wasm#"),
+            "owner description: {:?}",
+            waiter.data
+        );
+        assert_eq!(Some(waiter.session), backend.session_id());
+    }
+    use clap::Parser;
+    let address = server.address();
+    let cli = wardlock_host::cli::Cli::try_parse_from([
+        "wardlock",
+        "status",
+        "--zookeeper",
+        &address,
+        "--json",
+        "watched",
+    ])
+    .expect("flags");
+    assert_eq!(wardlock_host::cli::execute(cli).await.expect("status"), 0);
+    curator.send().await;
+    curator.expect("released").await;
+    for guest in guests {
+        assert!(guest.await.expect("guest").outcome.is_success());
+    }
+}

@@ -1,0 +1,118 @@
+// A small Apache Curator client for wardlock's interop tests.
+//
+// Usage: LockDriver CONNECT PATH KIND COMMAND [ARGS...]
+//   KIND:    rw-write | rw-read (InterProcessReadWriteLock) | mutex (InterProcessMutex)
+//   COMMAND: counter N FILE  N times: lock, read the integer in FILE, write it +1, unlock
+//            hold            lock, print "holding", wait for a line on stdin, unlock, print "released"
+//            try             try without waiting: print "acquired" (then wait for a line,
+//                            unlock, print "released") or "busy"
+//            downgrade       (rw-write) lock write, lock read, unlock write, print "downgraded",
+//                            wait for a line, unlock read, print "released"
+//            hold-forever    lock, print "holding", never return (the test kills the process)
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.RetryNTimes;
+
+public class LockDriver {
+    public static void main(String[] args) throws Exception {
+        if (args.length < 4) {
+            System.err.println("usage: LockDriver CONNECT PATH KIND COMMAND [ARGS...]");
+            System.exit(2);
+        }
+        String connect = args[0], path = args[1], kind = args[2], command = args[3];
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(2000)
+                .connectionTimeoutMs(5000)
+                .retryPolicy(new RetryNTimes(5, 200))
+                .build();
+        client.start();
+        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            System.err.println("cannot connect to " + connect);
+            System.exit(1);
+        }
+        InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
+        InterProcessLock lock;
+        switch (kind) {
+            case "rw-write": lock = rw.writeLock(); break;
+            case "rw-read": lock = rw.readLock(); break;
+            case "mutex": lock = new InterProcessMutex(client, path); break;
+            default: System.err.println("unknown kind " + kind); System.exit(2); return;
+        }
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        switch (command) {
+            case "counter": {
+                int n = Integer.parseInt(args[4]);
+                Path file = Paths.get(args[5]);
+                for (int i = 0; i < n; i++) {
+                    lock.acquire();
+                    try {
+                        long value = 0;
+                        try {
+                            String text = new String(Files.readAllBytes(file), StandardCharsets.UTF_8).trim();
+                            if (!text.isEmpty()) value = Long.parseLong(text);
+                        } catch (NoSuchFileException e) {
+                            value = 0;
+                        }
+                        Files.write(file, Long.toString(value + 1).getBytes(StandardCharsets.UTF_8));
+                    } finally {
+                        lock.release();
+                    }
+                }
+                say("done " + n);
+                break;
+            }
+            case "hold":
+                lock.acquire();
+                say("holding");
+                stdin.readLine();
+                lock.release();
+                say("released");
+                break;
+            case "try":
+                if (lock.acquire(0, TimeUnit.MILLISECONDS)) {
+                    say("acquired");
+                    stdin.readLine();
+                    lock.release();
+                    say("released");
+                } else {
+                    say("busy");
+                }
+                break;
+            case "downgrade":
+                rw.writeLock().acquire();
+                rw.readLock().acquire();
+                rw.writeLock().release();
+                say("downgraded");
+                stdin.readLine();
+                rw.readLock().release();
+                say("released");
+                break;
+            case "hold-forever":
+                lock.acquire();
+                say("holding");
+                Thread.sleep(Long.MAX_VALUE);
+                break;
+            default:
+                System.err.println("unknown command " + command);
+                System.exit(2);
+        }
+        client.close();
+    }
+
+    private static void say(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+}
