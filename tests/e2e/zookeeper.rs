@@ -435,3 +435,49 @@ async fn cli_counter_on_zookeeper_is_exact() {
         "{error:#}"
     );
 }
+
+/// With digest auth, wardlock's nodes carry the creator-only ACL: a client without
+/// the credentials can neither delete a lock node nor list the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digest_auth_protects_lock_nodes() {
+    let server = ZkServer::start();
+    let config = ZooKeeperConfig::new(server.address())
+        .root(ROOT)
+        .digest_auth("wardlock:s3cret");
+    let backend = ZooKeeperBackend::connect(config).await.expect("backend");
+    let session = backend.open_session("guarded");
+    let grant = session
+        .acquire(&name("guarded"), Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let queue = backend.queue(&name("guarded")).await.expect("queue");
+    assert_eq!(queue.len(), 1);
+    let node = format!("{ROOT}/guarded/{}", queue[0].node);
+    let stranger = ZkProbe::connect(&server.address(), ROOT).await;
+    assert_eq!(
+        stranger.client.delete(&node, None).await,
+        Err(zookeeper_client::Error::NoAuth)
+    );
+    assert_eq!(
+        stranger
+            .client
+            .list_children(&format!("{ROOT}/guarded"))
+            .await,
+        Err(zookeeper_client::Error::NoAuth)
+    );
+    let insider = ZkProbe {
+        client: Client::connector()
+            .with_auth("digest", b"wardlock:s3cret")
+            .connect(&server.address())
+            .await
+            .expect("authenticated probe"),
+        root: ROOT.to_owned(),
+    };
+    assert_eq!(
+        insider.contenders("guarded").await.len(),
+        1,
+        "the credentials grant access"
+    );
+    session.release(grant.id).expect("release");
+    insider.wait_len("guarded", 0).await;
+}
