@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the wardlock guest plugins as WebAssembly components
-# (wasm32-wasip2 binaries built with wit-bindgen are components directly).
+# (wasm32-wasip2 binaries built with wit-bindgen are components directly),
+# then the C, Python and JavaScript guests (build-languages.sh; their
+# toolchains come from plugins/install-toolchains.sh).
 #
 # Prints the absolute path of each component on stdout, one per line, and
 # nothing else there; cargo's output goes to stderr.
@@ -12,7 +14,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET=wasm32-wasip2
 TARGET_DIR="${WARDLOCK_GUEST_TARGET_DIR:-$ROOT/target/guests}"
-PLUGINS=(counter readers-writers misbehave lockctl)
+PLUGINS=(counter readers-writers misbehave lockctl bench-guest)
 
 if ! rustup target list --installed | grep -qx "$TARGET"; then
     rustup target add "$TARGET" >&2
@@ -37,3 +39,6 @@ for plugin in "${PLUGINS[@]}"; do
     fi
     echo "$component"
 done
+
+# The C, Python and JavaScript guests, in $TARGET_DIR/other-languages/.
+bash "$ROOT/plugins/build-languages.sh" "$TARGET_DIR"

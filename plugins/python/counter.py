@@ -49,14 +49,10 @@ class Run(exports.Run):
         count = parse_positive(iterations)
         if count is None:
             fail(USAGE)
-        opts = locks.Options(mode=Mode.EXCLUSIVE, timeout_ms=None)
         value = token = 0
         for _ in range(count):
-            try:
-                lock = locks.acquire(lock_name, opts)
-            except Err as e:
-                fail(f"counter: acquiring {lock_name}: {describe(e.value)}")
-            with lock:
+            # Leaving the block drops the handle (after `release`, a no-op).
+            with hold(lock_name) as lock:
                 value = read_value(path) + 1
                 write_value(path, value)
                 token = lock.fencing_token()

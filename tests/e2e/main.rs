@@ -5,6 +5,7 @@ mod cli;
 mod conformance;
 mod exclusion;
 mod interop;
+mod languages;
 mod lifetime;
 mod semantics;
 mod zookeeper;

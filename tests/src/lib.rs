@@ -1,7 +1,9 @@
 //! Test harness: guest components built by `build.rs`, one shared engine, and
 //! helpers to run guests against a backend and wait for lock events; real
-//! ZooKeeper servers and a controllable TCP proxy; the backend conformance suite.
+//! ZooKeeper servers and a controllable TCP proxy; the backend conformance suite;
+//! the `wardlock-bench` benchmark (`bench`, run by `src/bin/wardlock-bench.rs`).
 
+pub mod bench;
 pub mod conformance;
 pub mod interop;
 pub mod probe;
@@ -23,6 +25,19 @@ pub enum Guest {
     ReadersWriters,
     Misbehave,
     Lockctl,
+    BenchGuest,
+    /// `plugins/c/counter.c`: the counter in C (see `plugins/README.md`).
+    CounterC,
+    /// `plugins/python/counter.py`.
+    CounterPython,
+    /// `plugins/js/counter.js`.
+    CounterJs,
+    /// `plugins/c/readers_writers.c`.
+    ReadersWritersC,
+    /// `plugins/python/readers_writers.py`.
+    ReadersWritersPython,
+    /// `plugins/js/readers-writers.js`.
+    ReadersWritersJs,
 }
 
 impl Guest {
@@ -33,6 +48,13 @@ impl Guest {
             Guest::ReadersWriters => env!("WARDLOCK_GUEST_READERS_WRITERS"),
             Guest::Misbehave => env!("WARDLOCK_GUEST_MISBEHAVE"),
             Guest::Lockctl => env!("WARDLOCK_GUEST_LOCKCTL"),
+            Guest::BenchGuest => env!("WARDLOCK_GUEST_BENCH_GUEST"),
+            Guest::CounterC => env!("WARDLOCK_GUEST_COUNTER_C"),
+            Guest::CounterPython => env!("WARDLOCK_GUEST_COUNTER_PYTHON"),
+            Guest::CounterJs => env!("WARDLOCK_GUEST_COUNTER_JS"),
+            Guest::ReadersWritersC => env!("WARDLOCK_GUEST_READERS_WRITERS_C"),
+            Guest::ReadersWritersPython => env!("WARDLOCK_GUEST_READERS_WRITERS_PYTHON"),
+            Guest::ReadersWritersJs => env!("WARDLOCK_GUEST_READERS_WRITERS_JS"),
         }
     }
 

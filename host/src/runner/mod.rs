@@ -71,9 +71,32 @@ impl Runtime {
     /// # Errors
     /// [`RunnerError::Engine`] when wasmtime rejects the configuration.
     pub fn new() -> Result<Self, RunnerError> {
+        Self::with_config(Self::base_config())
+    }
+
+    /// As [`Runtime::new`], but instances come from wasmtime's pooling allocator
+    /// configured by `pool` (slots reserved up front, reused across instances).
+    /// Opt-in: `pool` caps instances, memories, tables and fiber stacks alive at
+    /// once and each linear memory's size (keep `max_memory_size` at least
+    /// [`RunnerConfig::memory_limit`]).
+    ///
+    /// # Errors
+    /// [`RunnerError::Engine`] when wasmtime rejects the configuration (for example
+    /// when the pool's address space cannot be reserved).
+    pub fn with_pooling(pool: wasmtime::PoolingAllocationConfig) -> Result<Self, RunnerError> {
+        let mut config = Self::base_config();
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+        Self::with_config(config)
+    }
+
+    fn base_config() -> wasmtime::Config {
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
+        config
+    }
+
+    fn with_config(config: wasmtime::Config) -> Result<Self, RunnerError> {
         let engine = Engine::new(&config).map_err(|e| RunnerError::Engine(e.to_string()))?;
         let ticker = EpochTicker::start(&engine).map_err(|e| RunnerError::Engine(e.to_string()))?;
         Ok(Runtime {

@@ -74,6 +74,17 @@ impl Dialect {
             })
     }
 
+    /// How lock parents are created. Curator creates CONTAINER parents (reaped by
+    /// the server once empty) and retries when one vanishes under it. kazoo creates
+    /// its parent once per lock object and fails if it is gone later, so with kazoo
+    /// parents are PERSISTENT, as kazoo itself makes them.
+    pub fn parent_mode(self) -> zookeeper_client::CreateMode {
+        match self {
+            Dialect::CuratorRw | Dialect::CuratorMutex => zookeeper_client::CreateMode::Container,
+            Dialect::Kazoo => zookeeper_client::CreateMode::Persistent,
+        }
+    }
+
     /// The name prefix of a new node; ZooKeeper appends the sequence.
     ///
     /// # Errors

@@ -209,13 +209,15 @@ async fn create_and_list(
 }
 
 /// Creates the lock's parent (and missing ancestors) as CONTAINER nodes, which
-/// the server removes once empty: lock directories do not pile up (kazoo #329).
+/// the server removes once empty, so lock directories do not pile up (kazoo #329);
+/// PERSISTENT in the kazoo dialect (see [`super::dialect::Dialect::parent_mode`]).
 async fn ensure_parent(
     shared: &Arc<Shared>,
     session: &ZkSession,
     parent: &str,
 ) -> Result<(), BackendError> {
-    let options = CreateMode::Container.with_acls(shared.acls());
+    let mode = shared.connection.config().dialect.parent_mode();
+    let options = mode.with_acls(shared.acls());
     match session.client.mkdir(parent, &options).await {
         Ok(()) => Ok(()),
         Err(error) => {

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Installs what plugins/build.sh needs to build the C, Python and JavaScript
+# guests, on Debian bookworm, as root. Only package registries are used:
+#
+#   Debian     clang, lld, wasi-libc, libclang-rt-dev-wasm32 (C guests); also
+#              python3 + python3-venv and nodejs + npm, but only when
+#              `python3 -m venv` or `node` is missing
+#   crates.io  wasm-tools and wit-bindgen-cli (`cargo install --locked`), and
+#              the WASI command adapter for C guests, taken from the crate
+#              wasi-preview1-component-adapter-provider into plugins/c/.adapter/
+#   PyPI       componentize-py, into the virtualenv plugins/python/.venv
+#   npm        @bytecodealliance/componentize-js, into plugins/js/node_modules
+#              (the versions in plugins/js/package-lock.json)
+#
+# Versions are pinned in plugins/toolchains.env. Idempotent: every step checks
+# first and does nothing when its tool is already there at the pinned version,
+# so a run on a ready machine takes about a second. Progress goes to stderr.
+set -euo pipefail
+
+PLUGINS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=toolchains.env
+source "$PLUGINS/toolchains.env"
+
+say() { echo "install-toolchains: $*" >&2; }
+die() {
+    say "error: $*"
+    exit 1
+}
+
+# --- Debian packages -------------------------------------------------------
+apt_packages=(clang lld wasi-libc libclang-rt-dev-wasm32)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || apt_packages+=(python3 python3-venv)
+command -v node >/dev/null || apt_packages+=(nodejs npm)
+missing=()
+for package in "${apt_packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$package")
+    fi
+done
+if ((${#missing[@]})); then
+    ((EUID == 0)) || die "Debian packages missing (${missing[*]}): run this script as root"
+    say "apt-get install ${missing[*]}"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# --- crates.io: wasm-tools, wit-bindgen-cli --------------------------------
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+command -v cargo >/dev/null || die "cargo is missing: install Rust with rustup first"
+cargo_tool() { # BINARY CRATE VERSION FEATURES
+    local installed
+    installed="$("$1" --version 2>/dev/null || true)"
+    if [[ "$installed" != *" $3" ]]; then
+        say "cargo install --locked $2@$3 (compiles for a few minutes)"
+        cargo install --locked --quiet --no-default-features --features "$4" "$2@$3" >&2
+    fi
+}
+# Only the subcommands the builds use (plus print/validate for inspecting
+# components), which keeps the compile short.
+cargo_tool wasm-tools wasm-tools "$WASM_TOOLS_VERSION" component,print,validate
+cargo_tool wit-bindgen wit-bindgen-cli "$WIT_BINDGEN_VERSION" c
+
+# --- crates.io: the WASI command adapter -----------------------------------
+adapter="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
+if [[ ! -s "$adapter" ]]; then
+    say "fetching wasi-preview1-component-adapter-provider $ADAPTER_VERSION"
+    scratch="$(mktemp -d)"
+    trap 'rm -rf "$scratch"' EXIT
+    mkdir "$scratch/src"
+    : >"$scratch/src/lib.rs"
+    cat >"$scratch/Cargo.toml" <<TOML
+[package]
+name = "adapter-fetch"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+wasi-preview1-component-adapter-provider = "=$ADAPTER_VERSION"
+
+[workspace]
+TOML
+    # `cargo metadata` downloads and unpacks the crate; the adapters ship in it
+    # as files (artefacts/*.wasm), so nothing needs compiling.
+    manifest="$(cargo metadata --format-version 1 --manifest-path "$scratch/Cargo.toml" |
+        python3 -c 'import json, sys
+print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"]
+           if p["name"] == "wasi-preview1-component-adapter-provider"))')"
+    mkdir -p "$(dirname "$adapter")"
+    cp "$(dirname "$manifest")/artefacts/wasi_snapshot_preview1.command.wasm" "$adapter.tmp"
+    mv "$adapter.tmp" "$adapter"
+fi
+
+# --- PyPI: componentize-py -------------------------------------------------
+venv="$PLUGINS/python/.venv"
+if [[ "$("$venv/bin/componentize-py" --version 2>/dev/null || true)" != "componentize-py $COMPONENTIZE_PY_VERSION" ]]; then
+    say "pip install componentize-py==$COMPONENTIZE_PY_VERSION (in plugins/python/.venv)"
+    [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "componentize-py==$COMPONENTIZE_PY_VERSION" >&2
+fi
+
+# --- npm: componentize-js --------------------------------------------------
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+((node_major >= 20)) || die "Node.js $(node --version) is too old for componentize-js: need 20 or later"
+js="$PLUGINS/js"
+installed_js="$(node -p "require('$js/node_modules/@bytecodealliance/componentize-js/package.json').version" 2>/dev/null || true)"
+if [[ "$installed_js" != "$COMPONENTIZE_JS_VERSION" || "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]]; then
+    say "npm install (@bytecodealliance/componentize-js $COMPONENTIZE_JS_VERSION in plugins/js/node_modules)"
+    # Installs the versions package-lock.json records. Not `npm ci`: npm 10/11
+    # leave other platforms' optional packages out of the lock file and then
+    # refuse it in `npm ci`. --no-save keeps package*.json untouched.
+    (cd "$js" && npm install --no-save --no-audit --no-fund --loglevel=error) >&2
+fi
+
+say "ready: C, Python and JavaScript guest toolchains"

@@ -1,0 +1,83 @@
+// `counter LOCK_NAME ITERATIONS FILE`: the counter guest in JavaScript.
+//
+// ITERATIONS times: take LOCK_NAME exclusively, read the integer stored in
+// FILE (a missing or empty file counts as 0), write it back incremented and
+// release the lock. Run several instances at once: if the lock provides mutual
+// exclusion, FILE ends up holding the sum of all their ITERATIONS.
+//
+// Two special values of ITERATIONS test what the host does with a guest that
+// ends while holding the lock (FILE is not touched):
+//   trap  take LOCK_NAME exclusively, print `holding`, then trap;
+//   leak  take LOCK_NAME exclusively, keep the handle referenced from a module
+//         global (so it is never dropped), print `leaked` and return success.
+//
+// Exit codes: 0 success, 1 lock or I/O error or bad arguments (the usage is
+// printed on stderr).
+
+import { getArguments } from 'wasi:cli/environment@0.2.12';
+import { acquire } from 'wardlock:lock/locks@0.1.0';
+import { GuestError, UsageError, describeLockError, readValue, runMain, writeValue } from './wasi-file.js';
+
+const USAGE = 'usage: counter LOCK_NAME ITERATIONS|trap|leak FILE  (ITERATIONS >= 1)';
+
+// Handles that must outlive `run` (ITERATIONS = `leak`).
+const leaked = [];
+
+function hold(lockName) {
+  try {
+    return acquire(lockName, { mode: 'exclusive' });
+  } catch (e) {
+    throw new GuestError(`acquiring ${lockName}: ${describeLockError(e)}`);
+  }
+}
+
+function main() {
+  const args = getArguments().slice(1);
+  if (args.length !== 3) throw new UsageError(USAGE);
+  const [lockName, iterations, path] = args;
+
+  if (iterations === 'trap') {
+    leaked.push(hold(lockName));
+    console.log('holding');
+    // JavaScript cannot trap by itself. Dropping a resource handle that is
+    // already gone is a trap under the component model's rules, so drop a
+    // second (re-entrant) handle on the lock twice; the first handle keeps the
+    // lock held until the trap.
+    const extra = hold(lockName);
+    extra[Symbol.dispose]();
+    extra[Symbol.dispose]();
+    throw new GuestError('dropping a handle twice did not trap');
+  }
+  if (iterations === 'leak') {
+    leaked.push(hold(lockName));
+    console.log('leaked');
+    return;
+  }
+
+  if (!/^[0-9]+$/.test(iterations) || BigInt(iterations) === 0n) throw new UsageError(USAGE);
+  const count = BigInt(iterations);
+  let value = 0n;
+  let token = 0n;
+  for (let i = 0n; i < count; i++) {
+    const lock = hold(lockName);
+    try {
+      value = readValue(path) + 1n;
+      writeValue(path, value);
+      token = lock.fencingToken();
+      try {
+        lock.release();
+      } catch (e) {
+        throw new GuestError(`releasing ${lockName}: ${describeLockError(e)}`);
+      }
+    } finally {
+      lock[Symbol.dispose]();
+    }
+  }
+  console.log(`counter: ${lockName} +${count} (last value ${value}, last fencing token ${token})`);
+}
+
+export const run = {
+  run() {
+    runMain('counter', main);
+  },
+};

@@ -1,0 +1,142 @@
+"""`readers-writers LOCK_NAME ROUNDS FILE WRITE_PERCENT`: the readers/writers guest in Python.
+
+Each round is, at random, a writer (with probability WRITE_PERCENT %) or a
+reader:
+
+* a writer takes LOCK_NAME exclusively, reads the value `v` in FILE (missing
+  or empty = 0), writes `v + 1`, reads it back and writes `v + 2`, so an odd
+  value exists only while a writer is in the middle of its work;
+* a reader takes LOCK_NAME shared, reads the value twice and expects it to be
+  even and unchanged.
+
+Any odd or changing value seen under the lock is a violation of reader/writer
+exclusion. At the end it prints `readers-writers: reads=R writes=W violations=X`.
+
+Exit codes: 0 no violations, 1 violations, a lock or I/O error, or bad
+arguments (the usage is printed on stderr).
+
+Build: componentize-py -d plugins/wit -w command componentize -p plugins/python readers_writers -o readers-writers-python.wasm
+"""
+
+import random
+import sys
+
+from componentize_py_types import Err
+from wit_world import exports
+from wit_world.imports import locks
+from wit_world.imports.types import Mode
+
+USAGE = "usage: readers-writers LOCK_NAME ROUNDS FILE WRITE_PERCENT  (WRITE_PERCENT 0..=100)"
+
+
+class Run(exports.Run):
+    def run(self) -> None:
+        args = sys.argv[1:]
+        if len(args) != 4 or not args[1].isdigit() or not args[3].isdigit() or int(args[3]) > 100:
+            fail(USAGE)
+        lock_name, path = args[0], args[2]
+        rounds, write_percent = int(args[1]), int(args[3])
+        # Seeded from WASI random when `run` starts (not at build time), so
+        # concurrent instances interleave readers and writers differently.
+        rng = random.Random()
+        reads = writes = violations = 0
+        for _ in range(rounds):
+            if rng.randrange(100) < write_percent:
+                with acquire(lock_name, Mode.EXCLUSIVE) as lock:
+                    violations += write_round(path)
+                    writes += 1
+                    release(lock)
+            else:
+                with acquire(lock_name, Mode.SHARED) as lock:
+                    violations += read_round(path)
+                    reads += 1
+                    release(lock)
+        print(f"readers-writers: reads={reads} writes={writes} violations={violations}", flush=True)
+        if violations:
+            raise Err(None)
+
+
+def write_round(path: str) -> int:
+    """One writer step under the exclusive lock; returns the violations seen."""
+    violations = 0
+    value = read_value(path)
+    if value % 2:
+        warn(f"writer found odd value {value}")
+        violations += 1
+    write_value(path, value + 1)
+    read_back = read_value(path)
+    if read_back != value + 1:
+        warn(f"writer wrote {value + 1} but read back {read_back}")
+        violations += 1
+    write_value(path, value + 2)
+    return violations
+
+
+def read_round(path: str) -> int:
+    """One reader step under the shared lock; returns the violations seen."""
+    violations = 0
+    first = read_value(path)
+    if first % 2:
+        warn(f"reader saw odd value {first}")
+        violations += 1
+    second = read_value(path)
+    if second != first:
+        warn(f"reader saw {first} then {second}")
+        violations += 1
+    return violations
+
+
+def acquire(lock_name: str, mode: Mode) -> locks.Lock:
+    try:
+        return locks.acquire(lock_name, locks.Options(mode=mode, timeout_ms=None))
+    except Err as e:
+        fail(f"readers-writers: lock {lock_name}: {describe(e.value)}")
+
+
+def release(lock: locks.Lock) -> None:
+    try:
+        lock.release()
+    except Err as e:
+        fail(f"readers-writers: lock {lock.name()}: {describe(e.value)}")
+
+
+def read_value(path: str) -> int:
+    """The integer in `path`; a missing or empty (whitespace-only) file is 0."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return 0
+    except OSError as e:
+        fail(f"readers-writers: reading {path}: {e}")
+    if not text:
+        return 0
+    if not text.isdigit():
+        fail(f"readers-writers: {path} does not hold an integer ({text!r})")
+    return int(text)
+
+
+def write_value(path: str, value: int) -> None:
+    try:
+        with open(path, "w") as f:
+            f.write(str(value))
+    except OSError as e:
+        fail(f"readers-writers: writing {path}: {e}")
+
+
+def describe(error) -> str:
+    """`timeout`, `invalid-name: <why>`, ... for a `wardlock:lock/types.error`."""
+    kind = type(error).__name__.removeprefix("Error_")
+    kind = "".join("-" + c.lower() if c.isupper() else c for c in kind).lstrip("-")
+    detail = getattr(error, "value", None)
+    return f"{kind}: {detail}" if detail else kind
+
+
+def warn(message: str) -> None:
+    print(f"readers-writers: {message}", file=sys.stderr, flush=True)
+
+
+def fail(message: str):
+    """Prints `message` on stderr and ends `run` with an error (exit code 1)."""
+    print(message, file=sys.stderr, flush=True)
+    raise Err(None)

@@ -1,0 +1,390 @@
+//! Guests written in C, Python and JavaScript (`plugins/{c,python,js}`) run the
+//! same lock workloads as the Rust guests and get the same guarantees: exact
+//! counts, clean readers/writers, and every lock released when the instance
+//! ends, whether it traps or returns still holding a handle it never dropped.
+//!
+//! Each check takes a [`Subject`] (any backend plus a probe watching it), so the
+//! same checks run on the in-memory backend (one test per check and language)
+//! and on a real ZooKeeper server (`languages::all_on_zookeeper`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_host::runner::{InstanceReport, Outcome, Preopen, Runner, RunnerConfig};
+use wardlock_host::{Grant, LockPolicy, LockSession, MemoryBackend, Mode};
+use wardlock_tests::conformance::Subject;
+use wardlock_tests::probe::{HANG_GUARD, MemoryProbe, ZkProbe};
+use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::{Guest, name, runner_with};
+
+/// A guest language other than Rust.
+#[derive(Debug, Clone, Copy)]
+pub enum Language {
+    C,
+    Python,
+    Js,
+}
+
+impl Language {
+    const ALL: [Language; 3] = [Language::C, Language::Python, Language::Js];
+
+    fn counter(self) -> Guest {
+        match self {
+            Language::C => Guest::CounterC,
+            Language::Python => Guest::CounterPython,
+            Language::Js => Guest::CounterJs,
+        }
+    }
+
+    fn readers_writers(self) -> Guest {
+        match self {
+            Language::C => Guest::ReadersWritersC,
+            Language::Python => Guest::ReadersWritersPython,
+            Language::Js => Guest::ReadersWritersJs,
+        }
+    }
+
+    /// A lock name of this language's own, so checks never share a lock.
+    fn lock(self, what: &str) -> String {
+        format!("lang/{self:?}/{what}").to_lowercase()
+    }
+}
+
+/// A runner for `guest` on the subject's backend, with `dir` visible to the guest
+/// as `/data` and a deadline as a hang guard.
+fn runner(s: &Subject, guest: Guest, dir: &Path) -> Arc<Runner> {
+    runner_with(
+        guest,
+        RunnerConfig {
+            backend: s.backend.clone(),
+            policy: Arc::new(LockPolicy::new()),
+            timeout: Some(Duration::from_secs(120)),
+            preopens: vec![Preopen::parse(&format!("{}::/data", dir.display()))],
+            ..RunnerConfig::default()
+        },
+    )
+}
+
+/// Runs one instance of `runner` with `args` in a task of its own.
+fn spawn(runner: &Arc<Runner>, args: &[&str]) -> tokio::task::JoinHandle<InstanceReport> {
+    let runner = runner.clone();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::spawn(async move { runner.run(0, &args).await })
+}
+
+fn assert_success(report: &InstanceReport) {
+    assert!(
+        report.outcome.is_success(),
+        "{:?}\nstdout: {}\nstderr: {}",
+        report.outcome,
+        report.stdout_text(),
+        report.stderr_text()
+    );
+}
+
+/// The number after `key=` in a `readers-writers: reads=R writes=W violations=X` line.
+fn tally(out: &str, key: &str) -> u64 {
+    out.split(&format!("{key}="))
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {key}= in {out:?}"))
+}
+
+/// The integer in `dir/file` (missing = 0).
+fn value_in(dir: &Path, file: &str) -> u64 {
+    std::fs::read_to_string(dir.join(file))
+        .map(|v| v.trim().parse().expect("an integer"))
+        .unwrap_or(0)
+}
+
+/// Takes `lock` natively in `mode` through a session of its own.
+async fn hold(s: &Subject, lock: &str, mode: Mode) -> (Box<dyn LockSession>, Grant) {
+    let session = s.backend.open_session("test");
+    let grant = session
+        .acquire(&name(lock), mode, Some(HANG_GUARD))
+        .await
+        .expect("native acquire");
+    (session, grant)
+}
+
+/// Four instances of the counter, 25 increments each, lose no update.
+pub async fn counter_is_exact(s: &Subject, language: Language) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lock = language.lock("counter");
+    let runner = runner(s, language.counter(), dir.path());
+    let tasks: Vec<_> = (0..4)
+        .map(|_| spawn(&runner, &[&lock, "25", "/data/count"]))
+        .collect();
+    for task in tasks {
+        let report = task.await.expect("instance task");
+        assert_success(&report);
+        assert!(
+            report
+                .stdout_text()
+                .starts_with(&format!("counter: {lock} +25")),
+            "{}",
+            report.stdout_text()
+        );
+    }
+    assert_eq!(value_in(dir.path(), "count"), 100);
+    s.probe.wait_len(&lock, 0).await;
+}
+
+/// Four readers-writers instances on one file see no violation, and every write
+/// added exactly 2.
+pub async fn readers_writers_is_clean(s: &Subject, language: Language) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lock = language.lock("rw");
+    let runner = runner(s, language.readers_writers(), dir.path());
+    let tasks: Vec<_> = (0..4)
+        .map(|_| spawn(&runner, &[&lock, "20", "/data/value", "30"]))
+        .collect();
+    let mut writes = 0;
+    for task in tasks {
+        let report = task.await.expect("instance task");
+        assert_success(&report);
+        let out = report.stdout_text();
+        assert_eq!(tally(&out, "violations"), 0, "{out}");
+        assert_eq!(tally(&out, "reads") + tally(&out, "writes"), 20, "{out}");
+        writes += tally(&out, "writes");
+    }
+    assert_eq!(value_in(dir.path(), "value"), 2 * writes);
+    s.probe.wait_len(&lock, 0).await;
+}
+
+/// A reading guest shares the lock with a native reader; a writing guest waits
+/// for that reader, and a reading guest waits for a native writer.
+pub async fn readers_share_writers_wait(s: &Subject, language: Language) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lock = language.lock("share");
+    let runner = runner(s, language.readers_writers(), dir.path());
+    let (reader, read_grant) = hold(s, &lock, Mode::Shared).await;
+
+    // WRITE_PERCENT 0: every round reads, while the native reader holds.
+    let report = spawn(&runner, &[&lock, "3", "/data/value", "0"])
+        .await
+        .expect("guest task");
+    assert_success(&report);
+    assert_eq!(
+        report.stdout_text().trim(),
+        "readers-writers: reads=3 writes=0 violations=0"
+    );
+
+    // WRITE_PERCENT 100: the writer queues behind the native reader.
+    let writer = spawn(&runner, &[&lock, "1", "/data/value", "100"]);
+    s.probe.wait_len(&lock, 2).await;
+    assert_eq!(
+        value_in(dir.path(), "value"),
+        0,
+        "the writer wrote under a reader"
+    );
+    assert!(!writer.is_finished());
+    reader.release(read_grant.id).expect("release");
+    let report = writer.await.expect("guest task");
+    assert_success(&report);
+    assert_eq!(tally(&report.stdout_text(), "writes"), 1);
+    assert_eq!(value_in(dir.path(), "value"), 2);
+
+    // A reader queues behind a native writer.
+    let (writer, write_grant) = hold(s, &lock, Mode::Exclusive).await;
+    let guest_reader = spawn(&runner, &[&lock, "1", "/data/value", "0"]);
+    s.probe.wait_len(&lock, 2).await;
+    assert!(!guest_reader.is_finished());
+    writer.release(write_grant.id).expect("release");
+    let report = guest_reader.await.expect("guest task");
+    assert_success(&report);
+    assert_eq!(tally(&report.stdout_text(), "reads"), 1);
+    s.probe.wait_len(&lock, 0).await;
+}
+
+/// Runs the counter with ITERATIONS = `mode` (`trap` or `leak`) queued behind a
+/// native holder, with a native waiter queued behind the guest; releases the
+/// holder and returns the guest's report once the waiter has the lock.
+async fn hand_over(s: &Subject, language: Language, mode: &str) -> InstanceReport {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lock = language.lock(mode);
+    let runner = runner(s, language.counter(), dir.path());
+    let (holder, held) = hold(s, &lock, Mode::Exclusive).await;
+    let guest = spawn(&runner, &[&lock, mode, "/data/unused"]);
+    s.probe.wait_len(&lock, 2).await;
+    let waiter = {
+        let backend = s.backend.clone();
+        let lock = lock.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session("waiter");
+            let grant = session
+                .acquire(&name(&lock), Mode::Exclusive, Some(HANG_GUARD))
+                .await;
+            (session, grant)
+        })
+    };
+    s.probe.wait_len(&lock, 3).await;
+    holder.release(held.id).expect("release");
+    let report = guest.await.expect("guest task");
+    let (session, grant) = waiter.await.expect("waiter task");
+    let grant = grant.unwrap_or_else(|e| {
+        panic!(
+            "the waiter behind a {mode} guest never got the lock: {e:?}; guest: {:?} {}",
+            report.outcome,
+            report.stderr_text()
+        )
+    });
+    assert!(grant.token > held.token);
+    session.release(grant.id).expect("release");
+    s.probe.wait_len(&lock, 0).await;
+    assert!(!dir.path().join("unused").exists());
+    report
+}
+
+/// A guest that traps while holding its lock loses it: the waiter queued behind
+/// it gets it, and the lock is free afterwards.
+pub async fn trap_releases(s: &Subject, language: Language) {
+    let report = hand_over(s, language, "trap").await;
+    assert!(
+        matches!(report.outcome, Outcome::Trap(_)),
+        "{:?}: {}",
+        report.outcome,
+        report.stderr_text()
+    );
+    assert_eq!(report.stdout_text().trim(), "holding");
+}
+
+/// A guest that returns successfully while still referencing a handle it never
+/// released or dropped loses the lock when the instance ends.
+pub async fn leaked_handle_released_at_end(s: &Subject, language: Language) {
+    let report = hand_over(s, language, "leak").await;
+    assert_success(&report);
+    assert_eq!(report.stdout_text().trim(), "leaked");
+}
+
+/// Bad arguments end the guest with an error and a usage line, taking no lock.
+pub async fn bad_arguments_are_refused(s: &Subject, language: Language) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lock = language.lock("args");
+    let counter = runner(s, language.counter(), dir.path());
+    let readers_writers = runner(s, language.readers_writers(), dir.path());
+    for (runner, args) in [
+        (&counter, vec![lock.as_str(), "/data/count"]),
+        (&counter, vec![lock.as_str(), "0", "/data/count"]),
+        (&counter, vec![lock.as_str(), "many", "/data/count"]),
+        (
+            &readers_writers,
+            vec![lock.as_str(), "1", "/data/value", "101"],
+        ),
+        (
+            &readers_writers,
+            vec![lock.as_str(), "x", "/data/value", "5"],
+        ),
+    ] {
+        let report = spawn(runner, &args).await.expect("guest task");
+        assert!(
+            matches!(report.outcome, Outcome::Exit(code) if code != 0),
+            "{args:?}: {:?}",
+            report.outcome
+        );
+        assert!(
+            report.stderr_text().starts_with("usage: "),
+            "{args:?}: {}",
+            report.stderr_text()
+        );
+    }
+    // A lock error is reported, not a trap.
+    let report = spawn(&counter, &["a//b", "1", "/data/count"])
+        .await
+        .expect("guest task");
+    assert!(
+        matches!(report.outcome, Outcome::Exit(_)),
+        "{:?}",
+        report.outcome
+    );
+    assert!(
+        report.stderr_text().contains("invalid-name"),
+        "{}",
+        report.stderr_text()
+    );
+    assert!(!dir.path().join("count").exists());
+    s.probe.wait_len(&lock, 0).await;
+}
+
+/// Every check for every language, in order, each named on stderr first.
+pub async fn all(s: &Subject) {
+    for language in Language::ALL {
+        macro_rules! check {
+            ($($check:ident),* $(,)?) => {$(
+                eprintln!("languages: {} {language:?}", stringify!($check));
+                $check(s, language).await;
+            )*};
+        }
+        check!(
+            counter_is_exact,
+            readers_writers_is_clean,
+            readers_share_writers_wait,
+            trap_releases,
+            leaked_handle_released_at_end,
+            bad_arguments_are_refused,
+        );
+    }
+}
+
+fn memory() -> Subject {
+    let backend = MemoryBackend::new();
+    Subject {
+        backend: Arc::new(backend.clone()),
+        probe: Arc::new(MemoryProbe(backend)),
+    }
+}
+
+/// One test per check and language on the in-memory backend:
+/// `languages::<check>::{c,python,js}`.
+macro_rules! on_memory {
+    ($($check:ident),* $(,)?) => {$(
+        mod $check {
+            use super::{Language, memory};
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn c() {
+                super::$check(&memory(), Language::C).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn python() {
+                super::$check(&memory(), Language::Python).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn js() {
+                super::$check(&memory(), Language::Js).await;
+            }
+        }
+    )*};
+}
+
+on_memory!(
+    counter_is_exact,
+    readers_writers_is_clean,
+    readers_share_writers_wait,
+    trap_releases,
+    leaked_handle_released_at_end,
+    bad_arguments_are_refused,
+);
+
+/// Every check for every language on a real ZooKeeper server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_on_zookeeper() {
+    const ROOT: &str = "/wardlock-languages";
+    let server = ZkServer::start();
+    let config = ZooKeeperConfig::new(server.address())
+        .root(ROOT)
+        .session_timeout(Duration::from_secs(10));
+    let backend = ZooKeeperBackend::connect(config)
+        .await
+        .expect("backend connects");
+    let subject = Subject {
+        backend: Arc::new(backend),
+        probe: Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
+    };
+    all(&subject).await;
+}

@@ -1,0 +1,194 @@
+//! What every workload shares: the ZooKeeper server and wardlock's backends on
+//! it, the in-memory backend, guest runners and the data directory for counter
+//! files.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use wardlock_host::MemoryBackend;
+use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_host::runner::{Preopen, Runner, RunnerConfig};
+
+use super::cli::Args;
+use super::systems::System;
+use super::systems::guest::GUEST_DATA_DIR;
+use super::zk_stats::{ZkDelta, ZkSnapshot, ZkStats};
+use crate::{Guest, runner_with};
+
+/// Root of wardlock's lock nodes during a run.
+pub const WARDLOCK_ROOT: &str = "/wardlock-bench";
+
+/// Longest any guest instance may run: a hang guard, not a measurement.
+pub const HANG_GUARD: Duration = Duration::from_secs(600);
+
+/// The ZooKeeper side of a run.
+pub struct ZkEnv {
+    pub address: String,
+    pub stats: ZkStats,
+    /// wardlock's backend ("this host"): one ZooKeeper session for all clients.
+    pub backend: ZooKeeperBackend,
+    pub session_timeout: Duration,
+    /// False when `mntr` is unavailable: counters are then reported as null.
+    pub counters: bool,
+}
+
+impl ZkEnv {
+    /// Connects wardlock's backend to `address` and checks `mntr`.
+    ///
+    /// # Errors
+    /// When ZooKeeper cannot be reached.
+    pub async fn connect(address: &str, session_timeout: Duration) -> anyhow::Result<ZkEnv> {
+        let backend = Self::backend(address, session_timeout).await?;
+        let stats = ZkStats::new(address);
+        let counters = match stats.snapshot() {
+            Ok(_) => true,
+            Err(error) => {
+                eprintln!("wardlock-bench: no server counters ({error:#}); zk columns are null");
+                false
+            }
+        };
+        Ok(ZkEnv {
+            address: address.to_owned(),
+            stats,
+            backend,
+            session_timeout,
+            counters,
+        })
+    }
+
+    /// Another wardlock backend on the same server: another host, another
+    /// ZooKeeper session.
+    ///
+    /// # Errors
+    /// When ZooKeeper cannot be reached.
+    pub async fn backend(
+        address: &str,
+        session_timeout: Duration,
+    ) -> anyhow::Result<ZooKeeperBackend> {
+        let config = ZooKeeperConfig::new(address)
+            .root(WARDLOCK_ROOT)
+            .session_timeout(session_timeout);
+        ZooKeeperBackend::connect(config)
+            .await
+            .with_context(|| format!("wardlock cannot connect to ZooKeeper at {address}"))
+    }
+}
+
+/// Shared state of a run.
+pub struct Env {
+    pub args: Args,
+    pub memory: MemoryBackend,
+    zk: Option<ZkEnv>,
+    dir: tempfile::TempDir,
+    memory_runner: Arc<Runner>,
+    zk_runner: Option<Arc<Runner>>,
+}
+
+impl Env {
+    /// Sets up the backends (ZooKeeper only when `zk_address` is given) and
+    /// compiles the guest.
+    ///
+    /// # Errors
+    /// When ZooKeeper cannot be reached or the data directory not created.
+    pub async fn new(args: Args, zk_address: Option<&str>) -> anyhow::Result<Env> {
+        let dir = data_dir()?;
+        let zk = match zk_address {
+            Some(address) => Some(ZkEnv::connect(address, args.session_timeout()).await?),
+            None => None,
+        };
+        let memory = MemoryBackend::new();
+        let memory_runner = guest_runner(Arc::new(memory.clone()), dir.path());
+        let zk_runner = zk
+            .as_ref()
+            .map(|zk| guest_runner(Arc::new(zk.backend.clone()), dir.path()));
+        Ok(Env {
+            args,
+            memory,
+            zk,
+            dir,
+            memory_runner,
+            zk_runner,
+        })
+    }
+
+    /// The ZooKeeper side.
+    ///
+    /// # Errors
+    /// When the run has no ZooKeeper.
+    pub fn zk(&self) -> anyhow::Result<&ZkEnv> {
+        self.zk.as_ref().context("this run has no ZooKeeper")
+    }
+
+    /// The directory counter files live in (guests see it as `/data`); see
+    /// [`data_dir`].
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The runner of `bench-guest` instances for a guest system.
+    ///
+    /// # Errors
+    /// For a native system, or a ZooKeeper system without ZooKeeper.
+    pub fn guest_runner(&self, system: System) -> anyhow::Result<Arc<Runner>> {
+        match system {
+            System::MemoryGuest => Ok(self.memory_runner.clone()),
+            System::WardlockGuest => self.zk_runner.clone().context("this run has no ZooKeeper"),
+            other => bail!("{} is not a guest system", other.name()),
+        }
+    }
+
+    /// Server counters now, if `system` uses ZooKeeper and counters work.
+    pub fn zk_mark(&self, system: System) -> Option<ZkSnapshot> {
+        let zk = self.zk.as_ref().filter(|zk| zk.counters)?;
+        if !system.uses_zookeeper() {
+            return None;
+        }
+        match zk.stats.snapshot() {
+            Ok(snapshot) => Some(snapshot),
+            Err(error) => {
+                eprintln!("wardlock-bench: mntr failed: {error:#}");
+                None
+            }
+        }
+    }
+
+    /// Server counter changes since `mark`.
+    pub fn zk_since(&self, mark: Option<ZkSnapshot>) -> Option<ZkDelta> {
+        let mark = mark?;
+        let now = self.zk.as_ref()?.stats.snapshot().ok()?;
+        Some(now.since(&mark))
+    }
+}
+
+/// The data directory: on tmpfs (`/dev/shm`) when there is one, so the counter
+/// checks measure exclusion rather than the disk (on ext4, rewriting a file in
+/// place starts its writeback at once).
+fn data_dir() -> anyhow::Result<tempfile::TempDir> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("wardlock-bench-");
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(dir) = builder.tempdir_in(shm)
+    {
+        return Ok(dir);
+    }
+    builder.tempdir().context("creating the data directory")
+}
+
+/// A runner of `bench-guest` on `backend`, with `dir` preopened as `/data`.
+fn guest_runner(backend: Arc<dyn wardlock_host::LockBackend>, dir: &Path) -> Arc<Runner> {
+    runner_with(
+        Guest::BenchGuest,
+        RunnerConfig {
+            backend,
+            preopens: vec![Preopen {
+                host: dir.to_owned(),
+                guest: GUEST_DATA_DIR.to_owned(),
+            }],
+            timeout: Some(HANG_GUARD),
+            ..RunnerConfig::default()
+        },
+    )
+}

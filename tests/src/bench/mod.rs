@@ -1,0 +1,140 @@
+//! `wardlock-bench` (issue 4): every lock path of wardlock measured against the
+//! least work ZooKeeper itself needs, side by side in one run; see
+//! tests/BENCHMARKS.md for what each workload measures and the latest results.
+//!
+//! - [`cli`]: arguments; [`env`]: backends, guest runners, data directory;
+//! - [`systems`]: the five systems and how a phase of client loops runs on them;
+//! - [`workloads`]: one module per workload;
+//! - [`check`]: the exclusion check; [`stats`]: percentiles; [`zk_stats`]: the
+//!   server's counters; [`cpu`]: this process's CPU time; [`report`]: result rows and ratios; [`output`]: JSON
+//!   lines or a table.
+
+pub mod check;
+pub mod cli;
+pub mod cpu;
+pub mod env;
+pub mod output;
+pub mod report;
+pub mod stats;
+pub mod systems;
+pub mod workloads;
+pub mod zk_stats;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use self::cli::Args;
+use self::env::Env;
+use self::report::{Row, add_ratios};
+use self::systems::System;
+use self::systems::zk_floor::FloorClient;
+use self::workloads::{Workload, progress};
+use crate::zookeeper::ZkServer;
+
+/// Runs the benchmark: exit 0 when every selected workload ran with no
+/// violation, 1 otherwise, 2 for bad arguments.
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    let workloads = args.selected_workloads();
+    let systems = args.selected_systems();
+    let needs_zookeeper = workloads.iter().any(|w| {
+        w.systems()
+            .iter()
+            .any(|s| s.uses_zookeeper() && systems.contains(s))
+    });
+    // Stopped when dropped: at the end, on error, or while unwinding a panic.
+    let server = (needs_zookeeper && args.zookeeper.is_none()).then(|| {
+        progress("starting a private ZooKeeper server");
+        ZkServer::start()
+    });
+    let address = needs_zookeeper
+        .then(|| {
+            args.zookeeper
+                .clone()
+                .or_else(|| server.as_ref().map(ZkServer::address))
+        })
+        .flatten();
+    if let Some(address) = &address {
+        progress(&format!("ZooKeeper at {address}"));
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("wardlock-bench: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run(args, &workloads, &systems, address.as_deref()));
+    drop(runtime);
+    if server.is_some() {
+        progress("stopping the private ZooKeeper server");
+    }
+    drop(server);
+    code
+}
+
+async fn run(
+    args: Args,
+    workloads: &[Workload],
+    systems: &[System],
+    address: Option<&str>,
+) -> ExitCode {
+    let json = args.json;
+    let env = match Env::new(args, address).await {
+        Ok(env) => env,
+        Err(error) => {
+            eprintln!("wardlock-bench: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut rows: Vec<Row> = Vec::new();
+    let mut failed = false;
+    for &workload in workloads {
+        let selected: Vec<System> = workload
+            .systems()
+            .iter()
+            .filter(|s| systems.contains(s))
+            .copied()
+            .collect();
+        if selected.is_empty() {
+            progress(&format!("{}: no selected system applies", workload.name()));
+            continue;
+        }
+        match workload.run(&env, &selected).await {
+            Ok(mut measured) => {
+                add_ratios(&mut measured);
+                if json && output::json_lines(&measured, &mut std::io::stdout().lock()).is_err() {
+                    return ExitCode::FAILURE;
+                }
+                rows.extend(measured);
+            }
+            Err(error) => {
+                eprintln!("wardlock-bench: {} failed: {error:#}", workload.name());
+                failed = true;
+            }
+        }
+    }
+    if let Ok(zk) = env.zk()
+        && let Ok(client) = FloorClient::connect(&zk.address, zk.session_timeout).await
+        && let Err(error) = client.remove_all().await
+    {
+        eprintln!("wardlock-bench: cleaning up zk-floor nodes: {error:#}");
+    }
+    if !json && output::table(&rows, &mut std::io::stdout().lock()).is_err() {
+        return ExitCode::FAILURE;
+    }
+    let violations: u64 = rows.iter().map(|r| r.violations).sum();
+    if violations > 0 {
+        eprintln!("wardlock-bench: {violations} exclusion violations");
+        failed = true;
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,286 @@
+//! The systems under measurement and how a phase of client loops runs on each.
+//!
+//! Every client runs the same loop: `ops` times acquire (mode from its [`Plan`]),
+//! optionally the exclusion check of [`super::check`], release; timing each op.
+//! Native clients run it in Rust ([`native`]); guest clients run it inside
+//! `bench-guest` instances ([`guest`]).
+
+pub mod guest;
+pub mod native;
+pub mod zk_floor;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use wardlock_host::LockName;
+use wardlock_host::runner::Runner;
+
+use super::check::Plan;
+use super::cpu;
+use super::env::Env;
+use super::zk_stats::ZkDelta;
+
+/// A system under measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum System {
+    /// Raw `zookeeper-client`: create EPHEMERAL_SEQUENTIAL, get_children,
+    /// delete, awaited one after another; each client its own session.
+    ZkFloor,
+    /// `ZooKeeperBackend` called through `LockSession` from Rust.
+    WardlockNative,
+    /// `bench-guest` components on the ZooKeeper backend, through the WIT.
+    WardlockGuest,
+    /// `MemoryBackend` called through `LockSession` from Rust.
+    MemoryNative,
+    /// `bench-guest` components on the in-memory backend, through the WIT.
+    MemoryGuest,
+}
+
+impl System {
+    pub const ALL: [System; 5] = [
+        System::ZkFloor,
+        System::WardlockNative,
+        System::WardlockGuest,
+        System::MemoryNative,
+        System::MemoryGuest,
+    ];
+
+    /// The name in the output.
+    pub fn name(self) -> &'static str {
+        match self {
+            System::ZkFloor => "zk-floor",
+            System::WardlockNative => "wardlock-native",
+            System::WardlockGuest => "wardlock-guest",
+            System::MemoryNative => "memory-native",
+            System::MemoryGuest => "memory-guest",
+        }
+    }
+
+    /// True for the systems that lock on ZooKeeper.
+    pub fn uses_zookeeper(self) -> bool {
+        matches!(
+            self,
+            System::ZkFloor | System::WardlockNative | System::WardlockGuest
+        )
+    }
+
+    /// For a guest system, the native system on the same backend.
+    pub fn native_twin(self) -> Option<System> {
+        match self {
+            System::WardlockGuest => Some(System::WardlockNative),
+            System::MemoryGuest => Some(System::MemoryNative),
+            _ => None,
+        }
+    }
+}
+
+/// What one client does.
+#[derive(Debug, Clone)]
+pub struct LoopSpec {
+    pub lock: LockName,
+    pub plan: Plan,
+    pub ops: u64,
+    /// Counter file (a name inside the run's data directory) checked under the
+    /// lock, if any.
+    pub check: Option<String>,
+}
+
+/// What one client measured.
+#[derive(Debug, Clone, Default)]
+pub struct LoopResult {
+    pub latencies_ns: Vec<u64>,
+    pub writes: u64,
+    pub violations: u64,
+    /// Wall clock (Unix ns) when the loop started and after its last release.
+    pub start_unix_ns: u128,
+    pub end_unix_ns: u128,
+}
+
+/// The clients of one phase, run concurrently.
+#[derive(Default)]
+pub struct Phase {
+    pub results: Vec<LoopResult>,
+    /// Server counters over the loops.
+    pub zk: Option<ZkDelta>,
+    /// This process's CPU time over the loops.
+    pub cpu: Option<Duration>,
+    _keep_alive: Vec<zookeeper_client::Client>,
+}
+
+impl Phase {
+    /// From the first client's start to the last client's end (wall clock, so
+    /// guests and natives are timed alike: the loops only, not instantiation).
+    pub fn wall(&self) -> Duration {
+        let start = self.results.iter().map(|r| r.start_unix_ns).min();
+        let end = self.results.iter().map(|r| r.end_unix_ns).max();
+        match (start, end) {
+            (Some(start), Some(end)) => {
+                Duration::from_nanos(u64::try_from(end.saturating_sub(start)).unwrap_or(u64::MAX))
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
+    pub fn ops(&self) -> u64 {
+        self.results
+            .iter()
+            .map(|r| r.latencies_ns.len() as u64)
+            .sum()
+    }
+
+    pub fn writes(&self) -> u64 {
+        self.results.iter().map(|r| r.writes).sum()
+    }
+
+    pub fn violations(&self) -> u64 {
+        self.results.iter().map(|r| r.violations).sum()
+    }
+
+    pub fn latencies(&self) -> impl Iterator<Item = u64> + '_ {
+        self.results
+            .iter()
+            .flat_map(|r| r.latencies_ns.iter().copied())
+    }
+}
+
+/// The clients of a phase, connected (native) and ready to start.
+pub struct Prepared {
+    clients: Clients,
+    specs: Vec<LoopSpec>,
+    dir: PathBuf,
+    /// zk-floor sessions, kept open until the phase's counters are read (their
+    /// close requests are not part of the measurement).
+    keep_alive: Vec<zookeeper_client::Client>,
+}
+
+enum Clients {
+    Floor(Vec<zk_floor::FloorClient>),
+    Sessions(Vec<native::SessionLocker>),
+    Guests(Arc<Runner>),
+}
+
+/// A started phase.
+pub struct Running {
+    task: tokio::task::JoinHandle<anyhow::Result<Vec<LoopResult>>>,
+    keep_alive: Vec<zookeeper_client::Client>,
+}
+
+impl Prepared {
+    /// Connects (zk-floor: one session per client, lock parents created) or opens
+    /// the sessions (wardlock/memory native), or picks the guest runner.
+    ///
+    /// # Errors
+    /// When ZooKeeper cannot be reached or the system needs what the run lacks.
+    pub async fn new(env: &Env, system: System, specs: Vec<LoopSpec>) -> anyhow::Result<Prepared> {
+        let mut keep_alive = Vec::new();
+        let clients = match system {
+            System::ZkFloor => {
+                let zk = env.zk()?;
+                let mut lockers = Vec::new();
+                for spec in &specs {
+                    let client =
+                        zk_floor::FloorClient::connect(&zk.address, zk.session_timeout).await?;
+                    client.prepare(&spec.lock).await?;
+                    keep_alive.push(client.client().clone());
+                    lockers.push(client);
+                }
+                Clients::Floor(lockers)
+            }
+            System::WardlockNative => {
+                Clients::Sessions(native::sessions(&env.zk()?.backend, specs.len()))
+            }
+            System::MemoryNative => Clients::Sessions(native::sessions(&env.memory, specs.len())),
+            System::WardlockGuest | System::MemoryGuest => {
+                Clients::Guests(env.guest_runner(system)?)
+            }
+        };
+        Ok(Prepared {
+            clients,
+            specs,
+            dir: env.dir().to_owned(),
+            keep_alive,
+        })
+    }
+
+    /// Starts every client's loop at once.
+    pub fn start(self) -> Running {
+        let Prepared {
+            clients,
+            specs,
+            dir,
+            keep_alive,
+        } = self;
+        let task = match clients {
+            Clients::Floor(lockers) => tokio::spawn(native::run_all(lockers, specs, dir)),
+            Clients::Sessions(lockers) => tokio::spawn(native::run_all(lockers, specs, dir)),
+            Clients::Guests(runner) => {
+                tokio::spawn(async move { guest::run_all(&runner, specs).await })
+            }
+        };
+        Running { task, keep_alive }
+    }
+}
+
+impl Running {
+    /// Waits for every client.
+    ///
+    /// # Errors
+    /// The first client's error.
+    pub async fn finish(self) -> anyhow::Result<Phase> {
+        let results = self.task.await.context("phase task panicked")??;
+        Ok(Phase {
+            results,
+            zk: None,
+            cpu: None,
+            _keep_alive: self.keep_alive,
+        })
+    }
+}
+
+/// Runs `specs` as concurrent clients of `system`, with the server's counters
+/// and this process's CPU time read around the loops (after connecting, before
+/// closing).
+///
+/// # Errors
+/// When a client fails (lock error, guest failure, check file I/O).
+pub async fn run_phase(env: &Env, system: System, specs: Vec<LoopSpec>) -> anyhow::Result<Phase> {
+    let prepared = Prepared::new(env, system, specs).await?;
+    let mark = env.zk_mark(system);
+    let cpu = cpu::process_cpu();
+    let mut phase = prepared.start().finish().await?;
+    phase.cpu = cpu::since(cpu);
+    phase.zk = env.zk_since(mark);
+    Ok(phase)
+}
+
+/// Joins spawned client tasks, in order.
+///
+/// # Errors
+/// The first client error, or a panic in a client.
+pub async fn join_all<T>(
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<T>>>,
+) -> anyhow::Result<Vec<T>> {
+    let mut results = Vec::with_capacity(tasks.len());
+    let mut first_error = None;
+    for (index, task) in tasks.into_iter().enumerate() {
+        match task.await.context("client task panicked") {
+            Ok(Ok(result)) => results.push(result),
+            Ok(Err(error)) | Err(error) => {
+                first_error.get_or_insert(error.context(format!("client {index}")));
+            }
+        }
+    }
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok(results),
+    }
+}
+
+/// The wall clock now, in Unix nanoseconds.
+pub fn unix_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}

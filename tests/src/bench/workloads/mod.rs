@@ -1,0 +1,103 @@
+//! The workloads: what each measures is documented in its module and in
+//! tests/BENCHMARKS.md.
+
+mod exclusion;
+mod herd;
+mod host_call;
+mod instantiate;
+mod release_on_death;
+mod rounds;
+mod scale;
+mod uncontended;
+
+use wardlock_host::LockName;
+
+use super::env::Env;
+use super::report::Row;
+use super::systems::System;
+
+/// A workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Workload {
+    Uncontended,
+    Contended,
+    Rw,
+    Herd,
+    ReleaseOnDeath,
+    HostCall,
+    Instantiate,
+    Scale,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 8] = [
+        Workload::Uncontended,
+        Workload::Contended,
+        Workload::Rw,
+        Workload::Herd,
+        Workload::ReleaseOnDeath,
+        Workload::HostCall,
+        Workload::Instantiate,
+        Workload::Scale,
+    ];
+
+    /// The name in the output and in `--workloads`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Uncontended => "uncontended",
+            Workload::Contended => "contended",
+            Workload::Rw => "rw",
+            Workload::Herd => "herd",
+            Workload::ReleaseOnDeath => "release-on-death",
+            Workload::HostCall => "host-call",
+            Workload::Instantiate => "instantiate",
+            Workload::Scale => "scale",
+        }
+    }
+
+    /// The systems this workload measures, in output order.
+    pub fn systems(self) -> &'static [System] {
+        match self {
+            Workload::Uncontended | Workload::Contended | Workload::Rw | Workload::Herd => {
+                &System::ALL
+            }
+            Workload::ReleaseOnDeath | Workload::Scale => {
+                &[System::WardlockGuest, System::MemoryGuest]
+            }
+            Workload::HostCall => &[System::MemoryNative, System::MemoryGuest],
+            Workload::Instantiate => &[System::MemoryGuest],
+        }
+    }
+
+    /// Runs the workload on `systems` (a subset of [`Workload::systems`]).
+    ///
+    /// # Errors
+    /// When a client fails, a guest does not end as expected or ZooKeeper fails.
+    pub async fn run(self, env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+        match self {
+            Workload::Uncontended => uncontended::run(env, systems).await,
+            Workload::Contended => exclusion::run(env, self, systems).await,
+            Workload::Rw => exclusion::run(env, self, systems).await,
+            Workload::Herd => herd::run(env, systems).await,
+            Workload::ReleaseOnDeath => release_on_death::run(env, systems).await,
+            Workload::HostCall => host_call::run(env, systems).await,
+            Workload::Instantiate => instantiate::run(env, systems).await,
+            Workload::Scale => scale::run(env, systems).await,
+        }
+    }
+}
+
+/// `bench/<workload>/<system>[/<suffix>]`, a valid lock name.
+fn lock_name(workload: Workload, system: System, suffix: &str) -> anyhow::Result<LockName> {
+    let mut name = format!("bench/{}/{}", workload.name(), system.name());
+    if !suffix.is_empty() {
+        name.push('/');
+        name.push_str(suffix);
+    }
+    Ok(LockName::new(&name)?)
+}
+
+/// A progress line on stderr.
+pub fn progress(message: &str) {
+    eprintln!("[wardlock-bench] {message}");
+}

@@ -1,0 +1,106 @@
+//! Several systems measured interleaved: a warm-up phase each (not recorded),
+//! then [`ROUNDS`] rounds in which every system runs its share of the ops in
+//! turn, so the drift of a noisy machine (or a warming JVM) hits all alike.
+
+use super::{Workload, lock_name, progress};
+use crate::bench::check::{self, Plan};
+use crate::bench::env::Env;
+use crate::bench::stats::Samples;
+use crate::bench::systems::{LoopSpec, System, run_phase};
+
+/// Rounds per interleaved measurement.
+pub const ROUNDS: u64 = 10;
+
+/// What every phase runs.
+pub struct Shape {
+    /// Concurrent clients, all on the system's one lock.
+    pub clients: u64,
+    /// Ops per client over all rounds.
+    pub ops: u64,
+    /// The plan of client `c`.
+    pub plan: fn(u64) -> Plan,
+    /// Whether the critical section checks a counter file (one per system).
+    pub check: bool,
+}
+
+/// One system's results.
+pub struct Measured {
+    pub system: System,
+    pub samples: Samples,
+    pub writes: u64,
+}
+
+/// Measures `shape` on every system of `systems`, interleaved. With a check,
+/// lost updates count as violations.
+///
+/// # Errors
+/// The first failing phase.
+pub async fn interleaved(
+    env: &Env,
+    workload: Workload,
+    systems: &[System],
+    shape: &Shape,
+) -> anyhow::Result<Vec<Measured>> {
+    let counter = |system: System| format!("{}-{}", workload.name(), system.name());
+    let specs = |system: System, ops: u64| -> anyhow::Result<Vec<LoopSpec>> {
+        let lock = lock_name(workload, system, "")?;
+        Ok((0..shape.clients)
+            .map(|client| LoopSpec {
+                lock: lock.clone(),
+                plan: (shape.plan)(client),
+                ops,
+                check: shape.check.then(|| counter(system)),
+            })
+            .collect())
+    };
+    let reset = |systems: &[System]| -> anyhow::Result<()> {
+        for &system in systems.iter().filter(|_| shape.check) {
+            check::reset(&env.dir().join(counter(system)))?;
+        }
+        Ok(())
+    };
+    reset(systems)?;
+    let warm_up = (shape.ops / 10).clamp(1, 100);
+    for &system in systems {
+        progress(&format!(
+            "{}: {} warm-up ({} × {warm_up} ops)",
+            workload.name(),
+            system.name(),
+            shape.clients
+        ));
+        run_phase(env, system, specs(system, warm_up)?).await?;
+    }
+    reset(systems)?;
+    let mut measured: Vec<Measured> = systems
+        .iter()
+        .map(|&system| Measured {
+            system,
+            samples: Samples::default(),
+            writes: 0,
+        })
+        .collect();
+    for round in 0..ROUNDS {
+        // Spread the remainder over the first rounds.
+        let share = shape.ops / ROUNDS + u64::from(round < shape.ops % ROUNDS);
+        if share == 0 {
+            continue;
+        }
+        for entry in &mut measured {
+            progress(&format!(
+                "{}: {} round {}/{ROUNDS} ({} × {share} ops)",
+                workload.name(),
+                entry.system.name(),
+                round + 1,
+                shape.clients
+            ));
+            let phase = run_phase(env, entry.system, specs(entry.system, share)?).await?;
+            entry.samples.add_phase(&phase);
+            entry.writes += phase.writes();
+        }
+    }
+    for entry in measured.iter_mut().filter(|_| shape.check) {
+        let file = env.dir().join(counter(entry.system));
+        entry.samples.violations += check::lost_updates(&file, entry.writes)?;
+    }
+    Ok(measured)
+}
