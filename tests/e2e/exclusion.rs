@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use wardlock_host::runner::{Preopen, RunnerConfig};
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
-use wardlock_tests::{Guest, lines, lockctl, name, runner, runner_with, token_of, wait_counts};
+use wardlock_tests::{
+    Guest, lines, lockctl, name, runner, runner_with, spawn_lockctl, token_of, wait_counts,
+};
 
 /// Many counter instances doing read-modify-write on one file under one lock lose
 /// no update: the final count is the sum of all increments.
@@ -179,10 +181,7 @@ async fn grants_follow_arrival_order() {
         .acquire(&name("q"), Mode::Shared, None)
         .await
         .unwrap();
-    let writer = {
-        let backend = backend.clone();
-        tokio::spawn(async move { lockctl(&backend, &["acquire exclusive - q"]).await })
-    };
+    let writer = spawn_lockctl(&backend, &["acquire exclusive - q"]);
     wait_counts(&backend, "q", 1, 1).await;
     let late = lockctl(&backend, &["try shared q"]).await;
     assert_eq!(
@@ -190,10 +189,7 @@ async fn grants_follow_arrival_order() {
         ["none"],
         "a reader may not overtake a queued writer"
     );
-    let late_reader = {
-        let backend = backend.clone();
-        tokio::spawn(async move { lockctl(&backend, &["acquire shared - q"]).await })
-    };
+    let late_reader = spawn_lockctl(&backend, &["acquire shared - q"]);
     wait_counts(&backend, "q", 1, 2).await;
     native.release(reader.id).unwrap();
     let writer_token = token_of(&lines(&writer.await.unwrap())[0]);

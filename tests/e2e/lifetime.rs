@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode, WardlockCtx};
-use wardlock_tests::{Guest, lines, lockctl, lockctl_with, name, runner, runner_with, wait_counts};
+use wardlock_tests::{
+    Guest, lines, lockctl, lockctl_with, name, runner, runner_with, spawn_lockctl, wait_counts,
+};
 
 const HANG_GUARD: Duration = Duration::from_secs(30);
 
@@ -50,16 +52,10 @@ async fn trap_hands_lock_to_waiter() {
         .acquire(&name("gate"), Mode::Exclusive, None)
         .await
         .unwrap();
-    let guest = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            lockctl(
-                &backend,
-                &["acquire exclusive - a", "acquire exclusive - gate", "trap"],
-            )
-            .await
-        })
-    };
+    let guest = spawn_lockctl(
+        &backend,
+        &["acquire exclusive - a", "acquire exclusive - gate", "trap"],
+    );
     wait_counts(&backend, "gate", 1, 1).await; // the guest holds `a` and waits for `gate`
     let waiter = {
         let backend = backend.clone();
@@ -184,20 +180,14 @@ async fn embedder_cancel_releases_everything() {
         .acquire(&name("busy"), Mode::Exclusive, None)
         .await
         .unwrap();
-    let guest = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            lockctl(
-                &backend,
-                &[
-                    "acquire exclusive - mine",
-                    "acquire shared - other",
-                    "acquire exclusive - busy",
-                ],
-            )
-            .await
-        })
-    };
+    let guest = spawn_lockctl(
+        &backend,
+        &[
+            "acquire exclusive - mine",
+            "acquire shared - other",
+            "acquire exclusive - busy",
+        ],
+    );
     wait_counts(&backend, "busy", 1, 1).await;
     assert_eq!(backend.snapshot(&name("mine")).len(), 1);
     guest.abort();
@@ -262,20 +252,14 @@ async fn dropping_a_handle_releases_it() {
         .acquire(&name("gate"), Mode::Exclusive, None)
         .await
         .unwrap();
-    let guest = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            lockctl(
-                &backend,
-                &[
-                    "acquire exclusive - a",
-                    "drop 1",
-                    "acquire exclusive - gate",
-                ],
-            )
-            .await
-        })
-    };
+    let guest = spawn_lockctl(
+        &backend,
+        &[
+            "acquire exclusive - a",
+            "drop 1",
+            "acquire exclusive - gate",
+        ],
+    );
     wait_counts(&backend, "gate", 1, 1).await;
     assert!(
         backend.snapshot(&name("a")).is_empty(),

@@ -2,7 +2,7 @@
 //! (`lockctl`): re-entrancy, downgrade, would-deadlock, bad input, grants, caps.
 
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
-use wardlock_tests::{lines, lockctl, lockctl_with, name, token_of, wait_counts};
+use wardlock_tests::{lines, lockctl, lockctl_with, name, spawn_lockctl, token_of, wait_counts};
 
 /// Acquiring a held name again gives another handle on the same grant; the lock
 /// goes only with the last handle.
@@ -14,25 +14,19 @@ async fn exclusive_is_reentrant_per_instance() {
         .acquire(&name("gate"), Mode::Exclusive, None)
         .await
         .unwrap();
-    let guest = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            lockctl(
-                &backend,
-                &[
-                    "acquire exclusive - r",
-                    "acquire exclusive - r",
-                    "release 1",
-                    "status 1",
-                    "status 2",
-                    "acquire exclusive - gate",
-                    "release 2",
-                    "status 2",
-                ],
-            )
-            .await
-        })
-    };
+    let guest = spawn_lockctl(
+        &backend,
+        &[
+            "acquire exclusive - r",
+            "acquire exclusive - r",
+            "release 1",
+            "status 1",
+            "status 2",
+            "acquire exclusive - gate",
+            "release 2",
+            "status 2",
+        ],
+    );
     // Parked on `gate` after releasing handle 1: handle 2 still holds `r`.
     wait_counts(&backend, "gate", 1, 1).await;
     assert_eq!(

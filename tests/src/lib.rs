@@ -175,3 +175,17 @@ pub async fn wait_counts(backend: &MemoryBackend, lock: &str, holders: usize, wa
     })
     .await;
 }
+
+/// Runs one `lockctl` instance with `commands` in the background, for tests that
+/// act while the guest holds or waits.
+pub fn spawn_lockctl(
+    backend: &MemoryBackend,
+    commands: &[&str],
+) -> tokio::task::JoinHandle<InstanceReport> {
+    let backend = backend.clone();
+    let commands: Vec<String> = commands.iter().map(|c| c.to_string()).collect();
+    tokio::spawn(async move {
+        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+        lockctl(&backend, &commands).await
+    })
+}
