@@ -2,26 +2,38 @@
 # Builds the C, Python and JavaScript guests as WASI command components; run by
 # plugins/build.sh after the Rust guests.
 #
-#   build-languages.sh TARGET_DIR
+#   build-languages.sh TARGET_DIR [required|optional]
 #
 # Writes TARGET_DIR/other-languages/<guest>-<language>.wasm and prints the
 # absolute path of each on stdout, one per line, and nothing else there; tool
 # output goes to stderr. A component newer than all of its inputs is not
 # rebuilt. A missing toolchain (or one not at the version pinned in
-# plugins/toolchains.env) is an error naming plugins/install-toolchains.sh.
+# plugins/toolchains.env) is an error naming plugins/install-toolchains.sh
+# when REQUIRED (the default); when OPTIONAL that language is skipped, and one
+# line on stderr names the skipped languages and the command that installs
+# them. A guest that fails to build is an error either way.
 set -euo pipefail
 
 PLUGINS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$PLUGINS")"
 # shellcheck source=toolchains.env
 source "$PLUGINS/toolchains.env"
-OUT="${1:?usage: build-languages.sh TARGET_DIR}/other-languages"
+OUT="${1:?usage: build-languages.sh TARGET_DIR [required|optional]}/other-languages"
+MODE="${2:-required}"
 mkdir -p "$OUT"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
+# Exit status of a language's build (run in a subshell) whose toolchain is
+# missing, as opposed to a guest that failed to build.
+TOOLCHAIN_MISSING=3
+
 missing() {
-    echo "build.sh: $1 is missing; install the guest toolchains with: plugins/install-toolchains.sh (as root)" >&2
-    exit 1
+    if [[ "$MODE" == required ]]; then
+        echo "build.sh: $1 is missing; install the guest toolchains with: plugins/install-toolchains.sh" >&2
+    else
+        echo "$1" >"$OUT/.missing"
+    fi
+    exit "$TOOLCHAIN_MISSING"
 }
 
 # Checks that `command --version` ends in the pinned version.
@@ -120,8 +132,31 @@ build_js() {
         fi
         echo "$component"
     done
+    # The HTTP counter: a wasi:http/proxy-shaped guest for `wardlock serve`.
+    component="$OUT/http-counter-js.wasm"
+    if ! up_to_date "$component" "$PLUGINS/js/http-counter.js" "$PLUGINS/js/wasi-file.js" "$PLUGINS/wit" "${common_inputs[@]}"; then
+        echo "build.sh: building http-counter-js.wasm" >&2
+        "$componentize_js" "$PLUGINS/js/http-counter.js" --wit "$PLUGINS/wit" --world-name js-http \
+            -o "$component.tmp" >&2
+        mv "$component.tmp" "$component"
+    fi
+    echo "$component"
 }
 
-build_c
-build_python
-build_js
+skipped=()
+for language in C Python JavaScript; do
+    builder="build_$(tr 'A-Z' 'a-z' <<<"$language")"
+    [[ "$builder" == build_javascript ]] && builder=build_js
+    status=0
+    ("$builder") || status=$?
+    if ((status == TOOLCHAIN_MISSING)) && [[ "$MODE" != required ]]; then
+        skipped+=("$language (no $(cat "$OUT/.missing"))")
+    elif ((status != 0)); then
+        exit "$status"
+    fi
+done
+rm -f "$OUT/.missing"
+if ((${#skipped[@]})); then
+    joined="$(printf '%s, ' "${skipped[@]}")"
+    echo "build.sh: skipped the ${joined%, } guests; install their toolchains with: plugins/install-toolchains.sh" >&2
+fi

@@ -4,6 +4,15 @@
 # then the C, Python and JavaScript guests (build-languages.sh; their
 # toolchains come from plugins/install-toolchains.sh).
 #
+#   build.sh [--all | --rust-only] [PLUGIN...]
+#
+#   (default)    the Rust guests, plus every other language whose toolchain is
+#                installed; one line on stderr names the languages skipped and
+#                the command that installs them
+#   --all        every language; a missing toolchain is an error (CI, tests)
+#   --rust-only  the Rust guests alone (what plugins/demo.sh needs)
+#   PLUGIN...    only these Rust guests (default: all of them)
+#
 # Prints the absolute path of each component on stdout, one per line, and
 # nothing else there; cargo's output goes to stderr.
 #
@@ -14,7 +23,33 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET=wasm32-wasip2
 TARGET_DIR="${WARDLOCK_GUEST_TARGET_DIR:-$ROOT/target/guests}"
-PLUGINS=(counter readers-writers misbehave lockctl bench-guest)
+# Every Rust guest: each directory of plugins/ with a Cargo.toml (the crate is
+# named after its directory), so adding a guest needs no edit here.
+ALL_PLUGINS=()
+for manifest in "$ROOT"/plugins/*/Cargo.toml; do
+    ALL_PLUGINS+=("$(basename "$(dirname "$manifest")")")
+done
+
+languages=optional
+PLUGINS=()
+for arg in "$@"; do
+    case "$arg" in
+    --all) languages=required ;;
+    --rust-only) languages=none ;;
+    -*)
+        echo "build.sh: unknown option $arg (expected --all or --rust-only)" >&2
+        exit 2
+        ;;
+    *)
+        if [[ " ${ALL_PLUGINS[*]} " != *" $arg "* ]]; then
+            echo "build.sh: unknown plugin $arg (one of: ${ALL_PLUGINS[*]})" >&2
+            exit 2
+        fi
+        PLUGINS+=("$arg")
+        ;;
+    esac
+done
+((${#PLUGINS[@]})) || PLUGINS=("${ALL_PLUGINS[@]}")
 
 if ! rustup target list --installed | grep -qx "$TARGET"; then
     rustup target add "$TARGET" >&2
@@ -33,6 +68,12 @@ done
 
 for plugin in "${PLUGINS[@]}"; do
     component="$TARGET_DIR/$TARGET/release/$plugin.wasm"
+    # A cdylib (an HTTP guest) is named with underscores: give it the
+    # plugin's name, so every guest is <plugin>.wasm.
+    library="$TARGET_DIR/$TARGET/release/${plugin//-/_}.wasm"
+    if [[ "$library" != "$component" && -f "$library" && ( ! -f "$component" || "$library" -nt "$component" ) ]]; then
+        cp "$library" "$component"
+    fi
     if [[ ! -f "$component" ]]; then
         echo "build.sh: expected component missing: $component" >&2
         exit 1
@@ -41,4 +82,6 @@ for plugin in "${PLUGINS[@]}"; do
 done
 
 # The C, Python and JavaScript guests, in $TARGET_DIR/other-languages/.
-bash "$ROOT/plugins/build-languages.sh" "$TARGET_DIR"
+if [[ "$languages" != none ]]; then
+    bash "$ROOT/plugins/build-languages.sh" "$TARGET_DIR" "$languages"
+fi

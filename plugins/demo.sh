@@ -9,8 +9,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 INSTANCES="${1:-8}"
 ITERATIONS="${2:-100}"
 
-echo "demo: building the guest plugins (wasm32-wasip2)..." >&2
-COUNTER="$(bash "$ROOT/plugins/build.sh" | grep '/counter\.wasm$')"
+echo "demo: building the counter guest (wasm32-wasip2)..." >&2
+COUNTER="$(bash "$ROOT/plugins/build.sh" --rust-only counter)"
 echo "demo: building the wardlock host..." >&2
 (cd "$ROOT" && cargo build -q -p wardlock-host --bin wardlock)
 
@@ -27,3 +27,15 @@ if [[ "$ACTUAL" != "$EXPECTED" ]]; then
     echo "demo: LOST UPDATES: mutual exclusion failed" >&2
     exit 1
 fi
+cat <<NEXT
+
+Next steps (README.md has the details):
+  serve plugins over HTTP, one lock session per request:
+    plugins/build.sh --rust-only http-counter    # prints .../http-counter.wasm
+    target/debug/wardlock serve --dir /tmp::/data .../http-counter.wasm
+    curl -X POST localhost:8080/orders
+  lock on ZooKeeper instead of in memory (Debian: apt-get install zookeeper):
+    target/debug/wardlock run --zookeeper 127.0.0.1:2181 --instances 8 \\
+      --dir DIR::/data $COUNTER -- demo 100 /data/count
+  every test (installs ZooKeeper and the guest toolchains): .ci/run
+NEXT

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what plugins/build.sh needs to build the C, Python and JavaScript
-# guests, on Debian bookworm, as root. Only package registries are used:
+# guests on Debian bookworm, plus kazoo for the interop tests. Run it as the
+# user who builds: only the Debian step needs root, and it uses sudo when the
+# user is not root, so virtualenvs and node_modules belong to that user.
+# Only package registries are used:
 #
 #   Debian     clang, lld, wasi-libc, libclang-rt-dev-wasm32 (C guests); also
 #              python3 + python3-venv and nodejs + npm, but only when
@@ -11,6 +14,7 @@
 #   PyPI       componentize-py, into the virtualenv plugins/python/.venv
 #   npm        @bytecodealliance/componentize-js, into plugins/js/node_modules
 #              (the versions in plugins/js/package-lock.json)
+#   PyPI       kazoo, into the virtualenv tests/interop/.venv (interop tests)
 #
 # Versions are pinned in plugins/toolchains.env. Idempotent: every step checks
 # first and does nothing when its tool is already there at the pinned version,
@@ -38,10 +42,15 @@ for package in "${apt_packages[@]}"; do
     fi
 done
 if ((${#missing[@]})); then
-    ((EUID == 0)) || die "Debian packages missing (${missing[*]}): run this script as root"
+    sudo=()
+    if ((EUID != 0)); then
+        command -v sudo >/dev/null ||
+            die "Debian packages missing (${missing[*]}): install them as root (apt-get install ${missing[*]})"
+        sudo=(sudo)
+    fi
     say "apt-get install ${missing[*]}"
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    "${sudo[@]}" apt-get update -qq >&2
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
 # --- crates.io: wasm-tools, wit-bindgen-cli --------------------------------
@@ -113,4 +122,12 @@ if [[ "$installed_js" != "$COMPONENTIZE_JS_VERSION" || "$js/package-lock.json" -
     (cd "$js" && npm install --no-save --no-audit --no-fund --loglevel=error) >&2
 fi
 
-say "ready: C, Python and JavaScript guest toolchains"
+# --- PyPI: kazoo (interop tests) --------------------------------------------
+kazoo_venv="$(dirname "$PLUGINS")/tests/interop/.venv"
+if ! "$kazoo_venv/bin/python" -c "import kazoo, sys; sys.exit(kazoo.version.__version__ != '$KAZOO_VERSION')" 2>/dev/null; then
+    say "pip install kazoo==$KAZOO_VERSION (in tests/interop/.venv)"
+    [[ -x "$kazoo_venv/bin/python" ]] || python3 -m venv "$kazoo_venv"
+    "$kazoo_venv/bin/python" -m pip install --quiet --disable-pip-version-check "kazoo==$KAZOO_VERSION" >&2
+fi
+
+say "ready: C, Python and JavaScript guest toolchains; kazoo"

@@ -1,3 +1,5 @@
+#![deny(missing_docs)]
+
 //! wardlock host runtime: distributed locks for sandboxed WebAssembly components.
 //!
 //! - [`backend`]: the pluggable [`LockBackend`] trait and the in-memory backend.
@@ -5,18 +7,24 @@
 //!   ([`add_to_linker`], [`WardlockCtx`], [`WardlockView`]).
 //! - [`runner`]: runs WASI command components with lock sessions tied to each
 //!   instance's lifetime (what the `wardlock` CLI uses).
+//!
+//! - [`cli`] (default feature `cli`): the `wardlock` command line (`run`,
+//!   `serve`, `compile`, `status`). An embedder that sets
+//!   `default-features = false` compiles neither clap, tracing-subscriber,
+//!   prometheus-client nor toml.
 
 pub mod backend;
 pub mod capability;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod name;
 pub mod policy;
 pub mod runner;
 
 pub use backend::memory::MemoryBackend;
-pub use backend::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode};
-pub use capability::{
-    HasWardlock, LockError, LockHandle, WardlockCtx, WardlockView, add_to_linker,
+pub use backend::{
+    BackendError, Grant, GrantId, GrantStatus, Health, LockBackend, LockSession, Mode,
 };
+pub use capability::{LockError, LockHandle, WardlockCtx, WardlockView, add_to_linker};
 pub use name::{InvalidName, LockName};
 pub use policy::LockPolicy;

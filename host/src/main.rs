@@ -1,4 +1,4 @@
-//! The `wardlock` binary.
+//! The `wardlock` binary: the command line over the `wardlock_host` library.
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
@@ -10,6 +10,7 @@ fn main() {
             EnvFilter::try_from_env("WARDLOCK_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -4,6 +4,14 @@
 //! validated string; each backend maps the name under its own root (ZooKeeper:
 //! `<root>/<name>`). Validation rejects anything that could escape that root or
 //! confuse a path-based backend.
+//!
+//! A nested name's directory sits in its parent lock's queue directory (`a/b` is
+//! the child `b` of lock `a`). Curator sorts children without its marker by their
+//! whole name, and every client takes a child with its marker and a sequence for a
+//! lock node, so a nested segment must sort after every real lock node and look
+//! like none: it starts with a letter or `_`, as does the text after any Curator
+//! marker (`lock-`, `__READ__`, `__WRIT__`) in it, and it does not end like a kazoo
+//! node (`__lock__` or `__rlock__` and ten digits).
 
 /// The longest accepted name, in bytes.
 pub const MAX_NAME_LEN: usize = 255;
@@ -45,6 +53,18 @@ pub enum InvalidName {
         /// `empty`, `"."` or `".."`.
         what: &'static str,
     },
+    /// A nested segment could pass for a lock node in its parent lock's queue.
+    #[error(
+        "lock name {name:?}: segment {segment:?} lies in the queue of lock {parent:?}, where Curator or kazoo clients would take it for a lock node; a nested segment must start with a letter or _ (so must the text after any lock-, __READ__ or __WRIT__ in it) and must not end in __lock__/__rlock__ and 10 digits"
+    )]
+    LooksLikeLockNode {
+        /// The name.
+        name: String,
+        /// The offending segment.
+        segment: String,
+        /// The lock whose queue directory would hold it.
+        parent: String,
+    },
 }
 
 impl LockName {
@@ -81,6 +101,17 @@ impl LockName {
                 what,
             });
         }
+        let mut parent_len = 0;
+        for (index, segment) in name.split('/').enumerate() {
+            if index > 0 && looks_like_lock_node(segment) {
+                return Err(InvalidName::LooksLikeLockNode {
+                    name: name.to_owned(),
+                    segment: segment.to_owned(),
+                    parent: name[..parent_len].to_owned(),
+                });
+            }
+            parent_len += segment.len() + usize::from(index > 0);
+        }
         Ok(LockName(name.to_owned()))
     }
 
@@ -97,6 +128,36 @@ impl LockName {
             None => false,
         }
     }
+}
+
+/// True if `segment`, as a child of a lock's queue directory, could sort before a
+/// lock node in Curator's order or match a client's lock node pattern.
+fn looks_like_lock_node(segment: &str) -> bool {
+    let sort_keys = [
+        after_last(after_last(segment, "__READ__"), "__WRIT__"),
+        after_last(segment, "lock-"),
+    ];
+    let bad_start = sort_keys.iter().any(|key| {
+        !key.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+    });
+    let kazoo_like = segment.len() >= 10
+        && segment[segment.len() - 10..]
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        && {
+            let head = &segment[..segment.len() - 10];
+            let head = head.strip_suffix('-').unwrap_or(head);
+            head.ends_with("__lock__") || head.ends_with("__rlock__")
+        };
+    bad_start || kazoo_like
+}
+
+/// The text after the last `marker` in `text`, or all of it.
+fn after_last<'a>(text: &'a str, marker: &str) -> &'a str {
+    text.rfind(marker)
+        .map_or(text, |at| &text[at + marker.len()..])
 }
 
 impl std::fmt::Display for LockName {
@@ -134,6 +195,32 @@ mod tests {
             let err = LockName::new(bad).unwrap_err();
             assert!(matches!(err, InvalidName::BadCharacter { .. }), "{bad}");
             assert!(err.to_string().contains("allowed are"), "{err}");
+        }
+    }
+
+    #[test]
+    fn nested_segments_never_pass_for_lock_nodes() {
+        for bad in [
+            "m/x__WRIT__0",
+            "m/lock-0",
+            "m/0",
+            "m/-x",
+            "m/.x",
+            "m/block-1",
+            "m/a__READ__9",
+            "m/x/lock-",
+            &format!("m/{}__lock__0000000001", "a".repeat(32)),
+            "m/a__rlock__-0000000001",
+        ] {
+            let err = LockName::new(bad).expect_err(bad);
+            assert!(
+                matches!(err, InvalidName::LooksLikeLockNode { .. }),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("queue of lock"), "{err}");
+        }
+        for ok in ["0/x", "m/x", "m/clock-tower", "m/_x", "m/x/y", "9lives"] {
+            assert!(LockName::new(ok).is_ok(), "{ok}");
         }
     }
 

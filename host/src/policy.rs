@@ -73,7 +73,7 @@ mod tests {
             .unwrap()
             .grant("jobs/eu")
             .unwrap();
-        assert!(p.allows(&name("orders/1")));
+        assert!(p.allows(&name("orders/eu1")));
         assert!(p.allows(&name("jobs/eu")));
         assert!(!p.allows(&name("jobs/us")));
         assert!(!p.allows(&name("ordersx")));

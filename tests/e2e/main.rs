@@ -4,8 +4,12 @@
 mod cli;
 mod conformance;
 mod exclusion;
+mod failover;
+mod hostile_names;
 mod interop;
 mod languages;
 mod lifetime;
+mod partition;
 mod semantics;
+mod serve;
 mod zookeeper;

@@ -75,7 +75,8 @@ async fn shared_while_exclusive_is_a_downgrade() {
     )
     .await;
     let out = lines(&report);
-    assert_eq!(token_of(&out[0]), token_of(&out[1]), "{out:?}");
+    // A downgrade is a new, shared grant: its token exceeds the exclusive one's.
+    assert!(token_of(&out[1]) > token_of(&out[0]), "{out:?}");
     assert_eq!(out[2..5], ["shared", "ok", "held"]);
     assert!(out[5].starts_with("h3 token="), "{out:?}");
 }

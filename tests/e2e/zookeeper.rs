@@ -252,7 +252,10 @@ async fn guest_killed_while_queued_leaves_no_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_expiry_reports_lost_and_reconnects() {
     let server = ZkServer::start();
-    let backend = backend(&server.address(), Duration::from_secs(10)).await;
+    // Through a proxy, so that our client cannot take the session back while
+    // another client attaches to it and closes it.
+    let proxy = Proxy::start(server.address()).await;
+    let backend = backend(&proxy.address(), Duration::from_secs(10)).await;
     let session = backend.open_session("holder");
     let grant = session
         .acquire(&name("expiring"), Mode::Exclusive, None)
@@ -260,15 +263,28 @@ async fn session_expiry_reports_lost_and_reconnects() {
         .expect("hold");
     assert_eq!(session.status(grant.id), GrantStatus::Held);
     let old_id = backend.session_id().expect("session");
-    // Expire it: another client attaches to the same session and closes it.
     let info = backend.session_info().expect("session info");
+    // Watch the old session itself: once it ends, the backend may already be on
+    // a new one, whose state would never turn terminated.
+    let mut old_state = backend.state_watcher().expect("connected");
+    proxy.partition(true);
+    // Expire it: another client attaches to the same session and closes it.
     let intruder = Client::connector()
         .with_session(info)
+        .with_session_timeout(Duration::from_secs(2))
         .connect(&server.address())
         .await
         .expect("attach to the session");
     drop(intruder);
-    wait_state(&backend, |s| s.is_terminated()).await;
+    proxy.partition(false);
+    let ended = async {
+        while !old_state.state().is_terminated() {
+            old_state.changed().await;
+        }
+    };
+    tokio::time::timeout(HANG_GUARD, ended)
+        .await
+        .expect("the old session never ended");
     assert_eq!(session.status(grant.id), GrantStatus::Lost);
     let other = backend.open_session("next");
     let next = other
@@ -480,4 +496,97 @@ async fn digest_auth_protects_lock_nodes() {
     );
     session.release(grant.id).expect("release");
     insider.wait_len("guarded", 0).await;
+}
+
+/// Fencing tokens follow conflicts, readers included: readers granted after a
+/// writer carry greater tokens than it, and the next writer a greater token than
+/// every reader before it — also when the readers are released together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_exceed_every_earlier_conflicting_grant() {
+    let server = ZkServer::start();
+    let backend = backend(&server.address(), Duration::from_secs(10)).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let first = backend.open_session("first writer");
+    let w1 = first
+        .acquire(&name("tokens"), Mode::Exclusive, None)
+        .await
+        .expect("w1");
+    let spawn = |mode: Mode, who: &'static str| {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session(who);
+            let grant = session
+                .acquire(&name("tokens"), mode, Some(HANG_GUARD))
+                .await
+                .expect("grant");
+            (session, grant)
+        })
+    };
+    let r1 = spawn(Mode::Shared, "reader 1");
+    probe.wait_len("tokens", 2).await;
+    let r2 = spawn(Mode::Shared, "reader 2");
+    probe.wait_len("tokens", 3).await;
+    let w2 = spawn(Mode::Exclusive, "second writer");
+    probe.wait_len("tokens", 4).await;
+    first.release(w1.id).expect("release w1");
+    let (s1, g1) = r1.await.expect("reader 1");
+    let (s2, g2) = r2.await.expect("reader 2");
+    assert!(
+        g1.token > w1.token && g2.token > w1.token,
+        "{w1:?} {g1:?} {g2:?}"
+    );
+    // Released together.
+    s1.release(g1.id).expect("release r1");
+    s2.release(g2.id).expect("release r2");
+    let (s3, g3) = w2.await.expect("second writer");
+    assert!(
+        g3.token > g1.token && g3.token > g2.token,
+        "{g1:?} {g2:?} {g3:?}"
+    );
+    s3.release(g3.id).expect("release w2");
+    probe.wait_len("tokens", 0).await;
+}
+
+/// Real downgrade on ZooKeeper: after exclusive → shared → release exclusive, a
+/// reader queued before a writer gets in, the writer stays out until the shared
+/// grants go, and its token exceeds theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downgrade_lets_readers_in_and_keeps_queued_writers_out() {
+    let server = ZkServer::start();
+    let backend = backend(&server.address(), Duration::from_secs(10)).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let owner = backend.open_session("owner");
+    let exclusive = owner
+        .acquire(&name("down"), Mode::Exclusive, None)
+        .await
+        .expect("exclusive");
+    let spawn = |mode: Mode, who: &'static str| {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            let session = backend.open_session(who);
+            let grant = session
+                .acquire(&name("down"), mode, Some(HANG_GUARD))
+                .await
+                .expect("grant");
+            (session, grant)
+        })
+    };
+    let reader = spawn(Mode::Shared, "queued reader");
+    probe.wait_len("down", 2).await;
+    let writer = spawn(Mode::Exclusive, "queued writer");
+    probe.wait_len("down", 3).await;
+    let shared = owner.downgrade(exclusive.id).await.expect("downgrade");
+    assert!(shared.token > exclusive.token);
+    owner.release(exclusive.id).expect("release exclusive");
+    let (reader_session, read) = tokio::time::timeout(HANG_GUARD, reader)
+        .await
+        .expect("the reader gets in")
+        .expect("reader");
+    assert!(!writer.is_finished(), "the queued writer got in");
+    owner.release(shared.id).expect("release shared");
+    reader_session.release(read.id).expect("release reader");
+    let (session, grant) = writer.await.expect("writer");
+    assert!(grant.token > shared.token && grant.token > read.token);
+    session.release(grant.id).expect("release writer");
+    probe.wait_len("down", 0).await;
 }

@@ -8,6 +8,7 @@ pub mod conformance;
 pub mod interop;
 pub mod probe;
 pub mod proxy;
+pub mod serve;
 pub mod zookeeper;
 
 use std::collections::HashMap;
@@ -38,24 +39,40 @@ pub enum Guest {
     ReadersWritersPython,
     /// `plugins/js/readers-writers.js`.
     ReadersWritersJs,
+    /// `plugins/http-counter`: the `wardlock serve` example.
+    HttpCounter,
+    /// `plugins/js/http-counter.js`: the `wardlock serve` example in JavaScript.
+    HttpCounterJs,
 }
 
 impl Guest {
     /// The component file.
+    ///
+    /// # Panics
+    /// When the guest was not built: its language's toolchain is missing (see
+    /// `tests/build.rs`).
     pub fn path(self) -> &'static str {
-        match self {
-            Guest::Counter => env!("WARDLOCK_GUEST_COUNTER"),
-            Guest::ReadersWriters => env!("WARDLOCK_GUEST_READERS_WRITERS"),
-            Guest::Misbehave => env!("WARDLOCK_GUEST_MISBEHAVE"),
-            Guest::Lockctl => env!("WARDLOCK_GUEST_LOCKCTL"),
-            Guest::BenchGuest => env!("WARDLOCK_GUEST_BENCH_GUEST"),
-            Guest::CounterC => env!("WARDLOCK_GUEST_COUNTER_C"),
-            Guest::CounterPython => env!("WARDLOCK_GUEST_COUNTER_PYTHON"),
-            Guest::CounterJs => env!("WARDLOCK_GUEST_COUNTER_JS"),
-            Guest::ReadersWritersC => env!("WARDLOCK_GUEST_READERS_WRITERS_C"),
-            Guest::ReadersWritersPython => env!("WARDLOCK_GUEST_READERS_WRITERS_PYTHON"),
-            Guest::ReadersWritersJs => env!("WARDLOCK_GUEST_READERS_WRITERS_JS"),
-        }
+        let built = match self {
+            Guest::Counter => option_env!("WARDLOCK_GUEST_COUNTER"),
+            Guest::ReadersWriters => option_env!("WARDLOCK_GUEST_READERS_WRITERS"),
+            Guest::Misbehave => option_env!("WARDLOCK_GUEST_MISBEHAVE"),
+            Guest::Lockctl => option_env!("WARDLOCK_GUEST_LOCKCTL"),
+            Guest::BenchGuest => option_env!("WARDLOCK_GUEST_BENCH_GUEST"),
+            Guest::CounterC => option_env!("WARDLOCK_GUEST_COUNTER_C"),
+            Guest::CounterPython => option_env!("WARDLOCK_GUEST_COUNTER_PYTHON"),
+            Guest::CounterJs => option_env!("WARDLOCK_GUEST_COUNTER_JS"),
+            Guest::ReadersWritersC => option_env!("WARDLOCK_GUEST_READERS_WRITERS_C"),
+            Guest::ReadersWritersPython => option_env!("WARDLOCK_GUEST_READERS_WRITERS_PYTHON"),
+            Guest::ReadersWritersJs => option_env!("WARDLOCK_GUEST_READERS_WRITERS_JS"),
+            Guest::HttpCounter => option_env!("WARDLOCK_GUEST_HTTP_COUNTER"),
+            Guest::HttpCounterJs => option_env!("WARDLOCK_GUEST_HTTP_COUNTER_JS"),
+        };
+        built.unwrap_or_else(|| {
+            panic!(
+                "guest {self:?} was not built because its toolchain is missing: \
+                 run plugins/install-toolchains.sh, then cargo test again"
+            )
+        })
     }
 
     fn file_name(self) -> String {

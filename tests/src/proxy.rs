@@ -8,11 +8,14 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 /// Forwards `127.0.0.1:<port>` to a target. [`Proxy::swallow_replies`] stops
-/// passing server→client bytes (requests still reach the server); [`Proxy::cut`]
-/// closes every open connection.
+/// passing server→client bytes (requests still reach the server);
+/// [`Proxy::partition`] stops passing bytes either way, on open and new
+/// connections alike, without closing anything; [`Proxy::cut`] closes every open
+/// connection.
 pub struct Proxy {
     port: u16,
     swallow: Arc<AtomicBool>,
+    partitioned: Arc<AtomicBool>,
     generation: watch::Sender<u64>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -23,9 +26,11 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let port = listener.local_addr().expect("proxy addr").port();
         let swallow = Arc::new(AtomicBool::new(false));
+        let partitioned = Arc::new(AtomicBool::new(false));
         let (generation, _) = watch::channel(0u64);
         let task = tokio::spawn({
             let swallow = swallow.clone();
+            let partitioned = partitioned.clone();
             let generation = generation.clone();
             async move {
                 while let Ok((client, _)) = listener.accept().await {
@@ -35,7 +40,10 @@ impl Proxy {
                     tokio::spawn(pipe(
                         client,
                         server,
-                        swallow.clone(),
+                        Flags {
+                            swallow: swallow.clone(),
+                            partitioned: partitioned.clone(),
+                        },
                         generation.subscribe(),
                     ));
                 }
@@ -44,6 +52,7 @@ impl Proxy {
         Proxy {
             port,
             swallow,
+            partitioned,
             generation,
             task,
         }
@@ -59,6 +68,12 @@ impl Proxy {
         self.swallow.store(swallow, Ordering::SeqCst);
     }
 
+    /// Stops (or resumes) passing bytes in both directions; connections stay open
+    /// and new ones are accepted, as in a network partition.
+    pub fn partition(&self, partitioned: bool) {
+        self.partitioned.store(partitioned, Ordering::SeqCst);
+    }
+
     /// Closes every connection open now.
     pub fn cut(&self) {
         self.generation.send_modify(|g| *g += 1);
@@ -72,12 +87,13 @@ impl Drop for Proxy {
     }
 }
 
-async fn pipe(
-    client: TcpStream,
-    server: TcpStream,
+/// What a connection currently lets through.
+struct Flags {
     swallow: Arc<AtomicBool>,
-    mut cut: watch::Receiver<u64>,
-) {
+    partitioned: Arc<AtomicBool>,
+}
+
+async fn pipe(client: TcpStream, server: TcpStream, flags: Flags, mut cut: watch::Receiver<u64>) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let upstream = async {
@@ -86,6 +102,9 @@ async fn pipe(
             match client_read.read(&mut buf).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
+                    if flags.partitioned.load(Ordering::SeqCst) {
+                        continue;
+                    }
                     if server_write.write_all(&buf[..n]).await.is_err() {
                         return;
                     }
@@ -99,7 +118,9 @@ async fn pipe(
             match server_read.read(&mut buf).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
-                    if swallow.load(Ordering::SeqCst) {
+                    if flags.swallow.load(Ordering::SeqCst)
+                        || flags.partitioned.load(Ordering::SeqCst)
+                    {
                         continue;
                     }
                     if client_write.write_all(&buf[..n]).await.is_err() {

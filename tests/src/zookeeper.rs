@@ -1,6 +1,8 @@
 //! A real ZooKeeper server per test: Debian's `zookeeper` package, started on a
 //! free loopback port in a temp dir, stopped by `Drop` even when the test fails.
 
+pub mod ensemble;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

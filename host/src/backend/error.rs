@@ -2,6 +2,7 @@
 
 /// Why a backend call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BackendError {
     /// The wait's timeout passed before the lock was granted.
     #[error("timed out waiting for the lock")]

@@ -52,7 +52,9 @@ pub struct GrantId(pub u64);
 pub struct Grant {
     /// The grant's identity within its session, for [`LockSession::release`].
     pub id: GrantId,
-    /// Fencing token: strictly greater for every later grant of the same name.
+    /// Fencing token: strictly greater than the token of every earlier grant of
+    /// the same name that conflicted with this one (an exclusive grant conflicts
+    /// with every grant; two shared grants do not).
     pub token: u64,
 }
 
@@ -79,6 +81,33 @@ pub trait LockBackend: Send + Sync + 'static {
 
     /// A short name for logs and summaries (`memory`, `zookeeper`).
     fn kind(&self) -> &'static str;
+
+    /// Whether the backend can serve lock requests now (for health checks).
+    fn health(&self) -> Health {
+        Health::Connected
+    }
+
+    /// Ends the backend for good, at host shutdown, after every session is
+    /// gone: finishes releases still in flight (bounded), then closes the
+    /// connection to the lock service so whatever remains is freed at once.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe; a dropped shutdown leaves cleanup to the lock service
+    /// (ZooKeeper: the session timeout).
+    fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async {})
+    }
+}
+
+/// A backend's connection to its lock service, as health checks see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    /// Connected: lock requests are served.
+    Connected,
+    /// Not connected now, but the session may still be recovered.
+    Connecting,
+    /// The session ended (expired or closed); a new one has not been made yet.
+    Down,
 }
 
 /// A set of grants and waits that end together.
@@ -123,4 +152,23 @@ pub trait LockSession: Send + Sync {
 
     /// What `grant` currently guarantees.
     fn status(&self, grant: GrantId) -> GrantStatus;
+
+    /// Downgrades: takes a shared grant of the name and at the queue position of
+    /// `exclusive` (an exclusive grant this session holds), granted at once. Once
+    /// `exclusive` is released, the shared grant lets other readers in and keeps
+    /// every writer that queued meanwhile waiting.
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when `exclusive` is not held here;
+    /// [`BackendError::Lost`] when it was lost; [`BackendError::Unsupported`] when
+    /// the backend cannot downgrade (the default).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: a grant made for a dropped call is released with the session.
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+        let _ = exclusive;
+        Err(BackendError::Unsupported(
+            "this lock backend cannot downgrade".into(),
+        ))
+    }
 }

@@ -6,13 +6,15 @@
 //! everything the instance held. Nothing here relies on the guest, or wasmtime,
 //! calling resource destructors.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use super::error::LockError;
 use super::handle::LockHandle;
-use crate::backend::{Grant, GrantStatus, LockBackend, LockSession, Mode};
+use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode};
 use crate::name::LockName;
 use crate::policy::LockPolicy;
 
@@ -24,13 +26,50 @@ struct GrantRecord {
     handles: usize,
 }
 
+/// The records of one name: an exclusive grant, a shared one, or both (downgrade).
+#[derive(Default)]
+struct Slots {
+    exclusive: Option<u64>,
+    shared: Option<u64>,
+}
+
+impl Slots {
+    fn get(&self, mode: Mode) -> Option<u64> {
+        match mode {
+            Mode::Exclusive => self.exclusive,
+            Mode::Shared => self.shared,
+        }
+    }
+
+    fn slot(&mut self, mode: Mode) -> &mut Option<u64> {
+        match mode {
+            Mode::Exclusive => &mut self.exclusive,
+            Mode::Shared => &mut self.shared,
+        }
+    }
+}
+
+/// How a request relates to what the instance already holds.
+enum Join {
+    /// A new handle on an existing grant.
+    Handle(LockHandle),
+    /// Shared while holding exclusive: downgrade that grant.
+    Downgrade(u64),
+    /// Nothing held: ask the backend.
+    Acquire,
+}
+
 /// The lock state of one guest instance.
 pub struct WardlockCtx {
     session: Box<dyn LockSession>,
     policy: Arc<LockPolicy>,
     records: HashMap<u64, GrantRecord>,
-    /// The record currently serving each name (re-entrant acquires join it).
-    by_name: HashMap<LockName, u64>,
+    /// The records currently serving each name, per mode (re-entrant acquires
+    /// join them; after a downgrade a name has both).
+    by_name: HashMap<LockName, Slots>,
+    /// Records ended by [`WardlockCtx::release_all`]: their handles report
+    /// `released`.
+    ended_by_host: HashSet<u64>,
     next_record: u64,
     /// Handles created and not yet dropped, released or not.
     live_handles: usize,
@@ -40,11 +79,18 @@ impl WardlockCtx {
     /// A context whose session on `backend` is owned by `owner` (a description
     /// shown by status tools, e.g. `counter.wasm#3`).
     pub fn new(backend: &dyn LockBackend, policy: Arc<LockPolicy>, owner: &str) -> Self {
+        Self::with_session(backend.open_session(owner), policy)
+    }
+
+    /// A context over a session the embedder opened itself (for example one
+    /// wrapped to watch its grants, as the runner's hold lease does).
+    pub fn with_session(session: Box<dyn LockSession>, policy: Arc<LockPolicy>) -> Self {
         WardlockCtx {
-            session: backend.open_session(owner),
+            session,
             policy,
             records: HashMap::new(),
             by_name: HashMap::new(),
+            ended_by_host: HashSet::new(),
             next_record: 0,
             live_handles: 0,
         }
@@ -71,11 +117,25 @@ impl WardlockCtx {
         timeout: Option<Duration>,
     ) -> Result<LockHandle, LockError> {
         let name = self.admit(name)?;
-        if let Some(handle) = self.join_existing(&name, mode)? {
-            return Ok(handle);
+        match self.join_existing(&name, mode)? {
+            Join::Handle(handle) => Ok(handle),
+            Join::Downgrade(record) => self.downgrade(name, record).await,
+            Join::Acquire => {
+                // One span per lock operation: how long the guest waited and
+                // what it got (`WARDLOCK_LOG=debug`).
+                let span = tracing::debug_span!("acquire", lock = %name, %mode);
+                let grant = self
+                    .session
+                    .acquire(&name, mode, timeout)
+                    .instrument(span.clone())
+                    .await;
+                span.in_scope(|| match &grant {
+                    Ok(grant) => tracing::debug!(token = grant.token, "granted"),
+                    Err(error) => tracing::debug!(%error, "not granted"),
+                });
+                Ok(self.record(name, mode, grant?))
+            }
         }
-        let grant = self.session.acquire(&name, mode, timeout).await?;
-        Ok(self.record(name, mode, grant))
     }
 
     /// Takes `name` in `mode` if possible without waiting.
@@ -91,11 +151,14 @@ impl WardlockCtx {
         mode: Mode,
     ) -> Result<Option<LockHandle>, LockError> {
         let name = self.admit(name)?;
-        if let Some(handle) = self.join_existing(&name, mode)? {
-            return Ok(Some(handle));
+        match self.join_existing(&name, mode)? {
+            Join::Handle(handle) => Ok(Some(handle)),
+            Join::Downgrade(record) => self.downgrade(name, record).await.map(Some),
+            Join::Acquire => {
+                let grant = self.session.try_acquire(&name, mode).await?;
+                Ok(grant.map(|grant| self.record(name, mode, grant)))
+            }
         }
-        let grant = self.session.try_acquire(&name, mode).await?;
-        Ok(grant.map(|grant| self.record(name, mode, grant)))
     }
 
     /// Releases `handle`; the backend grant goes with the last handle on it.
@@ -103,7 +166,8 @@ impl WardlockCtx {
     /// # Errors
     /// `Released` if it was released already; `Lost` if the grant had been lost.
     pub fn release(&mut self, handle: &mut LockHandle) -> Result<(), LockError> {
-        if handle.released {
+        if handle.released || self.ended_by_host.contains(&handle.record) {
+            handle.released = true;
             return Err(LockError::Released);
         }
         handle.released = true;
@@ -129,7 +193,7 @@ impl WardlockCtx {
 
     /// What `handle` currently guarantees.
     pub fn status(&self, handle: &LockHandle) -> GrantStatus {
-        if handle.released {
+        if handle.released || self.ended_by_host.contains(&handle.record) {
             return GrantStatus::Released;
         }
         match self.records.get(&handle.record) {
@@ -143,6 +207,7 @@ impl WardlockCtx {
     pub fn release_all(&mut self) {
         let ids: Vec<u64> = self.records.keys().copied().collect();
         for id in ids {
+            self.ended_by_host.insert(id);
             let _ = self.end_record(id);
         }
     }
@@ -162,36 +227,76 @@ impl WardlockCtx {
         Ok(name)
     }
 
-    /// A new handle on the grant this instance already holds for `name`, if the
-    /// request can join it (re-entrancy and downgrade).
-    fn join_existing(
-        &mut self,
-        name: &LockName,
-        mode: Mode,
-    ) -> Result<Option<LockHandle>, LockError> {
-        let Some(&id) = self.by_name.get(name) else {
-            return Ok(None);
+    /// How a request for `name` in `mode` relates to the grants this instance
+    /// already holds: re-entrancy joins a grant of the same mode; shared while
+    /// holding exclusive downgrades; exclusive while holding only shared would
+    /// wait for the instance itself.
+    fn join_existing(&mut self, name: &LockName, mode: Mode) -> Result<Join, LockError> {
+        let Some(slots) = self.by_name.get_mut(name) else {
+            return Ok(Join::Acquire);
         };
-        let Some(record) = self.records.get_mut(&id) else {
-            return Ok(None);
-        };
-        if self.session.status(record.grant.id) == GrantStatus::Lost {
-            // Old handles keep reporting `lost`; the new request starts afresh.
+        for held in [Mode::Exclusive, Mode::Shared] {
+            let lost = slots.get(held).is_some_and(|id| {
+                self.records
+                    .get(&id)
+                    .is_none_or(|r| self.session.status(r.grant.id) == GrantStatus::Lost)
+            });
+            if lost {
+                // Old handles keep reporting `lost`; new requests start afresh.
+                *slots.slot(held) = None;
+            }
+        }
+        let (exclusive, shared) = (slots.exclusive, slots.shared);
+        if exclusive.is_none() && shared.is_none() {
             self.by_name.remove(name);
-            return Ok(None);
         }
-        if record.mode == Mode::Shared && mode == Mode::Exclusive {
-            return Err(LockError::WouldDeadlock(name.to_string()));
-        }
-        record.handles += 1;
+        let join = match (mode, exclusive, shared) {
+            (Mode::Exclusive, Some(id), _) | (Mode::Shared, _, Some(id)) => id,
+            (Mode::Exclusive, None, Some(_)) => {
+                return Err(LockError::WouldDeadlock(name.to_string()));
+            }
+            (Mode::Shared, Some(id), None) => return Ok(Join::Downgrade(id)),
+            (_, None, None) => return Ok(Join::Acquire),
+        };
+        Ok(Join::Handle(self.join(join, name, mode)))
+    }
+
+    /// Another handle on record `id`.
+    fn join(&mut self, id: u64, name: &LockName, mode: Mode) -> LockHandle {
+        let token = match self.records.get_mut(&id) {
+            Some(record) => {
+                record.handles += 1;
+                record.grant.token
+            }
+            None => 0,
+        };
         self.live_handles += 1;
-        Ok(Some(LockHandle {
+        LockHandle {
             name: name.clone(),
             mode,
-            token: record.grant.token,
+            token,
             record: id,
             released: false,
-        }))
+        }
+    }
+
+    /// Shared while holding exclusive (record `exclusive`): a shared grant beside
+    /// the exclusive one, so releasing the exclusive handles leaves a real shared
+    /// grant. A backend that cannot downgrade serves the request from the
+    /// exclusive grant instead.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: nothing is recorded until the backend answered.
+    async fn downgrade(&mut self, name: LockName, exclusive: u64) -> Result<LockHandle, LockError> {
+        let grant: Option<GrantId> = self.records.get(&exclusive).map(|r| r.grant.id);
+        let Some(grant) = grant else {
+            return Err(LockError::Lost);
+        };
+        match self.session.downgrade(grant).await {
+            Ok(shared) => Ok(self.record(name, Mode::Shared, shared)),
+            Err(BackendError::Unsupported(_)) => Ok(self.join(exclusive, &name, Mode::Shared)),
+            Err(error) => Err(error.into()),
+        }
     }
 
     fn record(&mut self, name: LockName, mode: Mode, grant: Grant) -> LockHandle {
@@ -206,7 +311,7 @@ impl WardlockCtx {
                 handles: 1,
             },
         );
-        self.by_name.insert(name.clone(), id);
+        *self.by_name.entry(name.clone()).or_default().slot(mode) = Some(id);
         self.live_handles += 1;
         tracing::debug!(lock = %name, %mode, token = grant.token, "granted");
         LockHandle {
@@ -222,11 +327,80 @@ impl WardlockCtx {
         let Some(record) = self.records.remove(&id) else {
             return Ok(());
         };
-        if self.by_name.get(&record.name) == Some(&id) {
-            self.by_name.remove(&record.name);
+        if let Some(slots) = self.by_name.get_mut(&record.name) {
+            let slot = slots.slot(record.mode);
+            if *slot == Some(id) {
+                *slot = None;
+            }
+            if slots.exclusive.is_none() && slots.shared.is_none() {
+                self.by_name.remove(&record.name);
+            }
         }
         tracing::debug!(lock = %record.name, token = record.grant.token, "released");
         self.session.release(record.grant.id)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::memory::MemoryBackend;
+
+    fn ctx(backend: &MemoryBackend, owner: &str) -> WardlockCtx {
+        WardlockCtx::new(backend, Arc::new(LockPolicy::new()), owner)
+    }
+
+    #[tokio::test]
+    async fn downgrade_lets_readers_in_and_keeps_writers_out() {
+        let backend = MemoryBackend::new();
+        let mut owner = ctx(&backend, "owner");
+        let mut writer = ctx(&backend, "writer");
+        let mut reader = ctx(&backend, "reader");
+        let mut exclusive = owner.acquire("d", Mode::Exclusive, None).await.expect("x");
+        // A writer queues behind the exclusive grant.
+        let queued = writer.try_acquire("d", Mode::Exclusive).await.expect("try");
+        assert!(queued.is_none());
+        let shared = owner
+            .acquire("d", Mode::Shared, None)
+            .await
+            .expect("downgrade");
+        assert!(shared.fencing_token() > exclusive.fencing_token());
+        owner.release(&mut exclusive).expect("release exclusive");
+        let read = reader
+            .try_acquire("d", Mode::Shared)
+            .await
+            .expect("try read");
+        assert!(read.is_some(), "a reader joins the downgraded grant");
+        let write = writer
+            .try_acquire("d", Mode::Exclusive)
+            .await
+            .expect("try write");
+        assert!(
+            write.is_none(),
+            "writers stay out while the shared grant lives"
+        );
+        assert!(matches!(
+            owner.acquire("d", Mode::Exclusive, None).await,
+            Err(LockError::WouldDeadlock(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn release_all_makes_handles_report_released() {
+        let backend = MemoryBackend::new();
+        let mut owner = ctx(&backend, "owner");
+        let mut handle = owner.acquire("r", Mode::Exclusive, None).await.expect("x");
+        owner.release_all();
+        assert_eq!(owner.status(&handle), GrantStatus::Released);
+        assert_eq!(owner.release(&mut handle), Err(LockError::Released));
+        let mut other = ctx(&backend, "other");
+        assert!(
+            other
+                .try_acquire("r", Mode::Exclusive)
+                .await
+                .expect("try")
+                .is_some()
+        );
     }
 }

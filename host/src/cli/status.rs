@@ -44,6 +44,9 @@ struct Report<'a> {
     dialect: &'a str,
     holders: usize,
     waiters: usize,
+    /// Children that are not lock nodes of the dialect (nested locks' directories,
+    /// foreign nodes): listed apart, never holders or waiters.
+    foreign: usize,
     nodes: Vec<NodeReport>,
 }
 
@@ -86,7 +89,7 @@ fn report<'a>(args: &'a StatusArgs, path: String, nodes: &[QueueNode]) -> Report
         .iter()
         .map(|n| {
             let (state, pos) = match (n.mode, n.holds) {
-                (None, _) => ("ignored", None),
+                (None, _) => ("foreign", None),
                 (Some(_), true) => ("holds", Some(position)),
                 (Some(_), false) => ("waits", Some(position)),
             };
@@ -110,14 +113,15 @@ fn report<'a>(args: &'a StatusArgs, path: String, nodes: &[QueueNode]) -> Report
         dialect: args.dialect.name(),
         holders: nodes.iter().filter(|n| n.state == "holds").count(),
         waiters: nodes.iter().filter(|n| n.state == "waits").count(),
+        foreign: nodes.iter().filter(|n| n.state == "foreign").count(),
         nodes,
     }
 }
 
 fn print_table(report: &Report<'_>) {
     println!(
-        "lock {} at {} ({}): {} holding, {} waiting",
-        report.lock, report.path, report.dialect, report.holders, report.waiters
+        "lock {} at {} ({}): {} holding, {} waiting, {} foreign children",
+        report.lock, report.path, report.dialect, report.holders, report.waiters, report.foreign
     );
     if report.nodes.is_empty() {
         println!("(free: nobody holds or waits)");
@@ -131,7 +135,12 @@ fn print_table(report: &Report<'_>) {
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
         .as_millis() as i64;
+    let mut foreign_heading = false;
     for n in &report.nodes {
+        if n.state == "foreign" && !foreign_heading {
+            foreign_heading = true;
+            println!("not lock nodes (ignored by the queue):");
+        }
         let age = format!("{:.1}s", (now_ms - n.created_ms).max(0) as f64 / 1000.0);
         println!(
             "{:>3}  {:<7}  {:<9}  {:<18}  {:>9}  {:<50}  {}",

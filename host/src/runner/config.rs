@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::outbound::OutboundPolicy;
 use crate::backend::LockBackend;
 use crate::backend::memory::MemoryBackend;
 use crate::policy::LockPolicy;
@@ -61,7 +62,13 @@ pub struct RunnerConfig {
     pub preopens: Vec<Preopen>,
     /// Environment variables the guest sees.
     pub env: Vec<(String, String)>,
+    /// Where guest stdout and stderr go.
     pub stdio: Stdio,
+    /// Where guests may send HTTP requests (default: nowhere).
+    pub outbound: OutboundPolicy,
+    /// Longest time an instance may hold any lock; past it the lock is taken
+    /// back (its handle reports `lost`) and the instance is stopped.
+    pub max_hold: Option<Duration>,
 }
 
 impl Default for RunnerConfig {
@@ -74,6 +81,8 @@ impl Default for RunnerConfig {
             preopens: Vec::new(),
             env: Vec::new(),
             stdio: Stdio::Inherit,
+            outbound: OutboundPolicy::default(),
+            max_hold: None,
         }
     }
 }

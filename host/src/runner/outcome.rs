@@ -14,6 +14,8 @@ pub enum Outcome {
     Trap(String),
     /// The instance ran past its deadline and was stopped.
     TimedOut(Duration),
+    /// The instance held a lock longer than its hold lease and was stopped.
+    LeaseExpired(Duration),
     /// The host could not instantiate or run the instance.
     HostError(String),
 }
@@ -32,6 +34,11 @@ impl std::fmt::Display for Outcome {
             Outcome::Exit(code) => write!(f, "exited with code {code}"),
             Outcome::Trap(why) => write!(f, "trapped: {why}"),
             Outcome::TimedOut(limit) => write!(f, "timed out after {:.3}s", limit.as_secs_f64()),
+            Outcome::LeaseExpired(limit) => write!(
+                f,
+                "held a lock longer than the {:.3}s hold lease; the lock was taken back",
+                limit.as_secs_f64()
+            ),
             Outcome::HostError(why) => write!(f, "host error: {why}"),
         }
     }
@@ -42,6 +49,7 @@ impl std::fmt::Display for Outcome {
 pub struct InstanceReport {
     /// The instance's index (0-based) among those the runner started.
     pub instance: usize,
+    /// How the instance ended.
     pub outcome: Outcome,
     /// Captured standard output; empty when stdio is inherited.
     pub stdout: Vec<u8>,

@@ -3,13 +3,18 @@
 use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use super::outbound::OutboundPolicy;
 use crate::capability::{WardlockCtx, WardlockView};
 
-/// Per-instance state: WASI, the shared resource table, the instance's locks and
-/// its resource limits. Dropping it ends the instance's lock session.
+/// Per-instance state: WASI, outbound HTTP, the shared resource table, the
+/// instance's locks and its resource limits. Dropping it ends the instance's
+/// lock session.
 pub struct InstanceState {
     pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
+    pub(crate) outbound: OutboundPolicy,
     pub(crate) table: ResourceTable,
     pub(crate) locks: WardlockCtx,
     pub(crate) limits: StoreLimits,
@@ -27,6 +32,16 @@ impl WasiView for InstanceState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for InstanceState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.outbound,
         }
     }
 }

@@ -30,6 +30,7 @@ pub struct MemoryBackend {
 pub struct QueueEntry {
     /// The session's owner description.
     pub owner: String,
+    /// The mode requested or held.
     pub mode: Mode,
     /// `Some(token)` for holders, `None` for waiters.
     pub token: Option<u64>,
@@ -182,6 +183,26 @@ impl State {
                 let _ = waker.send(());
             }
         }
+    }
+
+    /// Grants a shared request beside the exclusive grant `exclusive` of `name`,
+    /// with the next token. Returns its id and token; `None` when `exclusive` is
+    /// not queued.
+    fn downgrade(&mut self, name: &LockName, exclusive: u64, session: u64) -> Option<(u64, u64)> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.next_token += 1;
+        let token = self.next_token;
+        let entry = Entry {
+            id,
+            session,
+            mode: Mode::Shared,
+            token: Some(token),
+        };
+        self.queues
+            .get_mut(name)?
+            .insert_after(exclusive, entry)
+            .then_some((id, token))
     }
 
     fn token_of(&self, name: &LockName, id: u64) -> Option<u64> {

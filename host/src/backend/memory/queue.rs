@@ -42,6 +42,16 @@ impl Queue {
         self.entries.iter().find(|e| e.id == id)
     }
 
+    /// Puts `entry` right behind request `after` (a downgrade's shared grant beside
+    /// its exclusive one). False when `after` is not queued.
+    pub fn insert_after(&mut self, after: u64, entry: Entry) -> bool {
+        let Some(at) = self.entries.iter().position(|e| e.id == after) else {
+            return false;
+        };
+        self.entries.insert(at + 1, entry);
+        true
+    }
+
     /// Removes request `id`; returns it if it was there.
     pub fn remove(&mut self, id: u64) -> Option<Entry> {
         let at = self.entries.iter().position(|e| e.id == id)?;

@@ -138,6 +138,18 @@ impl LockSession for MemorySession {
         Ok(())
     }
 
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+        let name = self
+            .held()
+            .get(&exclusive.0)
+            .cloned()
+            .ok_or(BackendError::UnknownGrant(exclusive.0))?;
+        let granted = self.shared.lock().downgrade(&name, exclusive.0, self.id);
+        let (id, token) = granted.ok_or(BackendError::Lost)?;
+        self.shared.notify_changed();
+        Ok(self.record_grant(&name, id, token))
+    }
+
     fn status(&self, grant: GrantId) -> GrantStatus {
         if self.held().contains_key(&grant.0) {
             GrantStatus::Held

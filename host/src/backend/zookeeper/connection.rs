@@ -9,9 +9,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use zookeeper_client::{Client, SessionState, StateWatcher};
+use tokio::time::Instant;
+use zookeeper_client::{Client, Error as ZkError, SessionState, StateWatcher};
 
 use super::config::ZooKeeperConfig;
+use super::liveness::{Health, Liveness};
 use crate::backend::BackendError;
 
 /// One ZooKeeper session.
@@ -19,6 +21,7 @@ pub(super) struct ZkSession {
     pub client: Client,
     pub generation: u64,
     state: StateWatcher,
+    pub liveness: Arc<Liveness>,
 }
 
 impl ZkSession {
@@ -27,9 +30,45 @@ impl ZkSession {
         self.state.peek_state()
     }
 
-    /// True once the session expired, was closed or failed authentication.
+    /// What may be claimed about the session's grants now (see [`Liveness`]).
+    pub fn health(&self) -> Health {
+        let state = self.state();
+        if state.is_terminated() {
+            self.liveness.end();
+            return Health::Ended;
+        }
+        let connected = matches!(
+            state,
+            SessionState::SyncConnected | SessionState::ConnectedReadOnly
+        );
+        self.liveness.health(connected, Instant::now())
+    }
+
+    /// True once the session expired, was closed, failed authentication, or went
+    /// unheard for its whole timeout (ended locally).
     pub fn is_terminated(&self) -> bool {
-        self.state().is_terminated()
+        self.state().is_terminated() || self.health() == Health::Ended
+    }
+
+    /// Sends a request and records when it was answered: a heartbeat.
+    pub fn heartbeat(&self) -> impl Future<Output = ()> + Send + 'static {
+        let sent = Instant::now();
+        let request = self.client.check_stat("/");
+        let liveness = self.liveness.clone();
+        async move {
+            if request.await.is_ok() {
+                liveness.heard(sent);
+            }
+        }
+    }
+
+    /// Makes sure later reads on this session see every write the session made
+    /// (after a reconnect the server may be a follower that lags behind).
+    ///
+    /// # Errors
+    /// The request's error.
+    pub async fn sync(&self, path: &str) -> Result<(), ZkError> {
+        self.client.sync(path).await
     }
 
     /// Waits until the session is connected again after a connection loss.
@@ -42,11 +81,17 @@ impl ZkSession {
     pub async fn connected(&self) -> Result<(), BackendError> {
         let mut watcher = self.state.clone();
         loop {
+            if self.liveness.is_ended() {
+                return Err(BackendError::Lost);
+            }
             match watcher.state() {
                 SessionState::SyncConnected | SessionState::ConnectedReadOnly => return Ok(()),
                 state if state.is_terminated() => return Err(BackendError::Lost),
                 _ => {
-                    watcher.changed().await;
+                    tokio::select! {
+                        _ = watcher.changed() => {}
+                        () = self.liveness.until_ended() => {}
+                    }
                 }
             }
         }
@@ -85,6 +130,25 @@ impl Connection {
     /// The live session of `generation`, if it is still the current one.
     pub fn session_of(&self, generation: u64) -> Option<Arc<ZkSession>> {
         self.latest().filter(|s| s.generation == generation)
+    }
+
+    /// Forgets session `generation` once it ended locally, so the next call connects
+    /// a new one; the old client closes when its last user drops it (deleting its
+    /// nodes if the server still knows the session).
+    pub fn forget(&self, generation: u64) {
+        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        if current.as_ref().is_some_and(|s| s.generation == generation) {
+            *current = None;
+        }
+    }
+
+    /// Takes the current session out for good, at shutdown (the caller drops it
+    /// to close it); later calls connect a new one.
+    pub fn close(&self) -> Option<Arc<ZkSession>> {
+        self.current
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// The current session, connecting a new one when there is none or it ended.
@@ -132,6 +196,12 @@ impl Connection {
                 self.config.hosts
             ))
         };
+        // Nothing listening anywhere is reported at once, not after the whole
+        // session timeout (the client itself retries refused hosts until then).
+        if refused_everywhere(&self.config.hosts).await {
+            return Err(unavailable("connection refused by every host".into()));
+        }
+        let sent = Instant::now();
         let client = tokio::time::timeout(
             self.config.session_timeout,
             connector.connect(&self.config.hosts),
@@ -145,10 +215,33 @@ impl Connection {
         })?
         .map_err(|e| unavailable(e.to_string()))?;
         let state = client.state_watcher();
+        let liveness = Arc::new(Liveness::new(client.session_timeout(), sent));
         Ok(ZkSession {
             client,
             generation: self.generation.fetch_add(1, Ordering::Relaxed) + 1,
             state,
+            liveness,
         })
     }
+}
+
+/// True when every host of `hosts` (`HOST:PORT[,...][/chroot]`) refuses a TCP
+/// connection right now.
+async fn refused_everywhere(hosts: &str) -> bool {
+    let hosts = hosts.split('/').next().unwrap_or_default();
+    let mut any = false;
+    for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        any = true;
+        let host = host.strip_prefix("tcp://").unwrap_or(host);
+        let attempt = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            tokio::net::TcpStream::connect(host),
+        )
+        .await;
+        match attempt {
+            Ok(Err(error)) if error.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            _ => return false,
+        }
+    }
+    any
 }

@@ -11,16 +11,16 @@
 //!   markers and a 10-digit sequence, compared as strings.
 //!
 //! Every dialect puts a uuid in the node name, so a client finds its own node after
-//! a connection loss during `create`.
+//! a connection loss during `create`. Only children matching a dialect's *whole*
+//! node pattern (prefix, uuid, marker, 10-digit sequence) are contenders: a nested
+//! lock's directory or any other foreign child never holds up a queue.
 
 use uuid::Uuid;
 
 use crate::backend::{BackendError, Mode};
 
-/// Marker of a Curator read/write lock's write node.
-pub const WRITE_MARKER: &str = "__WRIT__";
-/// Marker of a Curator read/write lock's read node.
-pub const READ_MARKER: &str = "__READ__";
+const WRITE_MARKER: &str = "__WRIT__";
+const READ_MARKER: &str = "__READ__";
 const MUTEX_MARKER: &str = "lock-";
 const KAZOO_WRITE: &str = "__lock__";
 const KAZOO_READ: &str = "__rlock__";
@@ -39,10 +39,10 @@ pub enum Dialect {
 
 /// A lock node of some dialect, as it stands in the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Contender<'a> {
+pub(crate) struct Contender<'a> {
     /// The node's name.
     pub node: &'a str,
-    /// What it sorts by.
+    /// What it sorts by: the sequence.
     pub key: &'a str,
     /// True for exclusive (write) nodes.
     pub exclusive: bool,
@@ -111,25 +111,60 @@ impl Dialect {
     }
 
     /// The node as a contender of this dialect's locks, or `None` for children that
-    /// are not (e.g. the parent node of a nested lock name).
-    pub fn contender(self, node: &str) -> Option<Contender<'_>> {
-        match self {
+    /// do not match the dialect's whole node pattern (a nested lock's directory, a
+    /// foreign node).
+    pub(crate) fn contender(self, node: &str) -> Option<Contender<'_>> {
+        let (head, key) = split_sequence(node, self == Dialect::Kazoo)?;
+        let (exclusive, uuid) = match self {
             Dialect::CuratorRw => {
-                if !(node.contains(WRITE_MARKER) || node.contains(READ_MARKER)) {
-                    return None;
+                let protected = head.strip_prefix("_c_")?;
+                if let Some(uuid) = protected.strip_suffix(WRITE_MARKER) {
+                    (true, uuid.strip_suffix('-')?)
+                } else {
+                    (
+                        false,
+                        protected.strip_suffix(READ_MARKER)?.strip_suffix('-')?,
+                    )
                 }
-                Some(Contender {
-                    node,
-                    key: strip_through(strip_through(node, READ_MARKER), WRITE_MARKER),
-                    exclusive: node.contains(WRITE_MARKER),
-                })
             }
-            Dialect::CuratorMutex => node.contains(MUTEX_MARKER).then(|| Contender {
-                node,
-                key: strip_through(node, MUTEX_MARKER),
-                exclusive: true,
-            }),
-            Dialect::Kazoo => kazoo_contender(node),
+            Dialect::CuratorMutex => (
+                true,
+                head.strip_prefix("_c_")?
+                    .strip_suffix(MUTEX_MARKER)?
+                    .strip_suffix('-')?,
+            ),
+            Dialect::Kazoo => match head.strip_suffix(KAZOO_WRITE) {
+                Some(uuid) => (true, uuid),
+                None => (false, head.strip_suffix(KAZOO_READ)?),
+            },
+        };
+        let uuid_ok = match self {
+            Dialect::CuratorRw | Dialect::CuratorMutex => is_hyphenated_uuid(uuid),
+            Dialect::Kazoo => uuid.len() == 32 && uuid.bytes().all(|b| b.is_ascii_hexdigit()),
+        };
+        uuid_ok.then_some(Contender {
+            node,
+            key,
+            exclusive,
+        })
+    }
+
+    /// The name of the shared node that downgrades `exclusive` (a node of ours):
+    /// not sequential, it carries the exclusive node's sequence, so it sorts right
+    /// beside it — ahead of every node queued after it. Curator ≥ 5.5 downgrades the
+    /// same way. `None` when the dialect has no shared locks or `exclusive` is not
+    /// one of its write nodes.
+    pub(crate) fn downgrade_node(self, uuid: Uuid, exclusive: &str) -> Option<String> {
+        let contender = self.contender(exclusive)?;
+        if !contender.exclusive {
+            return None;
+        }
+        match self {
+            Dialect::CuratorMutex => None,
+            Dialect::CuratorRw | Dialect::Kazoo => {
+                let prefix = self.node_prefix(uuid, Mode::Shared).ok()?;
+                Some(format!("{prefix}{}", contender.key))
+            }
         }
     }
 }
@@ -140,103 +175,41 @@ impl std::fmt::Display for Dialect {
     }
 }
 
-/// kazoo's contender rule: `(__lock__|__rlock__)(-?\d{10})$`.
-fn kazoo_contender(node: &str) -> Option<Contender<'_>> {
+/// Splits a ZooKeeper sequence off the end of `node`: 10 digits, or `-` and 9
+/// digits once the parent's counter overflowed (`%010d`). kazoo's own pattern is
+/// `-?\d{10}`, followed as written.
+fn split_sequence(node: &str, kazoo: bool) -> Option<(&str, &str)> {
     let digits_at = node.len().checked_sub(10)?;
-    let digits = node.get(digits_at..)?;
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    let tail = node.get(digits_at..)?;
+    if kazoo {
+        if !tail.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let at = match node[..digits_at].strip_suffix('-') {
+            Some(_) => digits_at - 1,
+            None => digits_at,
+        };
+        return Some((&node[..at], &node[at..]));
     }
-    let head = &node[..digits_at];
-    let (head, key_start) = match head.strip_suffix('-') {
-        Some(head) => (head, digits_at - 1),
-        None => (head, digits_at),
-    };
-    let exclusive = if head.ends_with(KAZOO_WRITE) && !head.ends_with(KAZOO_READ) {
-        true
-    } else if head.ends_with(KAZOO_READ) {
-        false
-    } else {
-        return None;
-    };
-    Some(Contender {
-        node,
-        key: &node[key_start..],
-        exclusive,
-    })
+    let digits = tail.strip_prefix('-').unwrap_or(tail);
+    digits
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| (&node[..digits_at], tail))
 }
 
-/// The text after the last `marker`, or all of `text` without one.
-fn strip_through<'a>(text: &'a str, marker: &str) -> &'a str {
-    match text.rfind(marker) {
-        Some(at) => &text[at + marker.len()..],
-        None => text,
-    }
-}
-
-/// The contenders among `children`, in queue order.
-pub fn queue(dialect: Dialect, children: &[String]) -> Vec<Contender<'_>> {
-    let mut contenders: Vec<Contender<'_>> = children
-        .iter()
-        .filter_map(|c| dialect.contender(c))
-        .collect();
-    contenders.sort_by(|a, b| a.key.cmp(b.key).then(a.node.cmp(b.node)));
-    contenders
-}
-
-/// Where a node stands in its lock's queue.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Turn<'a> {
-    /// The node holds the lock.
-    Held,
-    /// The node waits; watch this node (the one that must go first).
-    WaitFor(&'a str),
-    /// The node is not among the children (gone: session expired or deleted).
-    Missing,
-}
-
-/// Decides `node`'s turn in `queue`. Exclusive: held when first. Shared: held when
-/// no exclusive node is ahead; else wait for the nearest exclusive node ahead. Either
-/// way each waiter watches exactly one node.
-pub fn turn<'a>(queue: &[Contender<'a>], node: &str, mode: Mode) -> Turn<'a> {
-    let Some(index) = queue.iter().position(|c| c.node == node) else {
-        return Turn::Missing;
-    };
-    let ahead = &queue[..index];
-    let blocker = match mode {
-        Mode::Exclusive => ahead.last(),
-        Mode::Shared => ahead.iter().rev().find(|c| c.exclusive),
-    };
-    match blocker {
-        None => Turn::Held,
-        Some(c) => Turn::WaitFor(c.node),
-    }
-}
-
-/// True if the contender at `index` of `queue` holds the lock.
-pub fn holds(queue: &[Contender<'_>], index: usize) -> bool {
-    let mode = if queue[index].exclusive {
-        Mode::Exclusive
-    } else {
-        Mode::Shared
-    };
-    turn(queue, queue[index].node, mode) == Turn::Held
+/// `8-4-4-4-12` lowercase hex digits, as Java's `UUID.toString` writes them.
+fn is_hyphenated_uuid(text: &str) -> bool {
+    text.len() == 36
+        && text.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn w(uuid: &str, seq: u32) -> String {
-        format!("_c_{uuid}-__WRIT__{seq:010}")
-    }
-    fn r(uuid: &str, seq: u32) -> String {
-        format!("_c_{uuid}-__READ__{seq:010}")
-    }
-
-    fn turn_of<'a>(d: Dialect, children: &'a [String], node: &str, mode: Mode) -> Turn<'a> {
-        turn(&queue(d, children), node, mode)
-    }
 
     #[test]
     fn prefixes_follow_each_client_layout() {
@@ -275,123 +248,27 @@ mod tests {
     }
 
     #[test]
-    fn curator_rw_sorts_by_sequence_not_uuid() {
-        let children = vec![w("aaaa", 3), r("zzzz", 1), w("0000", 2)];
-        let d = Dialect::CuratorRw;
+    fn downgrade_node_carries_the_write_sequence() {
+        let uuid = Uuid::nil();
+        let write = format!("_c_{}-__WRIT__0000000007", uuid.as_hyphenated());
+        let read = Dialect::CuratorRw.downgrade_node(uuid, &write);
         assert_eq!(
-            turn_of(d, &children, &r("zzzz", 1), Mode::Shared),
-            Turn::Held
+            read,
+            Some(format!("_c_{}-__READ__0000000007", uuid.as_hyphenated()))
         );
-        assert_eq!(
-            turn_of(d, &children, &w("0000", 2), Mode::Exclusive),
-            Turn::WaitFor(&children[1])
-        );
-        assert_eq!(
-            turn_of(d, &children, &w("aaaa", 3), Mode::Exclusive),
-            Turn::WaitFor(&children[2])
-        );
-    }
-
-    #[test]
-    fn readers_wait_only_for_the_nearest_earlier_writer() {
-        let children = vec![
-            r("a", 1),
-            w("b", 2),
-            r("c", 3),
-            w("d", 4),
-            r("e", 5),
-            r("f", 6),
-        ];
-        let d = Dialect::CuratorRw;
-        assert_eq!(turn_of(d, &children, &r("a", 1), Mode::Shared), Turn::Held);
-        assert_eq!(
-            turn_of(d, &children, &r("c", 3), Mode::Shared),
-            Turn::WaitFor(&children[1])
-        );
-        assert_eq!(
-            turn_of(d, &children, &r("f", 6), Mode::Shared),
-            Turn::WaitFor(&children[3])
-        );
-        assert_eq!(
-            turn_of(d, &children, &w("d", 4), Mode::Exclusive),
-            Turn::WaitFor(&children[2])
-        );
-        assert_eq!(
-            turn_of(d, &children, &w("zz", 9), Mode::Exclusive),
-            Turn::Missing
-        );
-    }
-
-    #[test]
-    fn curator_downgrade_read_node_keeps_writers_out() {
-        // Curator's downgrade: a read node carrying its write node's sequence.
-        let children = vec![r("down", 5), w("ours", 7)];
-        let d = Dialect::CuratorRw;
-        assert_eq!(
-            turn_of(d, &children, &w("ours", 7), Mode::Exclusive),
-            Turn::WaitFor(&children[0])
-        );
-    }
-
-    #[test]
-    fn non_lock_children_are_ignored() {
-        let children = vec!["nested".to_owned(), "0000000000".to_owned(), w("a", 5)];
-        assert_eq!(
-            turn_of(Dialect::CuratorRw, &children, &w("a", 5), Mode::Exclusive),
-            Turn::Held
-        );
-    }
-
-    #[test]
-    fn curator_mutex_orders_by_lock_sequence() {
-        let children = vec![
-            "_c_b-lock-0000000002".to_owned(),
-            "_c_a-lock-0000000009".to_owned(),
-            "x".to_owned(),
-        ];
-        let d = Dialect::CuratorMutex;
-        assert_eq!(
-            turn_of(d, &children, &children[0], Mode::Exclusive),
-            Turn::Held
-        );
-        assert_eq!(
-            turn_of(d, &children, &children[1], Mode::Exclusive),
-            Turn::WaitFor(&children[0])
-        );
-    }
-
-    #[test]
-    fn kazoo_contenders_match_its_regex() {
-        let d = Dialect::Kazoo;
-        let lock = |seq: &str| format!("{}__lock__{seq}", "f".repeat(32));
-        let rlock = |seq: &str| format!("{}__rlock__{seq}", "e".repeat(32));
+        let read = read.unwrap_or_default();
         assert!(
-            d.contender(&lock("0000000001"))
-                .is_some_and(|c| c.exclusive)
-        );
-        assert!(
-            d.contender(&rlock("0000000001"))
+            Dialect::CuratorRw
+                .contender(&read)
                 .is_some_and(|c| !c.exclusive)
         );
-        assert!(
-            d.contender(&lock("-000000001")).is_none(),
-            "9 digits after the dash"
-        );
-        assert!(d.contender(&lock("-0000000001")).is_some());
-        assert!(d.contender("lease_holder").is_none());
-        assert!(d.contender(&lock("000000001")).is_none());
-        let children = vec![rlock("0000000001"), lock("0000000002"), rlock("0000000003")];
+        assert_eq!(Dialect::CuratorRw.downgrade_node(uuid, &read), None);
+        let kazoo = format!("{}__lock__0000000003", uuid.simple());
         assert_eq!(
-            turn_of(d, &children, &children[0], Mode::Shared),
-            Turn::Held
+            Dialect::Kazoo.downgrade_node(uuid, &kazoo),
+            Some(format!("{}__rlock__0000000003", uuid.simple()))
         );
-        assert_eq!(
-            turn_of(d, &children, &children[1], Mode::Exclusive),
-            Turn::WaitFor(&children[0])
-        );
-        assert_eq!(
-            turn_of(d, &children, &children[2], Mode::Shared),
-            Turn::WaitFor(&children[1])
-        );
+        let mutex = format!("_c_{}-lock-0000000001", uuid.as_hyphenated());
+        assert_eq!(Dialect::CuratorMutex.downgrade_node(uuid, &mutex), None);
     }
 }

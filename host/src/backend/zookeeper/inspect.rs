@@ -4,7 +4,7 @@
 use zookeeper_client::Error as ZkError;
 
 use super::ZooKeeperBackend;
-use super::dialect::{holds, queue};
+use super::queue::{holds, queue};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 

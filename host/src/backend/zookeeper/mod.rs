@@ -5,20 +5,29 @@
 //!   session and deleted when the guest ends ("guaranteed delete", retried until
 //!   done). The ZooKeeper session is only the safety net if the host dies.
 //! - Uncontended acquire is one round trip (pipelined create + list).
-//! - Fencing token = the lock node's `czxid`.
-//! - While disconnected (not expired) grants report `Suspended`; after expiry every
-//!   grant of that session reports `Lost`, and new acquisitions use a new session.
+//! - Fencing token: greater than every earlier conflicting grant's (see `recipe`).
+//! - Grants report `Suspended` once contact is interrupted and `Lost` as soon as
+//!   the server may have expired the session (see `liveness`); a session ended
+//!   that way is closed, and new acquisitions use a new session.
 //!   Waiters are not told: they re-queue transparently on the new session (they held
 //!   nothing, so nothing was lost), keeping their deadline.
 
 mod config;
 mod connection;
-pub mod dialect;
+mod create;
+mod dialect;
+mod downgrade;
 mod inspect;
+mod liveness;
+mod monitor;
+mod pending;
+mod queue;
 mod recipe;
 mod reconcile;
 mod release;
+mod retry;
 mod session;
+mod shutdown;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,6 +55,8 @@ pub(crate) struct Shared {
     /// Uuid prefixes of every node this host created (or is creating), per
     /// session generation: whatever else the session owns is an orphan.
     tracked: Mutex<HashSet<(u64, String)>>,
+    /// Notified whenever a node stops being tracked (shutdown waits on it).
+    idle: tokio::sync::Notify,
 }
 
 impl ZooKeeperBackend {
@@ -66,6 +77,7 @@ impl ZooKeeperBackend {
                 connection: Connection::new(config),
                 runtime,
                 tracked: Mutex::new(HashSet::new()),
+                idle: tokio::sync::Notify::new(),
             }),
         })
     }
@@ -126,6 +138,23 @@ impl LockBackend for ZooKeeperBackend {
     fn kind(&self) -> &'static str {
         "zookeeper"
     }
+
+    fn health(&self) -> crate::backend::Health {
+        use zookeeper_client::SessionState;
+        match self.shared.connection.latest().map(|s| s.state()) {
+            Some(SessionState::SyncConnected | SessionState::ConnectedReadOnly) => {
+                crate::backend::Health::Connected
+            }
+            Some(state) if state.is_terminated() => crate::backend::Health::Down,
+            Some(_) => crate::backend::Health::Connecting,
+            // Not connected yet: connecting happens on the first request.
+            None => crate::backend::Health::Connecting,
+        }
+    }
+
+    fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(shutdown::shutdown(&self.shared))
+    }
 }
 
 impl Shared {
@@ -140,10 +169,9 @@ impl Shared {
     async fn session(self: &Arc<Self>) -> Result<Arc<connection::ZkSession>, BackendError> {
         let (session, fresh) = self.connection.session().await?;
         if fresh {
-            self.spawn(reconcile::monitor(
+            self.spawn(monitor::monitor(
                 Arc::downgrade(self),
-                session.generation,
-                session.client.state_watcher(),
+                Arc::downgrade(&session),
             ));
         }
         Ok(session)
@@ -171,5 +199,6 @@ impl Shared {
 
     fn untrack(&self, generation: u64, prefix: &str) {
         self.tracked().remove(&(generation, prefix.to_owned()));
+        self.idle.notify_waiters();
     }
 }

@@ -1,21 +1,38 @@
 //! The lock recipe: a queue of ephemeral sequential nodes, each waiter watching
 //! exactly one node (no herd effect), re-listing after every wake-up.
 //!
-//! Uncontended acquire is one round trip: `create` and `get_children` are sent back
-//! to back on one session, which the server answers in order, so the listing
-//! already holds the new node (found by its uuid prefix).
+//! Uncontended acquire is one round trip (see [`super::create::create_and_list`]).
+//! Connection loss within a live session never ends an attempt: requests wait for
+//! the reconnect and repeat; a session that ended is replaced and the wait starts
+//! over, keeping the caller's deadline.
+//!
+//! Fencing token: `max(czxid of our node, pzxid of the listing that granted it)`.
+//! An earlier conflicting grant was deleted (released, or expired with its
+//! session) before the listing that showed our turn, so that listing's `pzxid` is
+//! at least the zxid of that delete, which is greater than the earlier grant's own
+//! token. Readers granted together may share a `pzxid`; their distinct `czxid`s
+//! and the conflict rule need no more.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 use uuid::Uuid;
-use zookeeper_client::{CreateMode, Error as ZkError, EventType};
+use zookeeper_client::{Error as ZkError, EventType};
 
 use super::connection::ZkSession;
-use super::dialect::{Turn, queue, turn};
-use super::{Shared, release};
+use super::create::{Listing, create_and_list, list};
+use super::pending::PendingNode;
+use super::queue::{Turn, queue, turn};
+use super::{Shared, retry};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
+
+/// Without a deadline, how long connecting a new session may keep failing before
+/// the caller is told the service is unavailable (in session timeouts).
+const CONNECT_PATIENCE: u32 = 2;
+/// Pause between attempts to connect a new session.
+const CONNECT_BACKOFF: Duration = Duration::from_millis(200);
 
 /// A lock node this host created and holds.
 #[derive(Debug, Clone)]
@@ -23,7 +40,7 @@ pub(super) struct OwnedNode {
     pub path: String,
     pub prefix: String,
     pub generation: u64,
-    /// The node's `czxid`: strictly increasing across all grants of all names.
+    /// The grant's fencing token (see the module docs).
     pub token: u64,
 }
 
@@ -32,6 +49,15 @@ pub(super) struct OwnedNode {
 pub(super) enum Waiting {
     Wait,
     DontWait,
+}
+
+/// One request for a lock, as the attempts on successive sessions share it.
+pub(super) struct Request<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub parent: String,
+    pub mode: Mode,
+    pub data: &'a [u8],
+    pub waiting: Waiting,
 }
 
 /// What one attempt on one session came to.
@@ -43,11 +69,12 @@ enum Attempt {
     Retry,
 }
 
-/// Takes the lock at `parent` in `mode`, writing `data` into the node.
+/// Takes lock `name` in `mode`, writing `data` into the node.
 ///
 /// # Errors
-/// `Timeout` past `deadline`; `Unavailable` when ZooKeeper cannot be reached or
-/// refuses (e.g. ACLs).
+/// `Timeout` past `deadline`; `Unavailable` when ZooKeeper refuses (e.g. ACLs) or
+/// no session can be connected (until the deadline; without one, for two session
+/// timeouts).
 ///
 /// # Cancellation safety
 /// Cancel safe: a node created for a dropped call is deleted in the background
@@ -61,27 +88,20 @@ pub(super) async fn acquire(
     waiting: Waiting,
 ) -> Result<Option<OwnedNode>, BackendError> {
     let config = shared.connection.config();
-    let parent = config.lock_path(name);
+    let request = Request {
+        shared,
+        parent: config.lock_path(name),
+        mode,
+        data,
+        waiting,
+    };
     let dialect = config.dialect;
     loop {
-        let session = until(deadline, shared.session()).await??;
+        let session = until(deadline, connect(shared, deadline)).await??;
         let prefix = dialect.node_prefix(Uuid::new_v4(), mode)?;
-        let mut pending = PendingNode::new(shared, session.generation, &parent, &prefix);
-        let attempt = until(
-            deadline,
-            attempt(
-                shared,
-                &session,
-                &parent,
-                &prefix,
-                mode,
-                data,
-                waiting,
-                &mut pending,
-            ),
-        )
-        .await??;
-        match attempt {
+        let mut pending = PendingNode::new(shared, session.generation, &request.parent, &prefix);
+        let outcome = until(deadline, attempt(&request, &session, &prefix, &mut pending)).await??;
+        match outcome {
             Attempt::Held(node) => {
                 pending.disarm();
                 return Ok(Some(node));
@@ -92,173 +112,89 @@ pub(super) async fn acquire(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn attempt(
+/// The current session, retrying a failing connect while the deadline allows
+/// (a failover or restart may take a moment).
+async fn connect(
     shared: &Arc<Shared>,
+    deadline: Option<Instant>,
+) -> Result<Arc<ZkSession>, BackendError> {
+    let patience = shared.connection.config().session_timeout * CONNECT_PATIENCE;
+    let give_up = deadline.unwrap_or_else(|| Instant::now() + patience);
+    loop {
+        match shared.session().await {
+            Ok(session) => return Ok(session),
+            Err(error) if Instant::now() + CONNECT_BACKOFF >= give_up => return Err(error),
+            Err(error) => {
+                tracing::debug!(%error, "connecting a ZooKeeper session failed; retrying");
+                tokio::time::sleep(CONNECT_BACKOFF).await;
+            }
+        }
+    }
+}
+
+async fn attempt(
+    request: &Request<'_>,
     session: &Arc<ZkSession>,
-    parent: &str,
     prefix: &str,
-    mode: Mode,
-    data: &[u8],
-    waiting: Waiting,
     pending: &mut PendingNode,
 ) -> Result<Attempt, BackendError> {
-    let (node, token, mut children) =
-        match create_and_list(shared, session, parent, prefix, data).await? {
-            Some(created) => created,
-            None => return Ok(Attempt::Retry),
-        };
+    let shared = request.shared;
+    let parent = request.parent.as_str();
+    let Some(created) = create_and_list(shared, session, parent, prefix, request.data).await?
+    else {
+        return Ok(Attempt::Retry);
+    };
+    let node = created.node;
     let path = format!("{parent}/{node}");
     pending.created(&path);
+    let mut listing: Listing = created.listing;
+    let dialect = shared.connection.config().dialect;
     loop {
-        let dialect = shared.connection.config().dialect;
-        let blocker = match turn(&queue(dialect, &children), &node, mode) {
+        let blocker = match turn(&queue(dialect, &listing.children), &node, request.mode) {
             Turn::Held => {
                 return Ok(Attempt::Held(OwnedNode {
                     path,
                     prefix: prefix.to_owned(),
                     generation: session.generation,
-                    token,
+                    token: token_of(created.czxid.max(listing.pzxid)),
                 }));
             }
             // Our node vanished (deleted by someone, or the session ended): queue again.
             Turn::Missing => return Ok(Attempt::Retry),
             Turn::WaitFor(blocker) => blocker.to_owned(),
         };
-        if waiting == Waiting::DontWait {
+        if request.waiting == Waiting::DontWait {
             return Ok(Attempt::Busy);
         }
-        // A data watch, not `exists`: no watch is left behind if the node is gone.
-        match session
-            .client
-            .get_and_watch_data(&format!("{parent}/{blocker}"))
-            .await
-        {
-            Ok((_, _, watcher)) => {
-                let event = watcher.changed().await;
-                if event.event_type == EventType::Session && event.session_state.is_terminated() {
-                    return Ok(Attempt::Retry);
-                }
-            }
-            Err(ZkError::NoNode) => {}
-            Err(error) => {
-                if !recoverable(session, error).await? {
-                    return Ok(Attempt::Retry);
-                }
-            }
+        if !wait_for_change(session, &format!("{parent}/{blocker}")).await? {
+            return Ok(Attempt::Retry);
         }
         // Always list again before deciding: a wake-up is not proof of a turn.
-        children = match list(session, parent).await? {
-            Some(children) => children,
+        listing = match list(session, parent).await? {
+            Some(listing) => listing,
             None => return Ok(Attempt::Retry),
         };
     }
 }
 
-/// Creates the node and lists the parent in one round trip. `None`: retry.
-async fn create_and_list(
-    shared: &Arc<Shared>,
-    session: &Arc<ZkSession>,
-    parent: &str,
-    prefix: &str,
-    data: &[u8],
-) -> Result<Option<(String, u64, Vec<String>)>, BackendError> {
-    let acls = shared.acls();
-    let options = CreateMode::EphemeralSequential.with_acls(acls);
-    let node_path = format!("{parent}/{prefix}");
-    let create = session.client.create(&node_path, data, &options);
-    let listing = session.client.list_children(parent);
-    let (created, listed) = tokio::join!(create, listing);
-    match created {
-        Ok((stat, sequence)) => {
-            let node = format!("{prefix}{sequence}");
-            let children = match listed {
-                Ok(children) if children.contains(&node) => children,
-                _ => match list(session, parent).await? {
-                    Some(children) => children,
-                    None => return Ok(None),
-                },
-            };
-            Ok(Some((node, token_of(stat.czxid), children)))
-        }
-        Err(ZkError::NoNode) => {
-            ensure_parent(shared, session, parent).await?;
-            Ok(None)
-        }
-        Err(ZkError::ConnectionLoss) => {
-            // The create may have been applied: find our node by its uuid prefix.
-            if session.connected().await.is_err() {
-                return Ok(None);
-            }
-            let Some(children) = list(session, parent).await? else {
-                return Ok(None);
-            };
-            let Some(node) = children.iter().find(|c| c.starts_with(prefix)).cloned() else {
-                return Ok(None);
-            };
-            match session.client.check_stat(&format!("{parent}/{node}")).await {
-                Ok(Some(stat)) => Ok(Some((node, token_of(stat.czxid), children))),
-                _ => Ok(None),
+/// Waits until `blocker` changes or goes. A data watch, not `exists`: no watch is
+/// left behind if the node is gone. False: the session ended, start over.
+async fn wait_for_change(session: &ZkSession, blocker: &str) -> Result<bool, BackendError> {
+    match session.client.get_and_watch_data(blocker).await {
+        Ok((_, _, watcher)) => {
+            tokio::select! {
+                event = watcher.changed() => Ok(!(event.event_type == EventType::Session
+                    && event.session_state.is_terminated())),
+                () = session.liveness.until_ended() => Ok(false),
             }
         }
-        Err(error) => {
-            recoverable(session, error).await?;
-            Ok(None)
-        }
-    }
-}
-
-/// Creates the lock's parent (and missing ancestors) as CONTAINER nodes, which
-/// the server removes once empty, so lock directories do not pile up (kazoo #329);
-/// PERSISTENT in the kazoo dialect (see [`super::dialect::Dialect::parent_mode`]).
-async fn ensure_parent(
-    shared: &Arc<Shared>,
-    session: &ZkSession,
-    parent: &str,
-) -> Result<(), BackendError> {
-    let mode = shared.connection.config().dialect.parent_mode();
-    let options = mode.with_acls(shared.acls());
-    match session.client.mkdir(parent, &options).await {
-        Ok(()) => Ok(()),
-        Err(error) => {
-            recoverable(session, error).await?;
-            Ok(())
-        }
-    }
-}
-
-/// Lists `parent`'s children, riding out connection losses. `None`: the session
-/// ended (or the parent vanished), so the caller starts over.
-async fn list(session: &ZkSession, parent: &str) -> Result<Option<Vec<String>>, BackendError> {
-    loop {
-        match session.client.list_children(parent).await {
-            Ok(children) => return Ok(Some(children)),
-            Err(ZkError::NoNode) => return Ok(None),
-            Err(error) => {
-                if !recoverable(session, error).await? {
-                    return Ok(None);
-                }
-            }
-        }
-    }
-}
-
-/// Classifies a failed request. `Ok(true)`: retry on this session (after waiting
-/// for the reconnect); `Ok(false)`: the session ended, start over on a new one;
-/// `Err`: give up.
-async fn recoverable(session: &ZkSession, error: ZkError) -> Result<bool, BackendError> {
-    match error {
-        ZkError::ConnectionLoss | ZkError::Timeout => Ok(session.connected().await.is_ok()),
-        ZkError::SessionExpired | ZkError::ClientClosed | ZkError::SessionMoved => Ok(false),
-        ZkError::NodeExists => Ok(true),
-        other => Err(BackendError::Unavailable(format!(
-            "ZooKeeper refused: {other}"
-        ))),
+        Err(ZkError::NoNode) => Ok(true),
+        Err(error) => retry::after(session, error).await,
     }
 }
 
 /// Runs `future` until `deadline`.
-async fn until<T>(
+pub(super) async fn until<T>(
     deadline: Option<Instant>,
     future: impl Future<Output = T>,
 ) -> Result<T, BackendError> {
@@ -270,58 +206,6 @@ async fn until<T>(
     }
 }
 
-fn token_of(czxid: i64) -> u64 {
-    u64::try_from(czxid).unwrap_or(0)
-}
-
-/// Deletes the node of an attempt that did not end in a grant, when dropped: after
-/// a timeout, an error, a retry, a try-acquire that found the lock busy, or the
-/// caller's future being dropped mid-wait.
-pub(super) struct PendingNode {
-    shared: Arc<Shared>,
-    generation: u64,
-    parent: String,
-    prefix: String,
-    path: Option<String>,
-    armed: bool,
-}
-
-impl PendingNode {
-    fn new(shared: &Arc<Shared>, generation: u64, parent: &str, prefix: &str) -> Self {
-        shared.track(generation, prefix);
-        PendingNode {
-            shared: shared.clone(),
-            generation,
-            parent: parent.to_owned(),
-            prefix: prefix.to_owned(),
-            path: None,
-            armed: true,
-        }
-    }
-
-    fn created(&mut self, path: &str) {
-        self.path = Some(path.to_owned());
-    }
-
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for PendingNode {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let prefix = std::mem::take(&mut self.prefix);
-        match self.path.take() {
-            Some(path) => release::delete_node(&self.shared, self.generation, prefix, path),
-            None => release::delete_by_prefix(
-                &self.shared,
-                self.generation,
-                std::mem::take(&mut self.parent),
-                prefix,
-            ),
-        }
-    }
+pub(super) fn token_of(zxid: i64) -> u64 {
+    u64::try_from(zxid).unwrap_or(0)
 }

@@ -1,59 +1,31 @@
-//! After a reconnect, make ZooKeeper agree with what the host tracks: an ephemeral
-//! node of our session under the root that no guest tracks is an orphan (say, a
-//! create whose answer was lost with the connection), and is deleted.
+//! Make ZooKeeper agree with what the host tracks: an ephemeral node of our session
+//! under the root that no guest tracks is an orphan (say, a create whose answer was
+//! lost with the connection), and is deleted. Run by [`super::monitor`] after every
+//! reconnect and periodically.
 
-use std::sync::{Arc, Weak};
-
-use zookeeper_client::{SessionState, StateWatcher};
+use std::sync::Arc;
 
 use super::Shared;
 use super::release;
 
-/// Watches session `generation`'s state for as long as the session and the backend
-/// live; reconciles after every reconnect.
-pub(super) async fn monitor(shared: Weak<Shared>, generation: u64, mut state: StateWatcher) {
-    let mut was_disconnected = false;
-    loop {
-        let now = state.changed().await;
-        match now {
-            SessionState::Disconnected => {
-                tracing::warn!(generation, "ZooKeeper connection lost; locks are suspended");
-                was_disconnected = true;
-            }
-            SessionState::SyncConnected if was_disconnected => {
-                was_disconnected = false;
-                tracing::info!(generation, "ZooKeeper connection restored");
-                let Some(shared) = shared.upgrade() else {
-                    return;
-                };
-                reconcile(&shared, generation).await;
-            }
-            state if state.is_terminated() => {
-                tracing::warn!(
-                    generation,
-                    ?state,
-                    "ZooKeeper session ended; its locks are lost"
-                );
-                return;
-            }
-            _ => {}
-        }
-        if shared.strong_count() == 0 {
-            return;
-        }
-    }
-}
-
 /// Deletes this session's untracked ephemeral nodes under the root.
+///
+/// # Cancellation safety
+/// Cancel safe: deletes are handed to background tasks.
 pub(super) async fn reconcile(shared: &Arc<Shared>, generation: u64) {
     let Some(session) = shared.connection.session_of(generation) else {
         return;
     };
     let root = shared.connection.config().root.clone();
-    let ephemerals = match session.client.list_ephemerals(&root).await {
+    // A follower we reconnected to may lag behind our own creates: sync first.
+    let listed = match session.sync(&root).await {
+        Ok(()) => session.client.list_ephemerals(&root).await,
+        Err(error) => Err(error),
+    };
+    let ephemerals = match listed {
         Ok(ephemerals) => ephemerals,
         Err(error) => {
-            tracing::warn!(%error, "cannot list this session's ephemeral nodes to reconcile");
+            tracing::debug!(%error, "cannot list this session's ephemeral nodes to reconcile");
             return;
         }
     };

@@ -1,14 +1,16 @@
 //! Guaranteed delete: a lock node that must go is deleted, retried in the
 //! background until it is gone or its session ended (which removes it anyway).
-//! A leaked node would block its lock forever (kazoo #732), so nothing here gives up
-//! while the session lives.
+//! A leaked node would block its lock forever (kazoo #732), so nothing here gives
+//! up while the session lives — except on a refusal retrying cannot cure (say,
+//! `NoAuth` after someone changed the ACLs), which is logged as an error.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use zookeeper_client::Error as ZkError;
 
 use super::Shared;
+use super::connection::ZkSession;
+use super::retry;
 
 /// Deletes `path`, created in session `generation`. The delete request is sent
 /// before this returns, so it is ordered before anything the caller sends next on
@@ -22,11 +24,15 @@ pub(super) fn delete_node(shared: &Arc<Shared>, generation: u64, prefix: String,
     let shared_for_task = shared.clone();
     shared.spawn(async move {
         let shared = shared_for_task;
-        if !needs_retry(&path, first.await) {
-            shared.untrack(generation, &prefix);
-            return;
+        match first.await {
+            Ok(()) | Err(ZkError::NoNode) => {}
+            Err(error) => {
+                if retry_after(&session, &path, error).await {
+                    drop(session);
+                    delete_until_gone(&shared, generation, &path).await;
+                }
+            }
         }
-        delete_until_gone(&shared, generation, &path).await;
         shared.untrack(generation, &prefix);
     });
 }
@@ -46,8 +52,14 @@ pub(super) fn delete_by_prefix(
             let Some(session) = shared.connection.session_of(generation) else {
                 break;
             };
-            match session.client.list_children(&parent).await {
+            // After a reconnect the server may lag behind our create: sync first.
+            let listed = match session.sync(&parent).await {
+                Ok(()) => session.client.list_children(&parent).await,
+                Err(error) => Err(error),
+            };
+            match listed {
                 Ok(children) => {
+                    drop(session);
                     for child in children.iter().filter(|c| c.starts_with(&prefix)) {
                         delete_until_gone(&shared, generation, &format!("{parent}/{child}")).await;
                     }
@@ -55,7 +67,7 @@ pub(super) fn delete_by_prefix(
                 }
                 Err(ZkError::NoNode) => break,
                 Err(error) => {
-                    if !wait_before_retry(&session, &error).await {
+                    if !retry_after(&session, &parent, error).await {
                         break;
                     }
                 }
@@ -65,7 +77,8 @@ pub(super) fn delete_by_prefix(
     });
 }
 
-/// Retries deleting `path` until it is gone or its session ended.
+/// Retries deleting `path` until it is gone, its session ended, or ZooKeeper
+/// refuses for good.
 async fn delete_until_gone(shared: &Arc<Shared>, generation: u64, path: &str) {
     loop {
         let Some(session) = shared.connection.session_of(generation) else {
@@ -74,7 +87,7 @@ async fn delete_until_gone(shared: &Arc<Shared>, generation: u64, path: &str) {
         match session.client.delete(path, None).await {
             Ok(()) | Err(ZkError::NoNode) => return,
             Err(error) => {
-                if !wait_before_retry(&session, &error).await {
+                if !retry_after(&session, path, error).await {
                     return;
                 }
             }
@@ -82,30 +95,15 @@ async fn delete_until_gone(shared: &Arc<Shared>, generation: u64, path: &str) {
     }
 }
 
-/// True when a delete's result means it must be retried.
-fn needs_retry(path: &str, result: Result<(), ZkError>) -> bool {
-    match result {
-        Ok(())
-        | Err(ZkError::NoNode)
-        | Err(ZkError::SessionExpired)
-        | Err(ZkError::ClientClosed) => false,
-        Err(error) => {
-            tracing::warn!(%path, %error, "lock node delete failed; retrying in the background");
-            true
-        }
-    }
-}
-
-/// After a failed request: waits until retrying makes sense. False when the
-/// session is gone for good (its ephemeral nodes with it).
-async fn wait_before_retry(session: &super::connection::ZkSession, error: &ZkError) -> bool {
-    match error {
-        ZkError::SessionExpired | ZkError::ClientClosed | ZkError::AuthFailed => false,
-        ZkError::ConnectionLoss => session.connected().await.is_ok(),
-        _ => {
-            // Not a connection problem (e.g. throttling): back off a little.
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            !session.is_terminated()
+/// After a failed request on `path`: true when it should be repeated on `session`
+/// (waiting for the reconnect first); false when the session is gone (its
+/// ephemeral nodes with it) or retrying cannot help (logged).
+async fn retry_after(session: &ZkSession, path: &str, error: ZkError) -> bool {
+    match retry::after(session, error).await {
+        Ok(again) => again,
+        Err(refused) => {
+            tracing::error!(%path, %refused, "cannot delete a lock node; it stays until its session ends");
+            false
         }
     }
 }

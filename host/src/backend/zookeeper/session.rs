@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zookeeper_client::SessionState;
 
 use super::Shared;
+use super::liveness::Health;
 use super::recipe::{self, OwnedNode, Waiting};
-use super::release;
+use super::{downgrade, release};
 use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode};
 use crate::name::LockName;
 
@@ -101,12 +101,22 @@ impl LockSession for ZkLockSession {
         };
         match self.shared.connection.session_of(generation) {
             None => GrantStatus::Lost,
-            Some(session) => match session.state() {
-                SessionState::SyncConnected | SessionState::ConnectedReadOnly => GrantStatus::Held,
-                SessionState::Disconnected => GrantStatus::Suspended,
-                _ => GrantStatus::Lost,
+            Some(session) => match session.health() {
+                Health::Live => GrantStatus::Held,
+                Health::Suspended => GrantStatus::Suspended,
+                Health::Ended => GrantStatus::Lost,
             },
         }
+    }
+
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+        let node = self
+            .held()
+            .get(&exclusive.0)
+            .cloned()
+            .ok_or(BackendError::UnknownGrant(exclusive.0))?;
+        let shared = downgrade::downgrade(&self.shared, &node, &self.data).await?;
+        Ok(self.record(shared))
     }
 }
 

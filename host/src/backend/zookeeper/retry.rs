@@ -1,0 +1,87 @@
+//! One retry policy for every ZooKeeper request wardlock makes: what a failed
+//! request means for the caller, in one place (tower-style: one concern, one file).
+
+use std::time::Duration;
+
+use zookeeper_client::Error as ZkError;
+
+use super::connection::ZkSession;
+use crate::backend::BackendError;
+
+/// How long to back off after a server-side refusal that may pass (throttling).
+const BACKOFF: Duration = Duration::from_millis(200);
+
+/// What to do after a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Retry {
+    /// The session lives (the connection dropped, the server is busy, an election
+    /// runs): wait until it is connected again and repeat the request on it.
+    SameSession,
+    /// The session ended (expired, closed, moved): its ephemeral nodes are gone
+    /// or going; start over on a new session.
+    NewSession,
+    /// Retrying cannot help (ACLs, authentication, a bad request): report it.
+    GiveUp,
+}
+
+impl Retry {
+    /// Classifies a failed request.
+    pub(super) fn of(error: &ZkError) -> Retry {
+        match error {
+            ZkError::ConnectionLoss
+            | ZkError::Timeout
+            | ZkError::Throttled
+            | ZkError::NotReadOnly
+            | ZkError::NodeExists
+            // Transport errors (e.g. "connection reset by peer" while a failed-over
+            // server drops its clients) come as custom errors.
+            | ZkError::Custom(_) => Retry::SameSession,
+            ZkError::SessionExpired
+            | ZkError::ClientClosed
+            | ZkError::SessionMoved
+            | ZkError::NoHosts => Retry::NewSession,
+            _ => Retry::GiveUp,
+        }
+    }
+}
+
+/// Classifies `error` and, when the request should be repeated on `session`,
+/// waits until that makes sense (reconnected; after a short back-off for a busy
+/// server). `Ok(true)`: repeat on this session; `Ok(false)`: start over on a new
+/// session.
+///
+/// # Errors
+/// [`BackendError::Unavailable`] naming the refusal when retrying cannot help.
+///
+/// # Cancellation safety
+/// Cancel safe: it only waits.
+pub(super) async fn after(session: &ZkSession, error: ZkError) -> Result<bool, BackendError> {
+    match Retry::of(&error) {
+        Retry::SameSession => {
+            if matches!(error, ZkError::Throttled | ZkError::NotReadOnly) {
+                tokio::time::sleep(BACKOFF).await;
+            }
+            Ok(session.connected().await.is_ok())
+        }
+        Retry::NewSession => Ok(false),
+        Retry::GiveUp => Err(BackendError::Unavailable(format!(
+            "ZooKeeper refused: {error}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_trouble_retries_and_refusals_give_up() {
+        assert_eq!(Retry::of(&ZkError::ConnectionLoss), Retry::SameSession);
+        assert_eq!(Retry::of(&ZkError::Timeout), Retry::SameSession);
+        assert_eq!(Retry::of(&ZkError::SessionExpired), Retry::NewSession);
+        assert_eq!(Retry::of(&ZkError::SessionMoved), Retry::NewSession);
+        assert_eq!(Retry::of(&ZkError::NoAuth), Retry::GiveUp);
+        assert_eq!(Retry::of(&ZkError::InvalidAcl), Retry::GiveUp);
+        assert_eq!(Retry::of(&ZkError::AuthFailed), Retry::GiveUp);
+    }
+}

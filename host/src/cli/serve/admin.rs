@@ -1,0 +1,113 @@
+//! The admin endpoints: `GET /metrics` (Prometheus text) and `GET /healthz`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::backend::{Health, LockBackend};
+use crate::runner::{ResponseBody, respond};
+use hyper::server::conn::http1;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use wasmtime_wasi_http::io::TokioIo;
+
+use super::metrics::Metrics;
+
+/// What the admin endpoints report on.
+#[derive(Clone)]
+pub struct AdminState {
+    metrics: Arc<Metrics>,
+    backends: BTreeMap<String, Arc<dyn LockBackend>>,
+}
+
+impl AdminState {
+    /// Reports `metrics` and the health of `backends`.
+    pub fn new(metrics: Arc<Metrics>, backends: BTreeMap<String, Arc<dyn LockBackend>>) -> Self {
+        AdminState { metrics, backends }
+    }
+
+    /// Updates the session-state gauge of every ZooKeeper backend.
+    fn refresh(&self) -> Vec<(String, Health)> {
+        let mut health = Vec::new();
+        for (label, backend) in &self.backends {
+            let state = backend.health();
+            if backend.kind() == "zookeeper" {
+                let value = match state {
+                    Health::Connected => 1,
+                    Health::Connecting => 0,
+                    Health::Down => -1,
+                };
+                self.metrics.set_session_state(label, value);
+            }
+            health.push((label.clone(), state));
+        }
+        health
+    }
+
+    fn handle(
+        &self,
+        request: &hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<ResponseBody> {
+        if request.method() != hyper::Method::GET {
+            return respond(405, "use GET\n");
+        }
+        match request.uri().path() {
+            "/metrics" => {
+                self.refresh();
+                let mut response = respond(200, self.metrics.encode());
+                response.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static(
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    ),
+                );
+                response
+            }
+            "/healthz" => {
+                let health = self.refresh();
+                let mut text = String::new();
+                for (label, state) in &health {
+                    text.push_str(&format!("{label}: {state:?}\n"));
+                }
+                let healthy = health.iter().all(|(_, state)| *state == Health::Connected);
+                respond(if healthy { 200 } else { 503 }, text)
+            }
+            other => respond(
+                404,
+                format!("no admin endpoint {other} (try /metrics or /healthz)\n"),
+            ),
+        }
+    }
+}
+
+/// Binds the admin address.
+///
+/// # Errors
+/// The address cannot be bound.
+pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on --admin {addr}: {e}"))
+}
+
+/// Serves the admin endpoints until `stop` turns true.
+pub async fn serve(listener: TcpListener, state: AdminState, mut stop: watch::Receiver<bool>) {
+    let state = Arc::new(state);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = async { let _ = stop.wait_for(|stop| *stop).await; } => return,
+        };
+        let Ok((stream, _)) = accepted else { continue };
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let state = state.clone();
+                async move { Ok::<_, std::convert::Infallible>(state.handle(&request)) }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}

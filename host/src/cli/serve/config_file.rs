@@ -1,0 +1,365 @@
+//! `wardlock serve --config FILE`: the TOML file describing backends and plugins.
+//!
+//! Every mistake is one line naming the file, the key and what is wrong; unknown
+//! keys are mistakes too (a typo must not silently drop a limit).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::backend::zookeeper::{Dialect, ZooKeeperConfig};
+use crate::runner::{AllowedHost, OutboundPolicy};
+use serde::Deserialize;
+
+use super::plan::{
+    DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, PluginPlan, ServePlan, check_route,
+};
+use crate::cli::backend_args::BackendSpec;
+use crate::cli::guest_args;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    listen: Option<String>,
+    admin: Option<String>,
+    shutdown_grace: Option<f64>,
+    #[serde(default)]
+    backends: BTreeMap<String, BackendEntry>,
+    #[serde(default)]
+    plugins: Vec<PluginEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
+enum BackendEntry {
+    Memory {},
+    Zookeeper {
+        hosts: String,
+        session_timeout: Option<f64>,
+        dialect: Option<String>,
+        root: Option<String>,
+        digest: Option<String>,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PluginEntry {
+    name: Option<String>,
+    route: String,
+    component: PathBuf,
+    backend: Option<String>,
+    #[serde(default)]
+    grants: Vec<String>,
+    max_handles: Option<usize>,
+    max_memory: Option<usize>,
+    request_timeout: Option<f64>,
+    max_hold: Option<f64>,
+    #[serde(default)]
+    dirs: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    allow_outbound: Vec<String>,
+}
+
+/// The label of the memory backend plugins get when the file names none.
+const IMPLICIT_BACKEND: &str = "memory";
+
+/// Reads and checks a config file.
+///
+/// # Errors
+/// One line: `FILE: KEY: what is wrong` (or `FILE line N (`text`): …` for
+/// syntax and type errors).
+pub fn load(path: &Path) -> anyhow::Result<ServePlan> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read config file {shown}: {e}"))?;
+    let file: File =
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!(describe(&shown, &text, &e)))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    plan(file, base).map_err(|(key, why)| anyhow::anyhow!("{shown}: {key}: {why}"))
+}
+
+fn describe(file: &str, text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim().replace('\n', " ");
+    match error.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            let source = text.lines().nth(line - 1).unwrap_or("").trim();
+            format!("{file} line {line} (`{source}`): {message}")
+        }
+        None => format!("{file}: {message}"),
+    }
+}
+
+type Mistake = (String, String);
+
+fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
+    let listen = match &file.listen {
+        Some(addr) => addr.parse().map_err(|_| {
+            (
+                "listen".to_owned(),
+                format!("{addr:?} is not an IP:PORT address"),
+            )
+        })?,
+        None => super::DEFAULT_LISTEN
+            .parse()
+            .map_err(|_| ("listen".to_owned(), "bad default".to_owned()))?,
+    };
+    let admin = match &file.admin {
+        Some(addr) => Some(addr.parse().map_err(|_| {
+            (
+                "admin".to_owned(),
+                format!("{addr:?} is not an IP:PORT address"),
+            )
+        })?),
+        None => None,
+    };
+    let shutdown_grace = match file.shutdown_grace {
+        Some(secs) => secs_key("shutdown_grace", secs)?,
+        None => DEFAULT_SHUTDOWN_GRACE,
+    };
+    let mut backends = BTreeMap::new();
+    for (label, entry) in file.backends {
+        let key = format!("backends.{label}");
+        backends.insert(label, backend(&key, entry)?);
+    }
+    if file.plugins.is_empty() {
+        return Err((
+            "plugins".to_owned(),
+            "no plugin is configured ([[plugins]] with route and component)".to_owned(),
+        ));
+    }
+    let mut plugins = Vec::new();
+    for (index, entry) in file.plugins.into_iter().enumerate() {
+        let key = |field: &str| format!("plugins[{index}].{field}");
+        let plugin = plugin(entry, base, &key, &mut backends)?;
+        if plugins.iter().any(|p: &PluginPlan| p.name == plugin.name) {
+            return Err((
+                key("name"),
+                format!("{:?} names another plugin too", plugin.name),
+            ));
+        }
+        if plugins.iter().any(|p: &PluginPlan| p.route == plugin.route) {
+            return Err((
+                key("route"),
+                format!("{:?} is another plugin's route too", plugin.route),
+            ));
+        }
+        plugins.push(plugin);
+    }
+    Ok(ServePlan {
+        listen,
+        admin,
+        shutdown_grace,
+        backends,
+        plugins,
+    })
+}
+
+fn backend(key: &str, entry: BackendEntry) -> Result<BackendSpec, Mistake> {
+    match entry {
+        BackendEntry::Memory {} => Ok(BackendSpec::Memory),
+        BackendEntry::Zookeeper {
+            hosts,
+            session_timeout,
+            dialect,
+            root,
+            digest,
+        } => {
+            let mut config = ZooKeeperConfig::new(hosts);
+            if let Some(secs) = session_timeout {
+                config = config.session_timeout(secs_key(&format!("{key}.session_timeout"), secs)?);
+            }
+            if let Some(name) = dialect {
+                config = config.dialect(
+                    Dialect::parse(&name)
+                        .map_err(|why| (format!("{key}.dialect"), why.to_string()))?,
+                );
+            }
+            if let Some(root) = root {
+                config = config.root(root);
+            }
+            if let Some(digest) = digest {
+                config = config.digest_auth(digest);
+            }
+            config
+                .validate()
+                .map_err(|why| (key.to_owned(), why.to_string()))?;
+            Ok(BackendSpec::ZooKeeper(config))
+        }
+    }
+}
+
+fn plugin(
+    entry: PluginEntry,
+    base: &Path,
+    key: &dyn Fn(&str) -> String,
+    backends: &mut BTreeMap<String, BackendSpec>,
+) -> Result<PluginPlan, Mistake> {
+    check_route(&entry.route).map_err(|why| (key("route"), why))?;
+    let component = base.join(&entry.component);
+    if !component.is_file() {
+        return Err((
+            key("component"),
+            format!("{} is not a file", component.display()),
+        ));
+    }
+    let name = entry.name.unwrap_or_else(|| {
+        component
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| entry.route.clone())
+    });
+    let backend = match entry.backend {
+        Some(label) if backends.contains_key(&label) => label,
+        Some(label) => {
+            let known: Vec<_> = backends.keys().cloned().collect();
+            return Err((
+                key("backend"),
+                format!("no backend is labelled {label:?} (known: {known:?})"),
+            ));
+        }
+        None if backends.len() == 1 => backends.keys().next().cloned().unwrap_or_default(),
+        None if backends.is_empty() => {
+            backends.insert(IMPLICIT_BACKEND.to_owned(), BackendSpec::Memory);
+            IMPLICIT_BACKEND.to_owned()
+        }
+        None => {
+            return Err((
+                key("backend"),
+                "several backends are configured: name one".to_owned(),
+            ));
+        }
+    };
+    let policy = guest_args::policy(
+        &entry.grants,
+        entry
+            .max_handles
+            .unwrap_or(crate::policy::DEFAULT_MAX_HANDLES),
+        "grant",
+    )
+    .map_err(|e| (key("grants"), format!("{e:#}")))?;
+    let memory_limit = guest_args::memory_limit(entry.max_memory.unwrap_or(512), "max_memory")
+        .map_err(|e| (key("max_memory"), format!("{e:#}")))?;
+    let request_timeout = match entry.request_timeout {
+        Some(secs) => secs_key(&key("request_timeout"), secs)?,
+        None => DEFAULT_REQUEST_TIMEOUT,
+    };
+    let max_hold = match entry.max_hold {
+        Some(secs) => Some(secs_key(&key("max_hold"), secs)?),
+        None => None,
+    };
+    let dirs: Vec<String> = entry
+        .dirs
+        .iter()
+        .map(|spec| match spec.split_once("::") {
+            Some((host, guest)) => format!("{}::{guest}", base.join(host).display()),
+            None => base.join(spec).display().to_string(),
+        })
+        .collect();
+    let preopens =
+        guest_args::preopens(&dirs, "dir").map_err(|e| (key("dirs"), format!("{e:#}")))?;
+    let outbound = entry
+        .allow_outbound
+        .iter()
+        .map(|spec| AllowedHost::parse(spec))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|why| (key("allow_outbound"), why))?;
+    Ok(PluginPlan {
+        name,
+        route: entry.route,
+        component,
+        backend,
+        policy,
+        memory_limit,
+        request_timeout,
+        max_hold,
+        preopens,
+        env: entry.env.into_iter().collect(),
+        outbound: OutboundPolicy::allow(outbound),
+    })
+}
+
+fn secs_key(key: &str, secs: f64) -> Result<Duration, Mistake> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err((
+            key.to_owned(),
+            format!("must be a positive number of seconds, got {secs}"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<ServePlan, String> {
+        let dir = std::env::temp_dir().join(format!("wardlock-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("guest.wasm"), b"").map_err(|e| e.to_string())?;
+        let file = dir.join(format!("w{}.toml", text.len()));
+        std::fs::write(&file, text).map_err(|e| e.to_string())?;
+        load(&file).map_err(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn a_minimal_file_gets_a_memory_backend() {
+        let plan =
+            load_text("[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n").expect("valid");
+        assert_eq!(plan.plugins.len(), 1);
+        assert_eq!(plan.plugins[0].backend, IMPLICIT_BACKEND);
+        assert!(matches!(
+            plan.backends.get(IMPLICIT_BACKEND),
+            Some(BackendSpec::Memory)
+        ));
+    }
+
+    #[test]
+    fn mistakes_name_the_key() {
+        let cases = [
+            (
+                "[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\nmax_hodl = 3\n",
+                "max_hodl",
+            ),
+            (
+                "[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\nmax_hold = \"x\"\n",
+                "max_hold",
+            ),
+            (
+                "[[plugins]]\nroute = \"x\"\ncomponent = \"guest.wasm\"\n",
+                "plugins[0].route",
+            ),
+            (
+                "[[plugins]]\nroute = \"/\"\ncomponent = \"missing.wasm\"\n",
+                "plugins[0].component",
+            ),
+            (
+                "[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\nbackend = \"zk\"\n",
+                "plugins[0].backend",
+            ),
+            (
+                "[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\nmax_hold = -1\n",
+                "plugins[0].max_hold",
+            ),
+            (
+                "[backends.zk]\nkind = \"zookeeper\"\nhosts = \"h:1\"\ndialect = \"x\"\n[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
+                "backends.zk.dialect",
+            ),
+            ("[backends.zk]\nkind = \"etcd\"\n", "etcd"),
+            (
+                "listen = \"nowhere\"\n[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
+                "listen",
+            ),
+        ];
+        for (text, key) in cases {
+            let error = load_text(text).expect_err(text);
+            assert!(error.contains(key), "{error:?} does not name {key}");
+            assert!(!error.contains('\n'), "{error:?} is not one line");
+            assert!(error.contains(".toml"), "{error:?} does not name the file");
+        }
+    }
+}

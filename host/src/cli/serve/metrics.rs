@@ -1,0 +1,341 @@
+//! Prometheus metrics of `wardlock serve`, and the backend wrapper that feeds them.
+//!
+//! Lock metrics are labelled by plugin and mode, so a platform sees which plugin
+//! waits, holds or times out; request metrics by plugin and how the request's
+//! instance ended.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode};
+use crate::name::LockName;
+use async_trait::async_trait;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LockLabels {
+    plugin: String,
+    mode: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabels {
+    plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    plugin: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BackendLabels {
+    backend: String,
+}
+
+fn seconds_histogram() -> Histogram {
+    // 100 µs to ~55 min.
+    Histogram::new(exponential_buckets(0.0001, 3.0, 16))
+}
+
+/// Every metric `wardlock serve` exports.
+pub struct Metrics {
+    registry: Registry,
+    grants: Family<LockLabels, Counter>,
+    acquire_wait: Family<LockLabels, Histogram, fn() -> Histogram>,
+    hold: Family<LockLabels, Histogram, fn() -> Histogram>,
+    waiters: Family<LockLabels, Gauge>,
+    timeouts: Family<LockLabels, Counter>,
+    lost: Family<LockLabels, Counter>,
+    leases_expired: Family<PluginLabels, Counter>,
+    requests: Family<RequestLabels, Counter>,
+    session_state: Family<BackendLabels, Gauge>,
+}
+
+impl Metrics {
+    /// A registry with every metric registered (and none observed yet).
+    pub fn new() -> Arc<Self> {
+        let mut registry = Registry::default();
+        let grants = Family::<LockLabels, Counter>::default();
+        let acquire_wait = Family::<LockLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            seconds_histogram as fn() -> Histogram,
+        );
+        let hold = Family::<LockLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            seconds_histogram as fn() -> Histogram,
+        );
+        let waiters = Family::<LockLabels, Gauge>::default();
+        let timeouts = Family::<LockLabels, Counter>::default();
+        let lost = Family::<LockLabels, Counter>::default();
+        let leases_expired = Family::<PluginLabels, Counter>::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let session_state = Family::<BackendLabels, Gauge>::default();
+        registry.register("wardlock_grants", "Locks granted", grants.clone());
+        registry.register(
+            "wardlock_acquire_wait_seconds",
+            "Time from asking for a lock to being granted it",
+            acquire_wait.clone(),
+        );
+        registry.register(
+            "wardlock_hold_seconds",
+            "Time a lock was held, from grant to release or the end of its request",
+            hold.clone(),
+        );
+        registry.register(
+            "wardlock_waiters",
+            "Acquisitions waiting now",
+            waiters.clone(),
+        );
+        registry.register(
+            "wardlock_timeouts",
+            "Acquisitions that timed out",
+            timeouts.clone(),
+        );
+        registry.register(
+            "wardlock_lost",
+            "Grants found lost (the backend session expired)",
+            lost.clone(),
+        );
+        registry.register(
+            "wardlock_leases_expired",
+            "Requests stopped because they held a lock longer than --max-hold",
+            leases_expired.clone(),
+        );
+        registry.register(
+            "wardlock_requests",
+            "Requests served, by how their instance ended",
+            requests.clone(),
+        );
+        registry.register(
+            "wardlock_zookeeper_session_state",
+            "ZooKeeper session: 1 connected, 0 connecting or disconnected, -1 expired or closed",
+            session_state.clone(),
+        );
+        Arc::new(Metrics {
+            registry,
+            grants,
+            acquire_wait,
+            hold,
+            waiters,
+            timeouts,
+            lost,
+            leases_expired,
+            requests,
+            session_state,
+        })
+    }
+
+    /// The metrics in the OpenMetrics text format.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::warn!(%error, "cannot encode metrics");
+        }
+        text
+    }
+
+    /// Counts a finished request.
+    pub fn request_ended(&self, plugin: &str, outcome: &str) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                plugin: plugin.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+        if outcome == "lease_expired" {
+            self.leases_expired
+                .get_or_create(&PluginLabels {
+                    plugin: plugin.to_owned(),
+                })
+                .inc();
+        }
+    }
+
+    /// Records a backend's ZooKeeper session state (see the metric's help).
+    pub fn set_session_state(&self, backend: &str, value: i64) {
+        self.session_state
+            .get_or_create(&BackendLabels {
+                backend: backend.to_owned(),
+            })
+            .set(value);
+    }
+}
+
+/// A backend whose sessions count into [`Metrics`] under one plugin's label.
+pub struct MeteredBackend {
+    inner: Arc<dyn LockBackend>,
+    plugin: String,
+    metrics: Arc<Metrics>,
+}
+
+impl MeteredBackend {
+    /// Wraps `inner` for `plugin`.
+    pub fn new(inner: Arc<dyn LockBackend>, plugin: &str, metrics: Arc<Metrics>) -> Self {
+        MeteredBackend {
+            inner,
+            plugin: plugin.to_owned(),
+            metrics,
+        }
+    }
+}
+
+impl LockBackend for MeteredBackend {
+    fn open_session(&self, owner: &str) -> Box<dyn LockSession> {
+        Box::new(MeteredSession {
+            inner: self.inner.open_session(owner),
+            plugin: self.plugin.clone(),
+            metrics: self.metrics.clone(),
+            held: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+}
+
+struct HeldGrant {
+    labels: LockLabels,
+    since: Instant,
+    lost_counted: bool,
+}
+
+struct MeteredSession {
+    inner: Box<dyn LockSession>,
+    plugin: String,
+    metrics: Arc<Metrics>,
+    held: Mutex<HashMap<GrantId, HeldGrant>>,
+}
+
+/// Decrements the waiters gauge when the wait ends, however it ends.
+struct Waiting(Gauge);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl MeteredSession {
+    fn labels(&self, mode: Mode) -> LockLabels {
+        LockLabels {
+            plugin: self.plugin.clone(),
+            mode: mode.as_str().to_owned(),
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<GrantId, HeldGrant>> {
+        self.held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn granted(&self, grant: &Grant, labels: LockLabels, waited: Duration) {
+        self.metrics.grants.get_or_create(&labels).inc();
+        self.metrics
+            .acquire_wait
+            .get_or_create(&labels)
+            .observe(waited.as_secs_f64());
+        self.held().insert(
+            grant.id,
+            HeldGrant {
+                labels,
+                since: Instant::now(),
+                lost_counted: false,
+            },
+        );
+    }
+
+    fn failed(&self, error: &BackendError, labels: &LockLabels) {
+        match error {
+            BackendError::Timeout => self.metrics.timeouts.get_or_create(labels).inc(),
+            BackendError::Lost => self.metrics.lost.get_or_create(labels).inc(),
+            _ => 0,
+        };
+    }
+
+    fn ended(&self, held: HeldGrant) {
+        self.metrics
+            .hold
+            .get_or_create(&held.labels)
+            .observe(held.since.elapsed().as_secs_f64());
+    }
+}
+
+#[async_trait]
+impl LockSession for MeteredSession {
+    async fn acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let labels = self.labels(mode);
+        let gauge = self.metrics.waiters.get_or_create(&labels).clone();
+        gauge.inc();
+        let waiting = Waiting(gauge);
+        let started = Instant::now();
+        let result = self.inner.acquire(name, mode, timeout).await;
+        drop(waiting);
+        match &result {
+            Ok(grant) => self.granted(grant, labels, started.elapsed()),
+            Err(error) => self.failed(error, &labels),
+        }
+        result
+    }
+
+    async fn try_acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+    ) -> Result<Option<Grant>, BackendError> {
+        let result = self.inner.try_acquire(name, mode).await;
+        if let Ok(Some(grant)) = &result {
+            self.granted(grant, self.labels(mode), Duration::ZERO);
+        }
+        result
+    }
+
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+        let result = self.inner.downgrade(exclusive).await;
+        if let Ok(grant) = &result {
+            self.granted(grant, self.labels(Mode::Shared), Duration::ZERO);
+        }
+        result
+    }
+
+    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+        let held = self.held().remove(&grant);
+        if let Some(held) = held {
+            self.ended(held);
+        }
+        self.inner.release(grant)
+    }
+
+    fn status(&self, grant: GrantId) -> GrantStatus {
+        let status = self.inner.status(grant);
+        if status == GrantStatus::Lost
+            && let Some(held) = self.held().get_mut(&grant)
+            && !held.lost_counted
+        {
+            held.lost_counted = true;
+            self.metrics.lost.get_or_create(&held.labels).inc();
+        }
+        status
+    }
+}
+
+impl Drop for MeteredSession {
+    fn drop(&mut self) {
+        let held: Vec<_> = self.held().drain().map(|(_, held)| held).collect();
+        for held in held {
+            self.ended(held);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `wardlock serve`: serve `wasi:http/proxy` components, one instance — and one
+//! lock session — per request.
+//!
+//! - `plan`: what is served (the one model flags and config files both build);
+//! - `config_file`: the TOML config file;
+//! - `metrics`: Prometheus metrics and the metered backend wrapper;
+//! - `server`: accepting connections, routing, graceful shutdown;
+//! - `admin`: `/metrics` and `/healthz`.
+
+mod admin;
+mod config_file;
+mod metrics;
+mod plan;
+mod server;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::runner::{OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
+use anyhow::{Context, bail};
+use clap::Args;
+
+use super::backend_args::{BackendArgs, positive_secs};
+use super::engine_args::EngineArgs;
+use super::guest_args::GuestArgs;
+use metrics::{MeteredBackend, Metrics};
+use plan::{DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, PluginPlan, ServePlan};
+
+/// Where `serve` listens unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// Arguments of `wardlock serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The component: a `wasi:http/proxy` component importing
+    /// `wardlock:lock/locks`, served on every path (or give --config).
+    #[arg(value_name = "COMPONENT", required_unless_present = "config")]
+    pub component: Option<PathBuf>,
+
+    /// A TOML file describing backends and several plugins (see README:
+    /// "Config file"); flags are the one-plugin shorthand for it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["component", "zookeeper", "backend", "grants", "dirs", "env", "allow_outbound", "request_timeout", "max_hold"])]
+    pub config: Option<PathBuf>,
+
+    /// Address to serve requests on [default: 127.0.0.1:8080, or the config
+    /// file's `listen`].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+
+    /// Address to serve /metrics (Prometheus) and /healthz on [default: none,
+    /// or the config file's `admin`].
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<SocketAddr>,
+
+    /// Per-request limit in seconds: past it the instance is stopped, the client
+    /// gets 504 and every lock of the request is released.
+    #[arg(long, value_name = "SECS")]
+    pub request_timeout: Option<f64>,
+
+    /// Hold lease in seconds: a request holding any lock longer has it taken
+    /// back (its handle reports `lost`), is stopped, and the client gets 503.
+    #[arg(long, value_name = "SECS")]
+    pub max_hold: Option<f64>,
+
+    /// Time in-flight requests get to finish after SIGTERM/SIGINT, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub shutdown_grace: Option<f64>,
+
+    /// The lock backend.
+    #[command(flatten)]
+    pub backend: BackendArgs,
+
+    /// What each request's instance may do.
+    #[command(flatten)]
+    pub guest: GuestArgs,
+
+    /// Compilation cache and precompiled input.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Runs `wardlock serve` until SIGTERM or SIGINT; returns the exit code.
+pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
+    let mut plan = match &args.config {
+        Some(file) => config_file::load(file)?,
+        None => plan_from_flags(&args)?,
+    };
+    if let Some(listen) = args.listen {
+        plan.listen = listen;
+    }
+    if let Some(admin) = args.admin {
+        plan.admin = Some(admin);
+    }
+    if let Some(secs) = args.shutdown_grace {
+        plan.shutdown_grace = positive_secs("--shutdown-grace", secs)?;
+    }
+
+    let metrics = Metrics::new();
+    let mut backends = BTreeMap::new();
+    for (label, spec) in &plan.backends {
+        let backend = spec
+            .connect()
+            .await
+            .with_context(|| format!("backend {label:?}"))?;
+        backends.insert(label.clone(), backend);
+    }
+    let runtime = args.engine.runtime(Some(pooling(&plan)))?;
+    let mut routes = Vec::new();
+    for plugin in &plan.plugins {
+        let component = args.engine.load(&runtime, &plugin.component)?;
+        let Some(backend) = backends.get(&plugin.backend) else {
+            bail!("plugin {:?}: no backend {:?}", plugin.name, plugin.backend);
+        };
+        let metered = MeteredBackend::new(backend.clone(), &plugin.name, metrics.clone());
+        let config = RunnerConfig {
+            backend: Arc::new(metered),
+            policy: Arc::new(plugin.policy.clone()),
+            timeout: Some(plugin.request_timeout),
+            memory_limit: plugin.memory_limit,
+            preopens: plugin.preopens.clone(),
+            env: plugin.env.clone(),
+            stdio: Stdio::Inherit,
+            outbound: plugin.outbound.clone(),
+            max_hold: plugin.max_hold,
+        };
+        let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?;
+        routes.push(server::Route {
+            prefix: plugin.route.clone(),
+            plugin: plugin.name.clone(),
+            runner: Arc::new(runner),
+        });
+    }
+    server::run(&plan, routes, backends, metrics).await
+}
+
+/// The one-plugin plan the flags describe.
+fn plan_from_flags(args: &ServeArgs) -> anyhow::Result<ServePlan> {
+    let Some(component) = args.component.clone() else {
+        bail!("give a COMPONENT to serve, or --config FILE");
+    };
+    let name = component
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| component.display().to_string());
+    let request_timeout = match args.request_timeout {
+        Some(secs) => positive_secs("--request-timeout", secs)?,
+        None => DEFAULT_REQUEST_TIMEOUT,
+    };
+    let max_hold = match args.max_hold {
+        Some(secs) => Some(positive_secs("--max-hold", secs)?),
+        None => None,
+    };
+    let plugin = PluginPlan {
+        name,
+        route: "/".to_owned(),
+        component,
+        backend: "default".to_owned(),
+        policy: args.guest.policy()?,
+        memory_limit: args.guest.memory_limit()?,
+        request_timeout,
+        max_hold,
+        preopens: args.guest.preopens()?,
+        env: args.guest.env.clone(),
+        outbound: OutboundPolicy::allow(args.guest.allow_outbound.clone()),
+    };
+    Ok(ServePlan {
+        listen: DEFAULT_LISTEN.parse().context("default listen address")?,
+        admin: None,
+        shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        backends: BTreeMap::from([("default".to_owned(), args.backend.spec()?)]),
+        plugins: vec![plugin],
+    })
+}
+
+/// The pooling allocator for per-request instances: slots reserved once and
+/// reused, so a request does not pay for mapping fresh memory.
+fn pooling(plan: &ServePlan) -> wasmtime::PoolingAllocationConfig {
+    let largest = plan
+        .plugins
+        .iter()
+        .map(|p| p.memory_limit)
+        .max()
+        .unwrap_or(crate::runner::DEFAULT_MEMORY_LIMIT);
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    pool.total_component_instances(1000)
+        .total_memories(1000)
+        .total_tables(1000)
+        .total_stacks(1000)
+        .max_memory_size(largest);
+    pool
+}

@@ -1,0 +1,143 @@
+//! Runs instances of one WASI command component, one Store (and lock session) each.
+
+use std::time::Instant;
+
+use wasmtime::component::Component;
+use wasmtime_wasi::WasiCtx;
+use wasmtime_wasi::p2::bindings::CommandPre;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+
+use super::config::{RunnerConfig, Stdio};
+use super::error::RunnerError;
+use super::instance::{lease_expired, new_store, pre_instantiate};
+use super::outcome::{InstanceReport, Outcome};
+use super::runtime::Runtime;
+use super::state::InstanceState;
+
+/// Most bytes of stdout or stderr kept per instance when capturing.
+const CAPTURE_LIMIT: usize = 16 << 20;
+
+/// Runs instances of one component.
+pub struct Runner {
+    runtime: Runtime,
+    pre: CommandPre<InstanceState>,
+    config: RunnerConfig,
+    plugin: String,
+}
+
+impl Runner {
+    /// Links `component` against WASI, outbound HTTP and the lock capability.
+    /// `plugin` names it in lock owner descriptions and in the first guest
+    /// argument.
+    ///
+    /// # Errors
+    /// [`RunnerError::World`] when the component needs imports the host does not
+    /// provide or does not export `wasi:cli/run`.
+    pub fn new(
+        runtime: &Runtime,
+        component: &Component,
+        plugin: &str,
+        config: RunnerConfig,
+    ) -> Result<Self, RunnerError> {
+        let world = "wardlock guest world (a WASI command importing wardlock:lock/locks)";
+        let pre = pre_instantiate(runtime, component, plugin, world, CommandPre::new)?;
+        Ok(Runner {
+            runtime: runtime.clone(),
+            pre,
+            config,
+            plugin: plugin.to_owned(),
+        })
+    }
+
+    /// The configuration instances get.
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
+    /// Runs instance number `instance` with guest arguments `args` (the plugin name
+    /// is prepended as `argv[0]`) until it ends, its deadline passes or it holds a
+    /// lock past the hold lease.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: dropping the future stops the guest and releases every lock it
+    /// held or waited for, as any other end of the instance does.
+    pub async fn run(&self, instance: usize, args: &[String]) -> InstanceReport {
+        let started = Instant::now();
+        let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
+        let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
+        let execution = self.execute(instance, args, &stdout, &stderr);
+        let outcome = match self.config.timeout {
+            Some(limit) => match tokio::time::timeout(limit, execution).await {
+                Ok(outcome) => outcome,
+                Err(_) => Outcome::TimedOut(limit),
+            },
+            None => execution.await,
+        };
+        InstanceReport {
+            instance,
+            outcome,
+            stdout: stdout.contents().to_vec(),
+            stderr: stderr.contents().to_vec(),
+            elapsed: started.elapsed(),
+        }
+    }
+
+    async fn execute(
+        &self,
+        instance: usize,
+        args: &[String],
+        stdout: &MemoryOutputPipe,
+        stderr: &MemoryOutputPipe,
+    ) -> Outcome {
+        let mut wasi = WasiCtx::builder();
+        wasi.arg(&self.plugin).args(args);
+        match self.config.stdio {
+            Stdio::Inherit => {
+                wasi.inherit_stdout().inherit_stderr();
+            }
+            Stdio::Capture => {
+                wasi.stdout(stdout.clone()).stderr(stderr.clone());
+            }
+        }
+        let owner = format!("{}#{instance}", self.plugin);
+        let (mut store, lease) = match new_store(&self.runtime, &self.config, &owner, wasi) {
+            Ok(created) => created,
+            Err(why) => return Outcome::HostError(why),
+        };
+        let guest = async {
+            let command = match self.pre.instantiate_async(&mut store).await {
+                Ok(command) => command,
+                Err(error) => return classify(&error),
+            };
+            match command.wasi_cli_run().call_run(&mut store).await {
+                Ok(Ok(())) => Outcome::Success,
+                Ok(Err(())) => Outcome::Exit(1),
+                Err(error) => classify(&error),
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = guest => outcome,
+            () = lease_expired(lease.as_ref()) => Outcome::LeaseExpired(
+                lease.as_ref().map(|l| l.max_hold()).unwrap_or_default()
+            ),
+        };
+        // Dropping the store here (or wherever this future is dropped) ends the
+        // instance's lock session.
+        drop(store);
+        outcome
+    }
+}
+
+/// Turns a wasmtime error from instantiation or a guest call into an outcome.
+pub(crate) fn classify(error: &wasmtime::Error) -> Outcome {
+    if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return match exit.0 {
+            0 => Outcome::Success,
+            code => Outcome::Exit(code),
+        };
+    }
+    if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {
+        return Outcome::Trap(trap.to_string());
+    }
+    Outcome::Trap(error.root_cause().to_string())
+}

@@ -1,0 +1,217 @@
+//! The hold lease: a hard bound on how long one instance may keep any lock.
+//!
+//! Platforms need to take a lock back from a plugin that sits on it (a stuck
+//! request, a guest that forgot to release). [`LeasedSession`] wraps an
+//! instance's lock session and remembers when each grant was made; [`Lease`]
+//! resolves once some grant has been held longer than the bound. The runner
+//! then marks every grant `lost` and stops the instance, whose Store drop
+//! releases them — the same path as any other end of an instance.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode};
+use crate::name::LockName;
+
+#[derive(Default)]
+struct Held {
+    since: HashMap<GrantId, Instant>,
+    expired: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    held: Mutex<Held>,
+    changed: Notify,
+}
+
+impl Shared {
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Watches one instance's grants against a maximum hold time.
+#[derive(Clone)]
+pub struct Lease {
+    max_hold: Duration,
+    shared: Arc<Shared>,
+}
+
+impl Lease {
+    /// Wraps `session` so that its grants are timed against `max_hold`.
+    pub fn wrap(
+        session: Box<dyn LockSession>,
+        max_hold: Duration,
+    ) -> (Box<dyn LockSession>, Lease) {
+        let shared = Arc::new(Shared::default());
+        let lease = Lease {
+            max_hold,
+            shared: shared.clone(),
+        };
+        (
+            Box::new(LeasedSession {
+                inner: session,
+                shared,
+            }),
+            lease,
+        )
+    }
+
+    /// The bound.
+    pub fn max_hold(&self) -> Duration {
+        self.max_hold
+    }
+
+    /// Resolves when some grant has been held for longer than the bound; from
+    /// then on every grant of the session reports [`GrantStatus::Lost`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only observes; dropping it changes nothing.
+    pub async fn expired(&self) {
+        loop {
+            // Register for changes before reading, so a grant made in between
+            // is not missed.
+            let changed = self.shared.changed.notified();
+            let oldest = {
+                let held = self.shared.held();
+                if held.expired {
+                    return;
+                }
+                held.since.values().min().copied()
+            };
+            match oldest {
+                None => changed.await,
+                Some(since) => {
+                    let deadline = since + self.max_hold;
+                    tokio::select! {
+                        () = tokio::time::sleep_until(deadline) => {
+                            let mut held = self.shared.held();
+                            if held.since.values().any(|s| *s + self.max_hold <= Instant::now()) {
+                                held.expired = true;
+                                return;
+                            }
+                        }
+                        () = changed => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct LeasedSession {
+    inner: Box<dyn LockSession>,
+    shared: Arc<Shared>,
+}
+
+impl LeasedSession {
+    fn granted(&self, grant: &Grant) {
+        self.shared.held().since.insert(grant.id, Instant::now());
+        self.shared.changed.notify_waiters();
+    }
+}
+
+#[async_trait]
+impl LockSession for LeasedSession {
+    async fn acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let grant = self.inner.acquire(name, mode, timeout).await?;
+        self.granted(&grant);
+        Ok(grant)
+    }
+
+    async fn try_acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+    ) -> Result<Option<Grant>, BackendError> {
+        let grant = self.inner.try_acquire(name, mode).await?;
+        if let Some(grant) = &grant {
+            self.granted(grant);
+        }
+        Ok(grant)
+    }
+
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+        let grant = self.inner.downgrade(exclusive).await?;
+        // The shared grant continues the exclusive hold: it inherits its start.
+        let mut held = self.shared.held();
+        let since = held
+            .since
+            .get(&exclusive)
+            .copied()
+            .unwrap_or_else(Instant::now);
+        held.since.insert(grant.id, since);
+        drop(held);
+        self.shared.changed.notify_waiters();
+        Ok(grant)
+    }
+
+    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+        self.shared.held().since.remove(&grant);
+        self.shared.changed.notify_waiters();
+        self.inner.release(grant)
+    }
+
+    fn status(&self, grant: GrantId) -> GrantStatus {
+        let held = self.shared.held();
+        if held.expired && held.since.contains_key(&grant) {
+            return GrantStatus::Lost;
+        }
+        drop(held);
+        self.inner.status(grant)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::LockBackend;
+    use crate::backend::memory::MemoryBackend;
+
+    const BOUND: Duration = Duration::from_millis(300);
+
+    #[tokio::test]
+    async fn expires_only_after_the_oldest_grant_outlives_the_bound() {
+        let backend = MemoryBackend::new();
+        let (session, lease) = Lease::wrap(backend.open_session("t"), BOUND);
+        let name = LockName::new("a").expect("valid name");
+        let grant = session
+            .acquire(&name, Mode::Exclusive, None)
+            .await
+            .expect("free");
+        let started = Instant::now();
+        let early = tokio::time::timeout(BOUND / 3, lease.expired()).await;
+        assert!(early.is_err(), "expired before the bound");
+        assert_eq!(session.status(grant.id), GrantStatus::Held);
+        lease.expired().await;
+        assert!(started.elapsed() >= BOUND - Duration::from_millis(5));
+        assert_eq!(session.status(grant.id), GrantStatus::Lost);
+    }
+
+    #[tokio::test]
+    async fn a_released_grant_never_expires() {
+        let backend = MemoryBackend::new();
+        let (session, lease) = Lease::wrap(backend.open_session("t"), BOUND);
+        let name = LockName::new("a").expect("valid name");
+        let grant = session
+            .acquire(&name, Mode::Exclusive, None)
+            .await
+            .expect("free");
+        session.release(grant.id).expect("held");
+        let expired = tokio::time::timeout(BOUND * 2, lease.expired()).await;
+        assert!(expired.is_err(), "a released grant expired");
+    }
+}

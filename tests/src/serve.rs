@@ -1,0 +1,253 @@
+//! `wardlock serve` as users run it: the real binary on a free loopback port,
+//! stopped (SIGTERM, then SIGKILL) by `Drop` even when the test fails; plus a
+//! minimal HTTP/1.1 client.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The `wardlock` binary of this workspace, built once per test process (the
+/// tests crate cannot name another package's binary, so ask cargo for it).
+///
+/// # Panics
+/// When cargo cannot build it.
+pub fn wardlock_bin() -> &'static PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../host/Cargo.toml");
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "--bin",
+                "wardlock",
+                "--manifest-path",
+                manifest,
+            ])
+            .status()
+            .expect("run cargo build for the wardlock binary");
+        assert!(status.success(), "cargo build --bin wardlock failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")));
+        target.join("debug").join("wardlock")
+    })
+}
+
+/// A free loopback port (bound and released; the server binds it next).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// A running `wardlock serve`.
+pub struct Server {
+    child: Option<Child>,
+    /// `127.0.0.1:PORT` of the request listener.
+    pub addr: String,
+    /// `127.0.0.1:PORT` of the admin listener.
+    pub admin: String,
+    log: tempfile::NamedTempFile,
+}
+
+impl Server {
+    /// Starts `wardlock serve --listen … --admin … ARGS…` and waits until it
+    /// answers `/healthz` (at most 60 s: the first start compiles the guest).
+    pub async fn start(args: &[&str]) -> Server {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let admin = format!("127.0.0.1:{}", free_port());
+        let log = tempfile::NamedTempFile::new().expect("log file");
+        let child = Command::new(wardlock_bin())
+            .args(["serve", "--listen", &addr, "--admin", &admin])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(log.reopen().expect("log file"))
+            .spawn()
+            .expect("start wardlock serve");
+        let mut server = Server {
+            child: Some(child),
+            addr,
+            admin,
+            log,
+        };
+        let started = Instant::now();
+        loop {
+            if let Ok(response) = get(&server.admin, "/healthz").await
+                && response.status == 200
+            {
+                return server;
+            }
+            if let Some(child) = server.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("wardlock serve exited ({status}):\n{}", server.log());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "wardlock serve not healthy after 60 s:\n{}",
+                server.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// What the server wrote on stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for the exit (at most `within`); returns the
+    /// exit status and how long the stop took.
+    pub fn terminate(&mut self, within: Duration) -> (std::process::ExitStatus, Duration) {
+        let mut child = self.child.take().expect("server still running");
+        let started = Instant::now();
+        // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return (status, started.elapsed());
+            }
+            if started.elapsed() > within {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "wardlock serve did not stop within {within:?} of SIGTERM:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Header lines, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body (chunked transfer decoded).
+    pub body: String,
+}
+
+impl Response {
+    /// The first value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `POST path` with an empty body.
+///
+/// # Errors
+/// Connection or protocol errors.
+pub async fn post(addr: &str, path: &str) -> std::io::Result<Response> {
+    request(addr, "POST", path).await
+}
+
+/// `GET path`.
+///
+/// # Errors
+/// Connection or protocol errors.
+pub async fn get(addr: &str, path: &str) -> std::io::Result<Response> {
+    request(addr, "GET", path).await
+}
+
+async fn request(addr: &str, method: &str, path: &str) -> std::io::Result<Response> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream
+        .write_all(
+            format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await?;
+    parse(&raw).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("bad response: {:?}", String::from_utf8_lossy(&raw)),
+        )
+    })
+}
+
+/// Sends `POST path` and returns the open connection without reading: dropping
+/// it is a client hanging up mid-request.
+///
+/// # Errors
+/// Connection errors.
+pub async fn post_and_hold(addr: &str, path: &str) -> std::io::Result<TcpStream> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream
+        .write_all(
+            format!("POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\n\r\n").as_bytes(),
+        )
+        .await?;
+    Ok(stream)
+}
+
+fn parse(raw: &[u8]) -> Option<Response> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, rest) = text.split_once("\r\n\r\n")?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(rest)?
+    } else {
+        rest.to_owned()
+    };
+    Some(Response {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn dechunk(mut rest: &str) -> Option<String> {
+    let mut body = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(body);
+        }
+        body.push_str(after.get(..size)?);
+        rest = after.get(size + 2..)?;
+    }
+}
+
+/// The value of metric sample `name{labels…}` in Prometheus text (summed over
+/// label sets containing every `label` given).
+pub fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter(|l| labels.iter().all(|label| l.contains(label)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
