@@ -16,12 +16,14 @@ pub enum Error {
     /// Names are 1..=255 bytes of `a-z A-Z 0-9 - _ .`, in `/`-separated
     /// segments that are neither empty nor `.` nor `..`.
     InvalidName(String),
-    /// This component is not granted that name; the text names the lock.
+    /// This component is not granted that name; the text is the host's
+    /// sentence naming the lock (shown as it is).
     Denied(String),
     /// The timeout passed before the lock was granted.
     Timeout,
-    /// A non-blocking attempt would have had to wait (only from backends that
-    /// report this as an error rather than as "not acquired").
+    /// Never produced by the wardlock host: a lock
+    /// [`Lock::try_acquire`](crate::Lock::try_acquire) cannot take without
+    /// waiting is `Ok(None)`. The WIT 0.1.0 variant has the case, so it stays.
     WouldBlock,
     /// Exclusive access was requested for a name this instance holds only
     /// shared: the request would wait on the instance itself forever.
@@ -57,7 +59,8 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::InvalidName(text) => write!(f, "invalid lock name: {text}"),
-            Error::Denied(text) => write!(f, "access to lock denied: {text}"),
+            // The host's text is a whole sentence naming the lock.
+            Error::Denied(text) => f.write_str(text),
             Error::Timeout => f.write_str("timed out waiting for the lock"),
             Error::WouldBlock => f.write_str("the lock could not be taken without waiting"),
             Error::WouldDeadlock => f.write_str(

@@ -2,7 +2,10 @@
 
 //! wardlock host runtime: distributed locks for sandboxed WebAssembly components.
 //!
-//! - [`backend`]: the pluggable [`LockBackend`] trait and the in-memory backend.
+//! - [`backend`]: the pluggable [`LockBackend`] trait, the in-memory backend
+//!   ([`MemoryBackend`], the embedded default) and the ZooKeeper backend
+//!   (`backend::zookeeper`, default feature `zookeeper`: Curator- and
+//!   kazoo-compatible recipes).
 //! - [`capability`]: the `wardlock:lock` WIT interface for wasmtime embedders
 //!   ([`add_to_linker`], [`WardlockCtx`], [`WardlockView`]).
 //! - [`runner`]: runs WASI command components with lock sessions tied to each

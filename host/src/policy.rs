@@ -41,13 +41,13 @@ impl LockPolicy {
     }
 
     /// Sets the cap on live handles per instance.
-    pub fn max_handles(mut self, max: usize) -> Self {
+    pub fn with_max_handles(mut self, max: usize) -> Self {
         self.max_handles = max;
         self
     }
 
     /// The cap on live handles per instance.
-    pub fn handle_cap(&self) -> usize {
+    pub fn max_handles(&self) -> usize {
         self.max_handles
     }
 

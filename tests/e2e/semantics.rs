@@ -162,7 +162,7 @@ async fn names_outside_grants_are_denied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handle_cap_is_enforced() {
     let backend = MemoryBackend::new();
-    let policy = LockPolicy::new().max_handles(50);
+    let policy = LockPolicy::new().with_max_handles(50);
     let report = lockctl_with(
         &backend,
         policy,
@@ -183,7 +183,7 @@ async fn handle_cap_is_enforced() {
     let guest = wardlock_tests::runner(
         wardlock_tests::Guest::Misbehave,
         &backend,
-        LockPolicy::new().max_handles(3000),
+        LockPolicy::new().with_max_handles(3000),
         None,
     );
     let report = guest.run(0, &["hoard".into(), "h".into()]).await;

@@ -19,4 +19,9 @@ pub enum BackendError {
     /// The lock service cannot be reached or failed.
     #[error("lock service unavailable: {0}")]
     Unavailable(String),
+    /// The backend's configuration cannot work (the text names the setting);
+    /// retrying does not help. Backends describe their own configuration errors
+    /// (e.g. `zookeeper::ConfigError`) and convert them into this.
+    #[error("invalid lock backend configuration: {0}")]
+    InvalidConfig(String),
 }

@@ -8,6 +8,7 @@
 
 mod error;
 pub mod memory;
+#[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
 use std::time::Duration;

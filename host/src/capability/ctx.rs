@@ -96,11 +96,6 @@ impl WardlockCtx {
         }
     }
 
-    /// Number of handles the instance holds (released or not) and has not dropped.
-    pub fn live_handles(&self) -> usize {
-        self.live_handles
-    }
-
     /// Waits for `name` in `mode`, for at most `timeout`.
     ///
     /// # Errors
@@ -218,7 +213,7 @@ impl WardlockCtx {
         if !self.policy.allows(&name) {
             return Err(LockError::Denied(name.to_string()));
         }
-        let cap = self.policy.handle_cap();
+        let cap = self.policy.max_handles();
         if self.live_handles >= cap {
             return Err(LockError::LimitExceeded(format!(
                 "this instance already has {cap} lock handles, the most allowed; drop some first"

@@ -5,6 +5,7 @@ use crate::name::InvalidName;
 
 /// A lock call's failure, one case per WIT `error` case.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LockError {
     /// The name failed validation.
     #[error("invalid lock name: {0}")]
@@ -37,9 +38,9 @@ impl From<BackendError> for LockError {
         match error {
             BackendError::Timeout => LockError::Timeout,
             BackendError::Lost | BackendError::UnknownGrant(_) => LockError::Lost,
-            BackendError::Unavailable(why) | BackendError::Unsupported(why) => {
-                LockError::Unavailable(why)
-            }
+            BackendError::Unavailable(why)
+            | BackendError::Unsupported(why)
+            | BackendError::InvalidConfig(why) => LockError::Unavailable(why),
         }
     }
 }

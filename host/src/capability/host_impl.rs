@@ -43,9 +43,9 @@ impl From<LockError> for types::Error {
     fn from(error: LockError) -> Self {
         match error {
             LockError::InvalidName(why) => types::Error::InvalidName(why.to_string()),
-            LockError::Denied(name) => {
-                types::Error::Denied(format!("lock {name:?} is not granted to this plugin"))
-            }
+            // The payload is the whole sentence (it names the lock), written
+            // once, by `LockError`'s Display; the SDKs show it as it is.
+            LockError::Denied(_) => types::Error::Denied(error.to_string()),
             LockError::Timeout => types::Error::Timeout,
             LockError::WouldDeadlock(_) => types::Error::WouldDeadlock,
             LockError::Lost => types::Error::Lost,

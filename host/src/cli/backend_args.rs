@@ -25,10 +25,18 @@ pub struct BackendArgs {
     #[arg(long, value_enum)]
     pub backend: Option<BackendKind>,
 
-    /// ZooKeeper ensemble to lock on, HOST:PORT[,HOST:PORT...]; selects the
-    /// zookeeper backend.
-    #[arg(long, value_name = "HOST:PORT[,...]")]
-    pub zookeeper: Option<String>,
+    /// Where and how to lock on ZooKeeper.
+    #[command(flatten)]
+    pub zookeeper: ZooKeeperArgs,
+}
+
+/// The ZooKeeper flags (of `run`, `serve` and `status`).
+#[derive(Debug, Args)]
+pub struct ZooKeeperArgs {
+    /// ZooKeeper ensemble, HOST:PORT[,HOST:PORT...]. For `run` and `serve` it
+    /// selects the zookeeper backend; `status` defaults to 127.0.0.1:2181.
+    #[arg(id = "zookeeper", long = "zookeeper", value_name = "HOST:PORT[,...]")]
+    pub hosts: Option<String>,
 
     /// ZooKeeper session timeout in seconds (the safety net if the host dies).
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
@@ -51,6 +59,24 @@ pub struct BackendArgs {
     pub root: String,
 }
 
+impl ZooKeeperArgs {
+    /// The configuration these flags describe, on ensemble `hosts`.
+    ///
+    /// # Errors
+    /// A session timeout that is not a positive number of seconds.
+    pub fn config(&self, hosts: &str) -> anyhow::Result<ZooKeeperConfig> {
+        let session_timeout = positive_secs("--session-timeout", self.session_timeout)?;
+        let mut config = ZooKeeperConfig::new(hosts)
+            .root(self.root.clone())
+            .session_timeout(session_timeout)
+            .dialect(self.dialect);
+        if let Some(digest) = &self.zk_digest {
+            config = config.digest_auth(digest.clone());
+        }
+        Ok(config)
+    }
+}
+
 /// A backend described independently of how it was given (flags or a config file).
 #[derive(Debug, Clone)]
 pub enum BackendSpec {
@@ -66,31 +92,22 @@ impl BackendArgs {
     /// # Errors
     /// Contradictory or invalid flags, named.
     pub fn spec(&self) -> anyhow::Result<BackendSpec> {
-        let kind = self.backend.unwrap_or(if self.zookeeper.is_some() {
+        let hosts = &self.zookeeper.hosts;
+        let kind = self.backend.unwrap_or(if hosts.is_some() {
             BackendKind::Zookeeper
         } else {
             BackendKind::Memory
         });
-        match kind {
-            BackendKind::Memory => {
-                if self.zookeeper.is_some() {
-                    bail!("--zookeeper needs --backend zookeeper (or no --backend)");
-                }
-                Ok(BackendSpec::Memory)
+        match (kind, hosts) {
+            (BackendKind::Memory, Some(_)) => {
+                bail!("--zookeeper needs --backend zookeeper (or no --backend)")
             }
-            BackendKind::Zookeeper => {
-                let Some(hosts) = &self.zookeeper else {
-                    bail!("--backend zookeeper needs --zookeeper HOST:PORT[,HOST:PORT...]");
-                };
-                let session_timeout = positive_secs("--session-timeout", self.session_timeout)?;
-                let mut config = ZooKeeperConfig::new(hosts.clone())
-                    .root(self.root.clone())
-                    .session_timeout(session_timeout)
-                    .dialect(self.dialect);
-                if let Some(digest) = &self.zk_digest {
-                    config = config.digest_auth(digest.clone());
-                }
-                Ok(BackendSpec::ZooKeeper(config))
+            (BackendKind::Memory, None) => Ok(BackendSpec::Memory),
+            (BackendKind::Zookeeper, None) => {
+                bail!("--backend zookeeper needs --zookeeper HOST:PORT[,HOST:PORT...]")
+            }
+            (BackendKind::Zookeeper, Some(hosts)) => {
+                Ok(BackendSpec::ZooKeeper(self.zookeeper.config(hosts)?))
             }
         }
     }

@@ -40,7 +40,7 @@ pub struct GuestArgs {
 /// # Errors
 /// A prefix that is not a valid lock name, named with `what` (the flag or key).
 pub fn policy(grants: &[String], max_handles: usize, what: &str) -> anyhow::Result<LockPolicy> {
-    let mut policy = LockPolicy::new().max_handles(max_handles);
+    let mut policy = LockPolicy::new().with_max_handles(max_handles);
     for prefix in grants {
         policy = policy
             .grant(prefix)

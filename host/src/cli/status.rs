@@ -6,8 +6,12 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::backend::zookeeper::{Dialect, QueueNode, ZooKeeperBackend, ZooKeeperConfig};
+use super::ZooKeeperArgs;
+use crate::backend::zookeeper::{QueueNode, ZooKeeperBackend};
 use crate::name::LockName;
+
+/// The ensemble `status` asks when `--zookeeper` is not given.
+const DEFAULT_HOSTS: &str = "127.0.0.1:2181";
 
 /// Arguments of `wardlock status`.
 #[derive(Debug, Args)]
@@ -16,21 +20,9 @@ pub struct StatusArgs {
     #[arg(value_name = "NAME")]
     pub name: String,
 
-    /// ZooKeeper ensemble, HOST:PORT[,HOST:PORT...].
-    #[arg(long, value_name = "HOST:PORT[,...]", default_value = "127.0.0.1:2181")]
-    pub zookeeper: String,
-
-    /// Root path under which lock names live.
-    #[arg(long, value_name = "PATH", default_value = "/wardlock")]
-    pub root: String,
-
-    /// Node naming dialect: curator-rw, curator-mutex or kazoo.
-    #[arg(long, value_name = "NAME", default_value = "curator-rw", value_parser = Dialect::parse)]
-    pub dialect: Dialect,
-
-    /// Digest credentials USER:PASSWORD, if wardlock's nodes are protected.
-    #[arg(long, value_name = "USER:PASSWORD")]
-    pub zk_digest: Option<String>,
+    /// Where the lock lives on ZooKeeper.
+    #[command(flatten)]
+    pub zookeeper: ZooKeeperArgs,
 
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -65,12 +57,8 @@ struct NodeReport {
 pub(super) async fn status(args: StatusArgs) -> anyhow::Result<i32> {
     let name =
         LockName::new(&args.name).with_context(|| format!("bad lock name {:?}", args.name))?;
-    let mut config = ZooKeeperConfig::new(args.zookeeper.clone())
-        .root(args.root.clone())
-        .dialect(args.dialect);
-    if let Some(digest) = &args.zk_digest {
-        config = config.digest_auth(digest.clone());
-    }
+    let hosts = args.zookeeper.hosts.as_deref().unwrap_or(DEFAULT_HOSTS);
+    let config = args.zookeeper.config(hosts)?;
     let path = config.lock_path(&name);
     let backend = ZooKeeperBackend::connect(config).await?;
     let nodes = backend.queue(&name).await?;
@@ -110,7 +98,7 @@ fn report<'a>(args: &'a StatusArgs, path: String, nodes: &[QueueNode]) -> Report
     Report {
         lock: &args.name,
         path,
-        dialect: args.dialect.name(),
+        dialect: args.zookeeper.dialect.as_str(),
         holders: nodes.iter().filter(|n| n.state == "holds").count(),
         waiters: nodes.iter().filter(|n| n.state == "waits").count(),
         foreign: nodes.iter().filter(|n| n.state == "foreign").count(),

@@ -30,21 +30,17 @@ pub(crate) fn pre_instantiate<P>(
     world: &'static str,
     typed: impl FnOnce(InstancePre<InstanceState>) -> wasmtime::Result<P>,
 ) -> Result<P, RunnerError> {
-    let world_error = |why: String| RunnerError::World {
+    let world_error = |error: wasmtime::Error| RunnerError::World {
         name: plugin.to_owned(),
         world,
-        why: first_line(&why),
+        detail: first_line(&error.to_string()),
     };
     let mut linker = Linker::<InstanceState>::new(runtime.engine());
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| world_error(e.to_string()))?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-        .map_err(|e| world_error(e.to_string()))?;
-    crate::capability::add_to_linker(&mut linker, InstanceState::locks)
-        .map_err(|e| world_error(e.to_string()))?;
-    let pre = linker
-        .instantiate_pre(component)
-        .map_err(|e| world_error(e.to_string()))?;
-    typed(pre).map_err(|e| world_error(e.to_string()))
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(world_error)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(world_error)?;
+    crate::capability::add_to_linker(&mut linker, InstanceState::locks).map_err(world_error)?;
+    let pre = linker.instantiate_pre(component).map_err(world_error)?;
+    typed(pre).map_err(world_error)
 }
 
 /// A Store for one instance: `wasi` plus the configuration's preopens and

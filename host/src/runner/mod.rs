@@ -23,7 +23,7 @@ mod state;
 pub use command::Runner;
 pub use config::{DEFAULT_MEMORY_LIMIT, Preopen, RunnerConfig, Stdio};
 pub use epoch::{EpochTicker, TICK};
-pub use error::RunnerError;
+pub use error::{LoadFailure, RunnerError};
 pub use lease::Lease;
 pub use outbound::{AllowedHost, OutboundPolicy};
 pub use outcome::{InstanceReport, Outcome};

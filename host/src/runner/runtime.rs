@@ -7,7 +7,7 @@ use wasmtime::component::Component;
 use wasmtime::{Engine, Precompiled};
 
 use super::epoch::EpochTicker;
-use super::error::{RunnerError, first_line};
+use super::error::{LoadFailure, RunnerError, first_line};
 
 /// Where compiled code is cached between runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,8 +97,8 @@ impl Runtime {
         if let Some(pool) = options.pooling {
             config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
         }
-        let engine = Engine::new(&config).map_err(|e| RunnerError::Engine(e.to_string()))?;
-        let ticker = EpochTicker::start(&engine).map_err(|e| RunnerError::Engine(e.to_string()))?;
+        let engine = Engine::new(&config).map_err(RunnerError::Engine)?;
+        let ticker = EpochTicker::start(&engine).map_err(|e| RunnerError::Engine(e.into()))?;
         Ok(Runtime {
             engine,
             _ticker: Arc::new(ticker),
@@ -134,22 +134,23 @@ impl Runtime {
     /// engine configuration or wasmtime version.
     pub fn load(&self, path: &Path, allow_precompiled: bool) -> Result<Component, RunnerError> {
         let shown = || path.display().to_string();
-        let load_error = |why: String| RunnerError::Load { path: shown(), why };
-        let kind = if is_elf(path).map_err(|e| load_error(e.to_string()))? {
+        let load_error = |reason: LoadFailure| RunnerError::Load {
+            path: shown(),
+            reason,
+        };
+        let kind = if is_elf(path).map_err(|e| load_error(e.into()))? {
             Engine::detect_precompiled_file(path)
-                .map_err(|e| load_error(first_line(&format!("{e:#}"))))?
+                .map_err(|e| load_error(LoadFailure::invalid(&e)))?
         } else {
             None
         };
         match kind {
             None => {
-                let bytes = std::fs::read(path).map_err(|e| load_error(e.to_string()))?;
+                let bytes = std::fs::read(path).map_err(|e| load_error(e.into()))?;
                 Component::new(&self.engine, &bytes)
-                    .map_err(|e| load_error(first_line(&e.to_string())))
+                    .map_err(|e| load_error(LoadFailure::invalid(&e)))
             }
-            Some(Precompiled::Module) => Err(load_error(
-                "it is a precompiled core module, not a component".to_owned(),
-            )),
+            Some(Precompiled::Module) => Err(load_error(LoadFailure::CoreModule)),
             Some(Precompiled::Component) if !allow_precompiled => {
                 Err(RunnerError::PrecompiledNotAllowed { path: shown() })
             }
@@ -159,7 +160,7 @@ impl Runtime {
                 unsafe { Component::deserialize_file(&self.engine, path) }.map_err(|e| {
                     RunnerError::PrecompiledMismatch {
                         path: shown(),
-                        why: first_line(&format!("{e:#}")),
+                        detail: first_line(&format!("{e:#}")),
                     }
                 })
             }
@@ -174,17 +175,17 @@ impl Runtime {
     /// [`RunnerError::Load`] when the file is missing, already precompiled, or not
     /// a valid component.
     pub fn precompile(&self, path: &Path) -> Result<Vec<u8>, RunnerError> {
-        let load_error = |why: String| RunnerError::Load {
+        let load_error = |reason: LoadFailure| RunnerError::Load {
             path: path.display().to_string(),
-            why,
+            reason,
         };
-        let bytes = std::fs::read(path).map_err(|e| load_error(e.to_string()))?;
+        let bytes = std::fs::read(path).map_err(|e| load_error(e.into()))?;
         if Engine::detect_precompiled(&bytes).is_some() {
-            return Err(load_error("it is precompiled already".to_owned()));
+            return Err(load_error(LoadFailure::AlreadyPrecompiled));
         }
         self.engine
             .precompile_component(&bytes)
-            .map_err(|e| load_error(first_line(&e.to_string())))
+            .map_err(|e| load_error(LoadFailure::invalid(&e)))
     }
 }
 

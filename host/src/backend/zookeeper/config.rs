@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::dialect::Dialect;
+use crate::backend::BackendError;
 use crate::name::LockName;
 
 /// Default ZooKeeper session timeout.
@@ -67,23 +68,20 @@ impl ZooKeeperConfig {
     /// Checks the configuration.
     ///
     /// # Errors
-    /// A message naming the bad setting.
-    pub fn validate(&self) -> Result<(), String> {
+    /// A [`ConfigError`] naming the bad setting.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.hosts.trim().is_empty() {
-            return Err("no ZooKeeper hosts given (expected HOST:PORT[,HOST:PORT...])".into());
+            return Err(ConfigError::NoHosts);
         }
         let root_ok = self.root == "/"
             || (self.root.starts_with('/') && LockName::new(&self.root[1..]).is_ok());
         if !root_ok {
-            return Err(format!(
-                "root {:?} must be an absolute ZooKeeper path like /wardlock (segments of A-Z a-z 0-9 - _ .)",
-                self.root
-            ));
+            return Err(ConfigError::Root(self.root.clone()));
         }
         if let Some(auth) = &self.digest_auth
             && !auth.contains(':')
         {
-            return Err("digest auth must be user:password".into());
+            return Err(ConfigError::DigestAuth);
         }
         Ok(())
     }
@@ -95,6 +93,29 @@ impl ZooKeeperConfig {
         } else {
             format!("{}/{name}", self.root)
         }
+    }
+}
+
+/// A [`ZooKeeperConfig`] that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `hosts` is empty.
+    #[error("no ZooKeeper hosts given (expected HOST:PORT[,HOST:PORT...])")]
+    NoHosts,
+    /// `root` is not an absolute path of valid segments.
+    #[error(
+        "root {0:?} must be an absolute ZooKeeper path like /wardlock (segments of A-Z a-z 0-9 - _ .)"
+    )]
+    Root(String),
+    /// `digest_auth` is not `user:password`.
+    #[error("digest auth must be user:password")]
+    DigestAuth,
+}
+
+impl From<ConfigError> for BackendError {
+    fn from(error: ConfigError) -> Self {
+        BackendError::InvalidConfig(error.to_string())
     }
 }
 

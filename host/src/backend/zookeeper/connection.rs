@@ -16,7 +16,9 @@ use super::config::ZooKeeperConfig;
 use super::liveness::{Health, Liveness};
 use crate::backend::BackendError;
 
-/// One ZooKeeper session.
+/// One *ZooKeeper session* (a client and its server-side session id), shared by
+/// every guest's lock session ([`super::session::ZkLockSession`]) of this
+/// host. A new one (the next `generation`) replaces it after expiry.
 pub(super) struct ZkSession {
     pub client: Client,
     pub generation: u64,

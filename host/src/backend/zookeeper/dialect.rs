@@ -52,8 +52,9 @@ impl Dialect {
     /// Every dialect, for help texts.
     pub const ALL: [Dialect; 3] = [Dialect::CuratorRw, Dialect::CuratorMutex, Dialect::Kazoo];
 
-    /// The dialect's name on the command line.
-    pub fn name(self) -> &'static str {
+    /// The dialect's name on the command line and in config files (as
+    /// [`Mode::as_str`]).
+    pub fn as_str(self) -> &'static str {
         match self {
             Dialect::CuratorRw => "curator-rw",
             Dialect::CuratorMutex => "curator-mutex",
@@ -64,14 +65,12 @@ impl Dialect {
     /// Parses a dialect name.
     ///
     /// # Errors
-    /// A message listing the known names.
-    pub fn parse(name: &str) -> Result<Dialect, String> {
+    /// [`UnknownDialect`] (its message lists the known names).
+    pub fn parse(name: &str) -> Result<Dialect, UnknownDialect> {
         Dialect::ALL
             .into_iter()
-            .find(|d| d.name() == name)
-            .ok_or_else(|| {
-                format!("unknown dialect {name:?}; expected curator-rw, curator-mutex or kazoo")
-            })
+            .find(|d| d.as_str() == name)
+            .ok_or_else(|| UnknownDialect(name.to_owned()))
     }
 
     /// How lock parents are created. Curator creates CONTAINER parents (reaped by
@@ -171,9 +170,22 @@ impl Dialect {
 
 impl std::fmt::Display for Dialect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.as_str())
     }
 }
+
+impl std::str::FromStr for Dialect {
+    type Err = UnknownDialect;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Dialect::parse(name)
+    }
+}
+
+/// A dialect name wardlock does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown dialect {0:?}; expected curator-rw, curator-mutex or kazoo")]
+pub struct UnknownDialect(pub String);
 
 /// Splits a ZooKeeper sequence off the end of `node`: 10 digits, or `-` and 9
 /// digits once the parent's counter overflowed (`%010d`). kazoo's own pattern is
@@ -242,9 +254,12 @@ mod tests {
             format!("{}__rlock__", "0".repeat(32))
         );
         for d in Dialect::ALL {
-            assert_eq!(Dialect::parse(d.name()), Ok(d));
+            assert_eq!(Dialect::parse(d.as_str()), Ok(d));
         }
-        assert!(Dialect::parse("zk").is_err());
+        let unknown = Dialect::parse("zk").expect_err("unknown");
+        for d in Dialect::ALL {
+            assert!(unknown.to_string().contains(d.as_str()), "{unknown}");
+        }
     }
 
     #[test]

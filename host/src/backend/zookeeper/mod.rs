@@ -34,8 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use zookeeper_client::Acls;
 
-pub use config::{DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
-pub use dialect::Dialect;
+pub use config::{ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
+pub use dialect::{Dialect, UnknownDialect};
 pub use inspect::QueueNode;
 
 use self::connection::Connection;
@@ -63,12 +63,13 @@ impl ZooKeeperBackend {
     /// A backend that connects lazily, on the first lock request.
     ///
     /// # Errors
-    /// [`BackendError::Unavailable`] for a bad configuration or when not called
-    /// inside a tokio runtime (background deletes need one).
+    /// [`BackendError::InvalidConfig`] for a configuration
+    /// [`ZooKeeperConfig::validate`] rejects; [`BackendError::Unsupported`] when
+    /// not called inside a tokio runtime (background deletes need one).
     pub fn new(config: ZooKeeperConfig) -> Result<Self, BackendError> {
-        config.validate().map_err(BackendError::Unavailable)?;
+        config.validate()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-            BackendError::Unavailable(
+            BackendError::Unsupported(
                 "the ZooKeeper backend must be created inside a tokio runtime".into(),
             )
         })?;

@@ -14,6 +14,10 @@ use super::{downgrade, release};
 use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode};
 use crate::name::LockName;
 
+/// One guest's [`LockSession`] (a *lock session*: its grants and waits). Every
+/// lock session of the host runs on the one current *ZooKeeper session*
+/// ([`super::connection::ZkSession`]); ending a lock session deletes its nodes,
+/// ending the ZooKeeper session loses every lock session's grants.
 pub(super) struct ZkLockSession {
     shared: Arc<Shared>,
     /// Written into every node: who holds or waits (for status tools).
