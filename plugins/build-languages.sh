@@ -3,6 +3,7 @@
 # plugins/build.sh after the Rust guests.
 #
 #   build-languages.sh TARGET_DIR [required|optional]
+#   build-languages.sh --list
 #
 # Writes TARGET_DIR/other-languages/<guest>-<language>.wasm and prints the
 # absolute path of each on stdout, one per line, and nothing else there; tool
@@ -11,8 +12,29 @@
 # plugins/toolchains.env) is an error naming plugins/install-toolchains.sh
 # when REQUIRED (the default); when OPTIONAL that language is skipped, and one
 # line on stderr names the skipped languages and the command that installs
-# them. A guest that fails to build is an error either way.
+# them. A guest that fails to build is an error either way. With --list it
+# prints the name (<guest>-<language>) of every component it can build, and
+# builds nothing.
 set -euo pipefail
+
+# Every guest, by language (c, python, js). A guest's source file is named
+# after it (see compile_c, compile_python and compile_js): adding one needs its
+# source file and its name here.
+declare -A GUESTS=(
+    [c]="counter readers-writers"
+    [python]="counter readers-writers"
+    [js]="counter readers-writers http-counter"
+)
+LANGUAGES=(c python js)
+
+if [[ "${1:-}" == --list ]]; then
+    for language in "${LANGUAGES[@]}"; do
+        for guest in ${GUESTS[$language]}; do
+            echo "$guest-$language"
+        done
+    done
+    exit 0
+fi
 
 PLUGINS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$PLUGINS")"
@@ -60,9 +82,24 @@ up_to_date() { # OUTPUT INPUT...
 # and the build scripts.
 common_inputs=("$ROOT/wit" "$PLUGINS/toolchains.env" "$PLUGINS/build-languages.sh")
 
+# Builds OUT/GUEST-LANGUAGE.wasm with `compile_LANGUAGE GUEST FILE` (FILE is
+# moved into place when that succeeds) unless it is newer than every input;
+# prints its path.
+build_guest() { # LANGUAGE GUEST INPUT...
+    local language="$1" guest="$2" component="$OUT/$2-$1.wasm"
+    shift 2
+    if ! up_to_date "$component" "$@" "${common_inputs[@]}"; then
+        echo "build.sh: building $guest-$language.wasm" >&2
+        "compile_$language" "$guest" "$component.tmp" >&2
+        mv "$component.tmp" "$component"
+    fi
+    echo "$component"
+}
+
 # --- C: clang + wasi-libc, wit-bindgen c, wasm-tools component new ----------
+C_ADAPTER="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
+
 build_c() {
-    local adapter="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
     command -v clang >/dev/null || missing "clang (Debian package clang)"
     command -v wasm-ld >/dev/null || missing "wasm-ld (Debian package lld)"
     [[ -f /usr/lib/wasm32-wasi/libc.a ]] || missing "the wasm32-wasi sysroot (Debian package wasi-libc)"
@@ -70,87 +107,83 @@ build_c() {
         missing "clang's wasm32 builtins (Debian package libclang-rt-dev-wasm32)"
     require_version "wit-bindgen (crate wit-bindgen-cli)" "$WIT_BINDGEN_VERSION" wit-bindgen
     require_version wasm-tools "$WASM_TOOLS_VERSION" wasm-tools
-    [[ -f "$adapter" ]] || missing "the WASI command adapter $adapter"
-
-    local bindings="$OUT/c-bindings" guest component
-    for guest in counter readers-writers; do
-        component="$OUT/$guest-c.wasm"
-        local source="$PLUGINS/c/${guest//-/_}.c"
-        if ! up_to_date "$component" "$source" "$PLUGINS/c/common.h" "$PLUGINS/c/start.c" "$adapter" \
-            "${common_inputs[@]}"; then
-            echo "build.sh: building $guest-c.wasm" >&2
-            wit-bindgen c "$ROOT/wit" --world guest --out-dir "$bindings" >&2
-            # A reactor with its own `_start` (see c/start.c for why).
-            clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" \
-                -o "$OUT/$guest-c.core.wasm" "$source" "$PLUGINS/c/start.c" "$bindings/guest.c" \
-                "$bindings/guest_component_type.o" -Wl,--strip-debug >&2
-            wasm-tools component new "$OUT/$guest-c.core.wasm" \
-                --adapt "wasi_snapshot_preview1=$adapter" -o "$component.tmp" >&2
-            mv "$component.tmp" "$component"
-        fi
-        echo "$component"
+    [[ -f "$C_ADAPTER" ]] || missing "the WASI command adapter $C_ADAPTER"
+    local guest
+    for guest in ${GUESTS[c]}; do
+        build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$PLUGINS/c/start.c" "$C_ADAPTER"
     done
+}
+
+compile_c() { # GUEST OUTPUT
+    local bindings="$OUT/c-bindings" core="$OUT/$1-c.core.wasm"
+    wit-bindgen c "$ROOT/wit" --world guest --out-dir "$bindings"
+    # A reactor with its own `_start` (see c/start.c for why).
+    clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" \
+        -o "$core" "$PLUGINS/c/${1//-/_}.c" "$PLUGINS/c/start.c" "$bindings/guest.c" \
+        "$bindings/guest_component_type.o" -Wl,--strip-debug
+    wasm-tools component new "$core" --adapt "wasi_snapshot_preview1=$C_ADAPTER" -o "$2"
 }
 
 # --- Python: componentize-py -----------------------------------------------
+COMPONENTIZE_PY="$PLUGINS/python/.venv/bin/componentize-py"
+
 build_python() {
-    local componentize_py="$PLUGINS/python/.venv/bin/componentize-py" guest component
-    require_version "componentize-py (in plugins/python/.venv)" "$COMPONENTIZE_PY_VERSION" "$componentize_py"
-    for guest in counter readers-writers; do
-        component="$OUT/$guest-python.wasm"
-        local module="${guest//-/_}"
-        if ! up_to_date "$component" "$PLUGINS/python/$module.py" "$PLUGINS/wit" "${common_inputs[@]}"; then
-            echo "build.sh: building $guest-python.wasm" >&2
-            # The guest module alone on the Python path, so nothing else in
-            # plugins/python (or the build machine's site-packages) is bundled.
-            local app="$OUT/python-src/$guest"
-            rm -rf "$app"
-            mkdir -p "$app"
-            cp "$PLUGINS/python/$module.py" "$app/"
-            (cd "$app" && "$componentize_py" -d "$PLUGINS/wit" -w command componentize \
-                -p . "$module" -o "$component.tmp") >&2
-            mv "$component.tmp" "$component"
-        fi
-        echo "$component"
+    require_version "componentize-py (in plugins/python/.venv)" "$COMPONENTIZE_PY_VERSION" "$COMPONENTIZE_PY"
+    local guest
+    for guest in ${GUESTS[python]}; do
+        build_guest python "$guest" "$PLUGINS/python/${guest//-/_}.py" "$PLUGINS/python/guest_common.py" "$PLUGINS/wit"
     done
+}
+
+compile_python() { # GUEST OUTPUT
+    # The guest module and the helpers it shares alone on the Python path, so
+    # nothing else in plugins/python (or the build machine's site-packages) is
+    # bundled.
+    local module="${1//-/_}" app="$OUT/python-src/$1"
+    rm -rf "$app"
+    mkdir -p "$app"
+    cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$app/"
+    (cd "$app" && "$COMPONENTIZE_PY" -d "$PLUGINS/wit" -w command componentize -p . "$module" -o "$2")
 }
 
 # --- JavaScript: componentize-js -------------------------------------------
+COMPONENTIZE_JS="$PLUGINS/js/node_modules/.bin/componentize-js"
+
 build_js() {
-    local componentize_js="$PLUGINS/js/node_modules/.bin/componentize-js" guest component
     command -v node >/dev/null || missing "node (Node.js 20 or later)"
-    require_version "componentize-js (in plugins/js/node_modules)" "$COMPONENTIZE_JS_VERSION" "$componentize_js"
-    for guest in counter readers-writers; do
-        component="$OUT/$guest-js.wasm"
-        if ! up_to_date "$component" "$PLUGINS/js/$guest.js" "$PLUGINS/js/wasi-file.js" "$PLUGINS/wit" "${common_inputs[@]}"; then
-            echo "build.sh: building $guest-js.wasm" >&2
-            # wardlock run links WASI 0.2 but not wasi:http, so leave out the
-            # engine's fetch support.
-            "$componentize_js" "$PLUGINS/js/$guest.js" --wit "$PLUGINS/wit" --world-name js-command \
-                --disable http fetch-event -o "$component.tmp" >&2
-            mv "$component.tmp" "$component"
-        fi
-        echo "$component"
+    require_version "componentize-js (in plugins/js/node_modules)" "$COMPONENTIZE_JS_VERSION" "$COMPONENTIZE_JS"
+    local guest
+    for guest in ${GUESTS[js]}; do
+        build_guest js "$guest" "$PLUGINS/js/$guest.js" "$PLUGINS/js/wasi-file.js" "$PLUGINS/wit"
     done
-    # The HTTP counter: a wasi:http/proxy-shaped guest for `wardlock serve`.
-    component="$OUT/http-counter-js.wasm"
-    if ! up_to_date "$component" "$PLUGINS/js/http-counter.js" "$PLUGINS/js/wasi-file.js" "$PLUGINS/wit" "${common_inputs[@]}"; then
-        echo "build.sh: building http-counter-js.wasm" >&2
-        "$componentize_js" "$PLUGINS/js/http-counter.js" --wit "$PLUGINS/wit" --world-name js-http \
-            -o "$component.tmp" >&2
-        mv "$component.tmp" "$component"
-    fi
-    echo "$component"
 }
 
+compile_js() { # GUEST OUTPUT
+    if [[ "$1" == http-* ]]; then
+        # A wasi:http/proxy-shaped guest for `wardlock serve`.
+        "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-http -o "$2"
+    else
+        # wardlock run links WASI 0.2 but not wasi:http, so leave out the
+        # engine's fetch support.
+        "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-command \
+            --disable http fetch-event -o "$2"
+    fi
+}
+
+declare -A LANGUAGE_NAMES=([c]=C [python]=Python [js]=JavaScript)
 skipped=()
-for language in C Python JavaScript; do
-    builder="build_$(tr 'A-Z' 'a-z' <<<"$language")"
-    [[ "$builder" == build_javascript ]] && builder=build_js
-    status=0
-    ("$builder") || status=$?
+for language in "${LANGUAGES[@]}"; do
+    # Not `(...) || status=$?`: bash ignores `set -e` inside a command that is
+    # tested, and a failing compiler must stop the build.
+    set +e
+    (
+        set -e
+        "build_$language"
+    )
+    status=$?
+    set -e
     if ((status == TOOLCHAIN_MISSING)) && [[ "$MODE" != required ]]; then
-        skipped+=("$language (no $(cat "$OUT/.missing"))")
+        skipped+=("${LANGUAGE_NAMES[$language]} (no $(cat "$OUT/.missing"))")
     elif ((status != 0)); then
         exit "$status"
     fi

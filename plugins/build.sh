@@ -5,6 +5,7 @@
 # toolchains come from plugins/install-toolchains.sh).
 #
 #   build.sh [--all | --rust-only] [PLUGIN...]
+#   build.sh --list
 #
 #   (default)    the Rust guests, plus every other language whose toolchain is
 #                installed; one line on stderr names the languages skipped and
@@ -12,6 +13,9 @@
 #   --all        every language; a missing toolchain is an error (CI, tests)
 #   --rust-only  the Rust guests alone (what plugins/demo.sh needs)
 #   PLUGIN...    only these Rust guests (default: all of them)
+#   --list       print the name of every component it can build (`counter`,
+#                `counter-python`, ...: `<name>.wasm` is the file), one per
+#                line, whatever is installed; build nothing
 #
 # Prints the absolute path of each component on stdout, one per line, and
 # nothing else there; cargo's output goes to stderr.
@@ -36,8 +40,12 @@ for arg in "$@"; do
     case "$arg" in
     --all) languages=required ;;
     --rust-only) languages=none ;;
+    --list)
+        printf '%s\n' "${ALL_PLUGINS[@]}"
+        exec bash "$ROOT/plugins/build-languages.sh" --list
+        ;;
     -*)
-        echo "build.sh: unknown option $arg (expected --all or --rust-only)" >&2
+        echo "build.sh: unknown option $arg (expected --all, --rust-only or --list)" >&2
         exit 2
         ;;
     *)

@@ -1,12 +1,15 @@
 //! Builds every example and test guest once per test build (like wasmtime's
-//! test-programs): runs `plugins/build.sh` and exposes each component's path to the
-//! tests as `WARDLOCK_GUEST_<NAME>` (name upper-cased, `-` → `_`).
+//! test-programs): runs `plugins/build.sh` and writes `$OUT_DIR/guests.rs`, the
+//! table `GUESTS` that `src/lib.rs` includes: every component the build scripts
+//! can make (`plugins/build.sh --list`), by name (`counter-python` for
+//! `counter-python.wasm`), with its path when this build made it.
 //!
 //! Under CI (`CI` set, as `.ci/run` runs) every language's guests are required
 //! (`build.sh --all`); elsewhere guests whose toolchain is missing are skipped and
 //! the tests that need them fail with a message naming the installer.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
@@ -21,17 +24,35 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=CI");
+    let script = root.join("plugins/build.sh");
+    let names = run(Command::new("bash").arg(&script).arg("--list"));
     let mut build = Command::new("bash");
-    build.arg(root.join("plugins/build.sh"));
+    build.arg(&script);
     if std::env::var_os("CI").is_some_and(|ci| !ci.is_empty()) {
         build.arg("--all");
     }
-    let output = build
+    let paths = run(build
         // The outer cargo's settings are for the host target, not for guests.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("CARGO_BUILD_TARGET"));
+    let mut table = String::from("&[\n");
+    for name in names.lines() {
+        let path = paths.lines().find(|path| {
+            path.ends_with(".wasm") && Path::new(path).file_stem() == Some(OsStr::new(name))
+        });
+        table.push_str(&format!("    ({name:?}, {path:?}),\n"));
+    }
+    table.push(']');
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join("guests.rs"), table).expect("write guests.rs");
+}
+
+/// Runs `command` (a build script: its stderr passes through) and returns its
+/// stdout.
+fn run(command: &mut Command) -> String {
+    let output = command
         .stderr(std::process::Stdio::inherit())
         .output()
         .expect("cannot run bash plugins/build.sh");
@@ -41,14 +62,5 @@ fn main() {
             output.status
         );
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    for line in stdout.lines().filter(|l| l.ends_with(".wasm")) {
-        let path = PathBuf::from(line);
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default();
-        let var = format!("WARDLOCK_GUEST_{}", stem.to_uppercase().replace('-', "_"));
-        println!("cargo:rustc-env={var}={line}");
-    }
+    String::from_utf8(output.stdout).expect("plugins/build.sh prints UTF-8 paths")
 }

@@ -16,15 +16,19 @@ Exit codes: 0 success, 1 lock or I/O error or bad arguments (the usage is
 printed on stderr).
 
 Build: componentize-py -d plugins/wit -w command componentize -p plugins/python counter -o counter-python.wasm
+(guest_common.py, beside this file, is bundled with it).
 """
 
 import os
 import sys
 
 from componentize_py_types import Err
+from guest_common import describe, fail, read_value, write_value
 from wit_world import exports
 from wit_world.imports import locks
 from wit_world.imports.types import Mode
+
+GUEST = "counter"
 
 USAGE = "usage: counter LOCK_NAME ITERATIONS|trap|leak FILE  (ITERATIONS >= 1)"
 
@@ -53,8 +57,8 @@ class Run(exports.Run):
         for _ in range(count):
             # Leaving the block drops the handle (after `release`, a no-op).
             with hold(lock_name) as lock:
-                value = read_value(path) + 1
-                write_value(path, value)
+                value = read_value(GUEST, path) + 1
+                write_value(GUEST, path, value)
                 token = lock.fencing_token()
                 try:
                     lock.release()
@@ -77,41 +81,3 @@ def parse_positive(text: str):
         return None
     number = int(text)
     return number if number > 0 else None
-
-
-def read_value(path: str) -> int:
-    """The integer in `path`; a missing or empty (whitespace-only) file is 0."""
-    try:
-        with open(path) as f:
-            text = f.read().strip()
-    except FileNotFoundError:
-        return 0
-    except OSError as e:
-        fail(f"counter: reading {path}: {e}")
-    if not text:
-        return 0
-    if not text.isdigit():
-        fail(f"counter: {path} does not hold an integer ({text!r})")
-    return int(text)
-
-
-def write_value(path: str, value: int) -> None:
-    try:
-        with open(path, "w") as f:
-            f.write(str(value))
-    except OSError as e:
-        fail(f"counter: writing {path}: {e}")
-
-
-def describe(error) -> str:
-    """`timeout`, `invalid-name: <why>`, ... for a `wardlock:lock/types.error`."""
-    kind = type(error).__name__.removeprefix("Error_")
-    kind = "".join("-" + c.lower() if c.isupper() else c for c in kind).lstrip("-")
-    detail = getattr(error, "value", None)
-    return f"{kind}: {detail}" if detail else kind
-
-
-def fail(message: str):
-    """Prints `message` on stderr and ends `run` with an error (exit code 1)."""
-    print(message, file=sys.stderr, flush=True)
-    raise Err(None)

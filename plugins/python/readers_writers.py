@@ -16,16 +16,19 @@ Exit codes: 0 no violations, 1 violations, a lock or I/O error, or bad
 arguments (the usage is printed on stderr).
 
 Build: componentize-py -d plugins/wit -w command componentize -p plugins/python readers_writers -o readers-writers-python.wasm
+(guest_common.py, beside this file, is bundled with it).
 """
 
 import random
 import sys
 
 from componentize_py_types import Err
+from guest_common import describe, fail, read_value, write_value
 from wit_world import exports
 from wit_world.imports import locks
 from wit_world.imports.types import Mode
 
+GUEST = "readers-writers"
 USAGE = "usage: readers-writers LOCK_NAME ROUNDS FILE WRITE_PERCENT  (WRITE_PERCENT 0..=100)"
 
 
@@ -59,27 +62,27 @@ class Run(exports.Run):
 def write_round(path: str) -> int:
     """One writer step under the exclusive lock; returns the violations seen."""
     violations = 0
-    value = read_value(path)
+    value = read_value(GUEST, path)
     if value % 2:
         warn(f"writer found odd value {value}")
         violations += 1
-    write_value(path, value + 1)
-    read_back = read_value(path)
+    write_value(GUEST, path, value + 1)
+    read_back = read_value(GUEST, path)
     if read_back != value + 1:
         warn(f"writer wrote {value + 1} but read back {read_back}")
         violations += 1
-    write_value(path, value + 2)
+    write_value(GUEST, path, value + 2)
     return violations
 
 
 def read_round(path: str) -> int:
     """One reader step under the shared lock; returns the violations seen."""
     violations = 0
-    first = read_value(path)
+    first = read_value(GUEST, path)
     if first % 2:
         warn(f"reader saw odd value {first}")
         violations += 1
-    second = read_value(path)
+    second = read_value(GUEST, path)
     if second != first:
         warn(f"reader saw {first} then {second}")
         violations += 1
@@ -90,53 +93,16 @@ def acquire(lock_name: str, mode: Mode) -> locks.Lock:
     try:
         return locks.acquire(lock_name, locks.Options(mode=mode, timeout_ms=None))
     except Err as e:
-        fail(f"readers-writers: lock {lock_name}: {describe(e.value)}")
+        fail(f"{GUEST}: lock {lock_name}: {describe(e.value)}")
 
 
 def release(lock: locks.Lock) -> None:
     try:
         lock.release()
     except Err as e:
-        fail(f"readers-writers: lock {lock.name()}: {describe(e.value)}")
-
-
-def read_value(path: str) -> int:
-    """The integer in `path`; a missing or empty (whitespace-only) file is 0."""
-    try:
-        with open(path) as f:
-            text = f.read().strip()
-    except FileNotFoundError:
-        return 0
-    except OSError as e:
-        fail(f"readers-writers: reading {path}: {e}")
-    if not text:
-        return 0
-    if not text.isdigit():
-        fail(f"readers-writers: {path} does not hold an integer ({text!r})")
-    return int(text)
-
-
-def write_value(path: str, value: int) -> None:
-    try:
-        with open(path, "w") as f:
-            f.write(str(value))
-    except OSError as e:
-        fail(f"readers-writers: writing {path}: {e}")
-
-
-def describe(error) -> str:
-    """`timeout`, `invalid-name: <why>`, ... for a `wardlock:lock/types.error`."""
-    kind = type(error).__name__.removeprefix("Error_")
-    kind = "".join("-" + c.lower() if c.isupper() else c for c in kind).lstrip("-")
-    detail = getattr(error, "value", None)
-    return f"{kind}: {detail}" if detail else kind
+        fail(f"{GUEST}: lock {lock.name()}: {describe(e.value)}")
 
 
 def warn(message: str) -> None:
-    print(f"readers-writers: {message}", file=sys.stderr, flush=True)
+    print(f"{GUEST}: {message}", file=sys.stderr, flush=True)
 
-
-def fail(message: str):
-    """Prints `message` on stderr and ends `run` with an error (exit code 1)."""
-    print(message, file=sys.stderr, flush=True)
-    raise Err(None)

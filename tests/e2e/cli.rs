@@ -4,33 +4,29 @@ use clap::Parser;
 use wardlock_host::cli::{Cli, execute};
 use wardlock_tests::Guest;
 
-async fn wardlock(args: &[&str]) -> anyhow::Result<i32> {
+pub(crate) async fn wardlock(args: &[&str]) -> anyhow::Result<i32> {
     let cli = Cli::try_parse_from(std::iter::once("wardlock").chain(args.iter().copied()))?;
     execute(cli).await
+}
+
+/// `wardlock run FLAGS --instances 8 --dir DIR::/data counter.wasm -- LOCK
+/// ITERATIONS /data/count` on a fresh DIR: the exit code and the final count.
+pub(crate) async fn run_counters(flags: &[&str], lock: &str, iterations: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = format!("{}::/data", dir.path().display());
+    let mut args = vec!["run"];
+    args.extend(flags);
+    args.extend(["--instances", "8", "--dir", &data, Guest::Counter.path()]);
+    args.extend(["--", lock, iterations, "/data/count"]);
+    let code = wardlock(&args).await.expect("run");
+    let count = std::fs::read_to_string(dir.path().join("count")).unwrap_or_default();
+    (code, count.trim().to_owned())
 }
 
 /// The README demo: 8 counter instances, exact total.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_counter_demo_gives_exact_count() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = format!("{}::/data", dir.path().display());
-    let code = wardlock(&[
-        "run",
-        "--instances",
-        "8",
-        "--dir",
-        &data,
-        Guest::Counter.path(),
-        "--",
-        "demo",
-        "25",
-        "/data/count",
-    ])
-    .await
-    .unwrap();
-    assert_eq!(code, 0);
-    let count = std::fs::read_to_string(dir.path().join("count")).unwrap();
-    assert_eq!(count.trim(), "200");
+    assert_eq!(run_counters(&[], "demo", "25").await, (0, "200".to_owned()));
 }
 
 /// A failing instance makes the run fail.

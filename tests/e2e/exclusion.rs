@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use wardlock_host::runner::{Preopen, RunnerConfig};
+use wardlock_host::runner::RunnerConfig;
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::{
-    Guest, lines, lockctl, name, runner, runner_with, spawn_lockctl, token_of, wait_counts,
+    Guest, assert_success, data_dir, lines, lockctl, name, run_instances, runner, runner_with,
+    spawn_lockctl, token_of, wait_counts,
 };
 
 /// Many counter instances doing read-modify-write on one file under one lock lose
@@ -16,29 +17,18 @@ async fn counter_instances_lose_no_update() {
     let backend = MemoryBackend::new();
     let config = RunnerConfig {
         backend: std::sync::Arc::new(backend.clone()),
-        preopens: vec![Preopen::parse(&format!("{}::/data", dir.path().display()))],
+        preopens: data_dir(dir.path()),
         ..RunnerConfig::default()
     };
     let runner = runner_with(Guest::Counter, config);
     let (instances, iterations) = (8, 40);
-    let args: Vec<String> = ["orders", &iterations.to_string(), "/data/count"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut tasks = Vec::new();
-    for i in 0..instances {
-        let (runner, args) = (runner.clone(), args.clone());
-        tasks.push(tokio::spawn(async move { runner.run(i, &args).await }));
-    }
-    for task in tasks {
-        let report = task.await.unwrap();
-        assert!(
-            report.outcome.is_success(),
-            "{:?}: {}",
-            report.outcome,
-            report.stderr_text()
-        );
-    }
+    let reports = run_instances(
+        &runner,
+        instances,
+        &["orders", &iterations.to_string(), "/data/count"],
+    )
+    .await;
+    reports.iter().for_each(assert_success);
     let count = std::fs::read_to_string(dir.path().join("count")).unwrap();
     assert_eq!(count.trim(), (instances * iterations).to_string());
     assert!(
@@ -54,29 +44,14 @@ async fn readers_writers_example_is_clean() {
     let backend = MemoryBackend::new();
     let config = RunnerConfig {
         backend: std::sync::Arc::new(backend.clone()),
-        preopens: vec![Preopen::parse(&format!("{}::/data", dir.path().display()))],
+        preopens: data_dir(dir.path()),
         ..RunnerConfig::default()
     };
     let runner = runner_with(Guest::ReadersWriters, config);
-    let args: Vec<String> = ["doc", "30", "/data/value", "30"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut tasks = Vec::new();
-    for i in 0..6 {
-        let (runner, args) = (runner.clone(), args.clone());
-        tasks.push(tokio::spawn(async move { runner.run(i, &args).await }));
-    }
     let mut writes = 0;
-    for task in tasks {
-        let report = task.await.unwrap();
+    for report in run_instances(&runner, 6, &["doc", "30", "/data/value", "30"]).await {
+        assert_success(&report);
         let out = report.stdout_text();
-        assert!(
-            report.outcome.is_success(),
-            "{:?}: {out} {}",
-            report.outcome,
-            report.stderr_text()
-        );
         assert!(out.contains("violations=0"), "{out}");
         let w: u64 = out
             .split("writes=")

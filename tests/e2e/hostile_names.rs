@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use wardlock_host::backend::zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{LockBackend, LockName, Mode};
+use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::interop::Foreign;
 use wardlock_tests::name;
-use wardlock_tests::probe::HANG_GUARD;
 use wardlock_tests::zookeeper::ZkServer;
 
 const ROOT: &str = "/wardlock-hostile";
@@ -42,7 +42,7 @@ async fn nested_names_never_block_their_parent_lock() {
         let mut held = Vec::new();
         for nested in NESTED {
             let grant = squatter
-                .acquire(&name(nested), Mode::Exclusive, Some(HANG_GUARD))
+                .acquire(&name(nested), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
                 .await
                 .expect("nested lock");
             held.push(grant);

@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardlock_host::backend::zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::runner::{Preopen, RunnerConfig};
+use wardlock_host::runner::RunnerConfig;
 use wardlock_host::{BackendError, LockBackend, Mode};
+use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::interop::Foreign;
-use wardlock_tests::probe::{HANG_GUARD, Probe, ZkProbe};
+use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, name, runner_with};
+use wardlock_tests::{
+    Guest, assert_success, data_dir, name, run_instances, runner_with, spawn_acquire,
+};
 
 const ROOT: &str = "/wardlock";
 
@@ -59,6 +62,17 @@ async fn backend(server: &ZkServer, dialect: Dialect) -> ZooKeeperBackend {
     ZooKeeperBackend::connect(config).await.expect("backend")
 }
 
+/// One test per foreign side: `test_per_side!(check: test_name => SIDE, ...)`
+/// runs `check(SIDE)` as `test_name`.
+macro_rules! test_per_side {
+    ($check:ident: $($test:ident => $side:expr),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            $check($side).await;
+        }
+    )*};
+}
+
 /// The foreign client and four counter guests increment one file under one lock.
 async fn counter_is_exact(side: Side) {
     let server = ZkServer::start();
@@ -75,29 +89,13 @@ async fn counter_is_exact(side: Side) {
         Guest::Counter,
         RunnerConfig {
             backend: Arc::new(backend.clone()),
-            preopens: vec![Preopen::parse(&format!("{}::/data", dir.path().display()))],
+            preopens: data_dir(dir.path()),
             timeout: Some(Duration::from_secs(120)),
             ..RunnerConfig::default()
         },
     );
-    let args: Vec<String> = ["shared-counter", "20", "/data/count"]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-    let mut guests = Vec::new();
-    for i in 0..4 {
-        let (runner, args) = (runner.clone(), args.clone());
-        guests.push(tokio::spawn(async move { runner.run(i, &args).await }));
-    }
-    for guest in guests {
-        let report = guest.await.expect("guest");
-        assert!(
-            report.outcome.is_success(),
-            "{:?}: {}",
-            report.outcome,
-            report.stderr_text()
-        );
-    }
+    let reports = run_instances(&runner, 4, &["shared-counter", "20", "/data/count"]).await;
+    reports.iter().for_each(assert_success);
     foreign.finish().await;
     let count = std::fs::read_to_string(&file).expect("count");
     assert_eq!(
@@ -108,29 +106,12 @@ async fn counter_is_exact(side: Side) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn curator_rw_counter_is_exact() {
-    counter_is_exact(CURATOR_RW).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn curator_mutex_counter_is_exact() {
-    counter_is_exact(CURATOR_MUTEX).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kazoo_counter_is_exact() {
-    counter_is_exact(KAZOO).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kazoo_plain_lock_counter_is_exact() {
-    counter_is_exact(Side {
-        write: "lock",
-        ..KAZOO
-    })
-    .await;
-}
+test_per_side!(counter_is_exact:
+    curator_rw_counter_is_exact => CURATOR_RW,
+    curator_mutex_counter_is_exact => CURATOR_MUTEX,
+    kazoo_counter_is_exact => KAZOO,
+    kazoo_plain_lock_counter_is_exact => Side { write: "lock", ..KAZOO },
+);
 
 /// Shared holders on both sides overlap; exclusive ones never do.
 async fn modes_interlock(side: Side) {
@@ -157,7 +138,7 @@ async fn modes_interlock(side: Side) {
 
     // Our exclusive holder: the foreign side gets nothing.
     let held = ours
-        .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("exclusive");
     side.foreign(&server, "modes", side.write, &["try"])
@@ -195,7 +176,7 @@ async fn modes_interlock(side: Side) {
 
     // Our reader: the foreign side reads alongside, cannot write.
     let shared = ours
-        .acquire(&lock, Mode::Shared, Some(HANG_GUARD))
+        .acquire(&lock, Mode::Shared, Some(TEST_WAIT_LIMIT))
         .await
         .expect("shared");
     let mut foreign_reader = side.foreign(&server, "modes", read, &["try"]);
@@ -208,20 +189,11 @@ async fn modes_interlock(side: Side) {
     ours.release(shared.id).expect("release");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn curator_rw_modes_interlock() {
-    modes_interlock(CURATOR_RW).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn curator_mutex_modes_interlock() {
-    modes_interlock(CURATOR_MUTEX).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kazoo_modes_interlock() {
-    modes_interlock(KAZOO).await;
-}
+test_per_side!(modes_interlock:
+    curator_rw_modes_interlock => CURATOR_RW,
+    curator_mutex_modes_interlock => CURATOR_MUTEX,
+    kazoo_modes_interlock => KAZOO,
+);
 
 /// Curator's downgrade (write, then read, then release write) keeps wardlock
 /// writers out until the read lock goes, while wardlock readers may join.
@@ -244,16 +216,7 @@ async fn curator_downgrade_keeps_writers_out() {
         .expect("try")
         .expect("reader joins");
     ours.release(read.id).expect("release");
-    let writer = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            let session = backend.open_session("writer");
-            let grant = session
-                .acquire(&name("downgrade"), Mode::Exclusive, Some(HANG_GUARD))
-                .await;
-            (session, grant)
-        })
-    };
+    let writer = spawn_acquire(backend.open_session("writer"), "downgrade", Mode::Exclusive);
     probe.wait_len("downgrade", 2).await;
     assert!(
         !writer.is_finished(),
@@ -277,7 +240,7 @@ async fn dead_foreign_holder_hands_over(side: Side) {
         Guest::Lockctl,
         RunnerConfig {
             backend: Arc::new(backend.clone()),
-            timeout: Some(HANG_GUARD),
+            timeout: Some(TEST_WAIT_LIMIT),
             ..RunnerConfig::default()
         },
     );
@@ -297,20 +260,11 @@ async fn dead_foreign_holder_hands_over(side: Side) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dead_curator_holder_hands_over() {
-    dead_foreign_holder_hands_over(CURATOR_RW).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dead_curator_mutex_holder_hands_over() {
-    dead_foreign_holder_hands_over(CURATOR_MUTEX).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dead_kazoo_holder_hands_over() {
-    dead_foreign_holder_hands_over(KAZOO).await;
-}
+test_per_side!(dead_foreign_holder_hands_over:
+    dead_curator_holder_hands_over => CURATOR_RW,
+    dead_curator_mutex_holder_hands_over => CURATOR_MUTEX,
+    dead_kazoo_holder_hands_over => KAZOO,
+);
 
 /// `wardlock status` shows a Curator holder first and queued guests behind it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,7 +278,7 @@ async fn status_shows_curator_holder_and_queued_guests() {
         Guest::Lockctl,
         RunnerConfig {
             backend: Arc::new(backend.clone()),
-            timeout: Some(HANG_GUARD),
+            timeout: Some(TEST_WAIT_LIMIT),
             ..RunnerConfig::default()
         },
     );

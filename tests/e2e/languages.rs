@@ -12,12 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::runner::{InstanceReport, Outcome, Preopen, Runner, RunnerConfig};
+use wardlock_host::runner::{InstanceReport, Outcome, Runner, RunnerConfig};
 use wardlock_host::{Grant, LockPolicy, LockSession, MemoryBackend, Mode};
+use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::conformance::Subject;
-use wardlock_tests::probe::{HANG_GUARD, MemoryProbe, ZkProbe};
+use wardlock_tests::probe::{MemoryProbe, ZkProbe};
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, name, runner_with};
+use wardlock_tests::{Guest, assert_success, data_dir, name, runner_with, spawn_acquire};
 
 /// A guest language other than Rust.
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +62,7 @@ fn runner(s: &Subject, guest: Guest, dir: &Path) -> Arc<Runner> {
             backend: s.backend.clone(),
             policy: Arc::new(LockPolicy::new()),
             timeout: Some(Duration::from_secs(120)),
-            preopens: vec![Preopen::parse(&format!("{}::/data", dir.display()))],
+            preopens: data_dir(dir),
             ..RunnerConfig::default()
         },
     )
@@ -72,16 +73,6 @@ fn spawn(runner: &Arc<Runner>, args: &[&str]) -> tokio::task::JoinHandle<Instanc
     let runner = runner.clone();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     tokio::spawn(async move { runner.run(0, &args).await })
-}
-
-fn assert_success(report: &InstanceReport) {
-    assert!(
-        report.outcome.is_success(),
-        "{:?}\nstdout: {}\nstderr: {}",
-        report.outcome,
-        report.stdout_text(),
-        report.stderr_text()
-    );
 }
 
 /// The number after `key=` in a `readers-writers: reads=R writes=W violations=X` line.
@@ -104,7 +95,7 @@ fn value_in(dir: &Path, file: &str) -> u64 {
 async fn hold(s: &Subject, lock: &str, mode: Mode) -> (Box<dyn LockSession>, Grant) {
     let session = s.backend.open_session("test");
     let grant = session
-        .acquire(&name(lock), mode, Some(HANG_GUARD))
+        .acquire(&name(lock), mode, Some(TEST_WAIT_LIMIT))
         .await
         .expect("native acquire");
     (session, grant)
@@ -210,17 +201,7 @@ async fn hand_over(s: &Subject, language: Language, mode: &str) -> InstanceRepor
     let (holder, held) = hold(s, &lock, Mode::Exclusive).await;
     let guest = spawn(&runner, &[&lock, mode, "/data/unused"]);
     s.probe.wait_len(&lock, 2).await;
-    let waiter = {
-        let backend = s.backend.clone();
-        let lock = lock.clone();
-        tokio::spawn(async move {
-            let session = backend.open_session("waiter");
-            let grant = session
-                .acquire(&name(&lock), Mode::Exclusive, Some(HANG_GUARD))
-                .await;
-            (session, grant)
-        })
-    };
+    let waiter = spawn_acquire(s.backend.open_session("waiter"), &lock, Mode::Exclusive);
     s.probe.wait_len(&lock, 3).await;
     holder.release(held.id).expect("release");
     let report = guest.await.expect("guest task");

@@ -7,10 +7,9 @@ use std::time::Duration;
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode, WardlockCtx};
 use wardlock_tests::{
-    Guest, lines, lockctl, lockctl_with, name, runner, runner_with, spawn_lockctl, wait_counts,
+    Gated, Guest, TEST_WAIT_LIMIT, lines, lockctl, lockctl_with, name, runner, runner_with,
+    spawn_acquire, spawn_lockctl, wait_counts,
 };
-
-const HANG_GUARD: Duration = Duration::from_secs(30);
 
 /// Returning without releasing (or dropping) handles releases them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,29 +46,15 @@ async fn exit_releases_everything() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trap_hands_lock_to_waiter() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let gate = native
-        .acquire(&name("gate"), Mode::Exclusive, None)
-        .await
-        .unwrap();
-    let guest = spawn_lockctl(
+    // The guest holds `a` and waits for `gate`.
+    let gated = Gated::park(
         &backend,
         &["acquire exclusive - a", "acquire exclusive - gate", "trap"],
-    );
-    wait_counts(&backend, "gate", 1, 1).await; // the guest holds `a` and waits for `gate`
-    let waiter = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            let session = backend.open_session("waiter");
-            let grant = session
-                .acquire(&name("a"), Mode::Exclusive, Some(HANG_GUARD))
-                .await;
-            (session, grant)
-        })
-    };
+    )
+    .await;
+    let waiter = spawn_acquire(backend.open_session("waiter"), "a", Mode::Exclusive);
     wait_counts(&backend, "a", 1, 1).await;
-    native.release(gate.id).unwrap();
-    let report = guest.await.unwrap();
+    let report = gated.open().await;
     assert!(
         matches!(report.outcome, Outcome::Trap(_)),
         "{:?}",
@@ -101,7 +86,7 @@ async fn deadline_stops_a_spinning_holder() {
     wait_counts(&backend, "a", 1, 0).await;
     let session = backend.open_session("waiter");
     let grant = session
-        .acquire(&name("a"), Mode::Exclusive, Some(HANG_GUARD))
+        .acquire(&name("a"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await;
     assert!(grant.is_ok(), "{grant:?}");
     let report = guest.await.unwrap();
@@ -229,7 +214,7 @@ async fn memory_bomb_traps_and_releases() {
         RunnerConfig {
             backend: Arc::new(backend.clone()),
             memory_limit: 32 << 20,
-            timeout: Some(HANG_GUARD),
+            timeout: Some(TEST_WAIT_LIMIT),
             ..RunnerConfig::default()
         },
     );
@@ -247,24 +232,18 @@ async fn memory_bomb_traps_and_releases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_handle_releases_it() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let gate = native
-        .acquire(&name("gate"), Mode::Exclusive, None)
-        .await
-        .unwrap();
-    let guest = spawn_lockctl(
+    let gated = Gated::park(
         &backend,
         &[
             "acquire exclusive - a",
             "drop 1",
             "acquire exclusive - gate",
         ],
-    );
-    wait_counts(&backend, "gate", 1, 1).await;
+    )
+    .await;
     assert!(
         backend.snapshot(&name("a")).is_empty(),
         "dropped handle still holds the lock"
     );
-    native.release(gate.id).unwrap();
-    assert!(guest.await.unwrap().outcome.is_success());
+    assert!(gated.open().await.outcome.is_success());
 }

@@ -1,5 +1,10 @@
-//! End-to-end tests: real guest components (built by `build.rs`) on the in-memory
-//! backend, through the same runner the `wardlock` CLI uses.
+//! End-to-end tests: real guest components (built by `build.rs`), run through
+//! the same runner the `wardlock` CLI uses, on the in-memory backend and on real
+//! ZooKeeper servers and ensembles that the tests start themselves (`zookeeper`,
+//! `partition`, `failover`, `hostile_names`, `interop` with Curator and kazoo,
+//! and both backends in `conformance` and `languages`); plus the `wardlock` CLI
+//! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
+//! real binary over HTTP).
 
 mod cli;
 mod conformance;

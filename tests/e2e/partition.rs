@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{GrantStatus, LockBackend, Mode};
+use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::name;
-use wardlock_tests::probe::{HANG_GUARD, Probe, ZkProbe};
+use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::ZkServer;
 
@@ -55,7 +56,7 @@ async fn partition_reports_lost_before_another_host_is_granted() {
 
     let holder = cut_off.open_session("cut-off holder");
     let held = holder
-        .acquire(&name("part"), Mode::Exclusive, Some(HANG_GUARD))
+        .acquire(&name("part"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("hold");
     assert!(store.lock().expect("store").write(held.token));
@@ -65,7 +66,7 @@ async fn partition_reports_lost_before_another_host_is_granted() {
         tokio::spawn(async move {
             let session = other.open_session("other host");
             let grant = session
-                .acquire(&name("part"), Mode::Exclusive, Some(HANG_GUARD))
+                .acquire(&name("part"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
                 .await;
             let granted = Instant::now();
             if let Ok(grant) = &grant {
@@ -137,7 +138,7 @@ async fn partition_reports_lost_before_another_host_is_granted() {
     session.release(grant.id).expect("release");
     let again = cut_off.open_session("after the partition");
     let next = again
-        .acquire(&name("part"), Mode::Exclusive, Some(HANG_GUARD))
+        .acquire(&name("part"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("acquire after healing");
     assert!(store.lock().expect("store").write(next.token));

@@ -1,6 +1,7 @@
 //! The ZooKeeper backend against a real ZooKeeper server started by each test:
-//! the conformance suite, herd-freedom measured on the server, release on guest
-//! death, session expiry, server restart and a connection cut mid-create.
+//! herd-freedom measured on the server, release on guest death, session expiry,
+//! server restart and a connection cut mid-create (the conformance suite on
+//! ZooKeeper is in `conformance`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,16 +9,19 @@ use std::time::{Duration, Instant};
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{GrantStatus, LockBackend, LockPolicy, Mode};
-use wardlock_tests::conformance::{self, Subject};
-use wardlock_tests::probe::{HANG_GUARD, Probe, ZkProbe};
+use wardlock_tests::TEST_WAIT_LIMIT;
+use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, name, runner_with};
+use wardlock_tests::{Guest, name, runner_with, spawn_acquire};
 use zookeeper_client::{Acls, Client, CreateMode, SessionState};
 
-const ROOT: &str = "/wardlock-test";
+use crate::cli::{run_counters, wardlock};
 
-async fn backend(address: &str, session_timeout: Duration) -> ZooKeeperBackend {
+/// Where these tests' lock nodes live (`conformance` uses it too).
+pub(crate) const ROOT: &str = "/wardlock-test";
+
+pub(crate) async fn backend(address: &str, session_timeout: Duration) -> ZooKeeperBackend {
     let config = ZooKeeperConfig::new(address)
         .root(ROOT)
         .session_timeout(session_timeout);
@@ -27,7 +31,7 @@ async fn backend(address: &str, session_timeout: Duration) -> ZooKeeperBackend {
 }
 
 /// No lock node is left anywhere under the root.
-async fn assert_no_lock_nodes(probe: &ZkProbe) {
+pub(crate) async fn assert_no_lock_nodes(probe: &ZkProbe) {
     let left: Vec<String> = probe
         .all_nodes()
         .await
@@ -52,23 +56,9 @@ async fn wait_state(
             watcher.changed().await;
         }
     };
-    tokio::time::timeout(HANG_GUARD, wait)
+    tokio::time::timeout(TEST_WAIT_LIMIT, wait)
         .await
         .expect("session state never came")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zookeeper_backend_conforms() {
-    let server = ZkServer::start();
-    let backend = backend(&server.address(), Duration::from_secs(10)).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
-    let subject = Subject {
-        backend: Arc::new(backend),
-        probe: Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
-    };
-    conformance::all(&subject).await;
-    drop(subject);
-    assert_no_lock_nodes(&probe).await;
 }
 
 /// A holder and 20 waiters: every waiter watches exactly one node, all different,
@@ -94,7 +84,7 @@ async fn waiters_watch_one_node_each() {
         waiters.push(tokio::spawn(async move {
             let session = backend.open_session(&format!("waiter {i}"));
             let grant = session
-                .acquire(&name("herd"), mode, Some(HANG_GUARD))
+                .acquire(&name("herd"), mode, Some(TEST_WAIT_LIMIT))
                 .await
                 .expect("waiter");
             session.release(grant.id).expect("release");
@@ -102,7 +92,7 @@ async fn waiters_watch_one_node_each() {
         probe.wait_len("herd", i + 2).await;
     }
     // Watches are set right after each node's listing; wait until all 20 are in.
-    let watched = tokio::time::timeout(HANG_GUARD, async {
+    let watched = tokio::time::timeout(TEST_WAIT_LIMIT, async {
         loop {
             let watched = lock_node_watches(&server.four_letter("wchp"));
             if watched.len() >= 20 {
@@ -168,7 +158,7 @@ async fn trapped_holder_hands_over_before_session_timeout() {
         Guest::Lockctl,
         RunnerConfig {
             backend: Arc::new(backend.clone()),
-            timeout: Some(HANG_GUARD),
+            timeout: Some(TEST_WAIT_LIMIT),
             ..RunnerConfig::default()
         },
     );
@@ -190,7 +180,7 @@ async fn trapped_holder_hands_over_before_session_timeout() {
         tokio::spawn(async move {
             let session = backend.open_session("waiter");
             let grant = session
-                .acquire(&name("dying"), Mode::Exclusive, Some(HANG_GUARD))
+                .acquire(&name("dying"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
                 .await;
             (session, grant, Instant::now())
         })
@@ -282,13 +272,13 @@ async fn session_expiry_reports_lost_and_reconnects() {
             old_state.changed().await;
         }
     };
-    tokio::time::timeout(HANG_GUARD, ended)
+    tokio::time::timeout(TEST_WAIT_LIMIT, ended)
         .await
         .expect("the old session never ended");
     assert_eq!(session.status(grant.id), GrantStatus::Lost);
     let other = backend.open_session("next");
     let next = other
-        .acquire(&name("expiring"), Mode::Exclusive, Some(HANG_GUARD))
+        .acquire(&name("expiring"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("acquire on a new session");
     assert!(next.token > grant.token);
@@ -361,16 +351,7 @@ async fn connection_cut_mid_create_leaves_no_orphan() {
     }
 
     proxy.swallow_replies(true);
-    let acquiring = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            let session = backend.open_session("cut");
-            let grant = session
-                .acquire(&name("cut"), Mode::Exclusive, Some(HANG_GUARD))
-                .await;
-            (session, grant)
-        })
-    };
+    let acquiring = spawn_acquire(backend.open_session("cut"), "cut", Mode::Exclusive);
     probe.wait_len("cut", 1).await;
     proxy.cut();
     proxy.swallow_replies(false);
@@ -405,36 +386,18 @@ async fn connection_cut_mid_create_leaves_no_orphan() {
 /// `wardlock run --zookeeper` with 8 counter instances gives the exact count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_counter_on_zookeeper_is_exact() {
-    use clap::Parser;
     let server = ZkServer::start();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = format!("{}::/data", dir.path().display());
     let address = server.address();
-    let cli = wardlock_host::cli::Cli::try_parse_from([
-        "wardlock",
-        "run",
-        "--zookeeper",
-        &address,
-        "--root",
-        ROOT,
-        "--instances",
-        "8",
-        "--dir",
-        &data,
-        Guest::Counter.path(),
-        "--",
+    let counted = run_counters(
+        &["--zookeeper", &address, "--root", ROOT],
         "zk-counter",
         "15",
-        "/data/count",
-    ])
-    .expect("flags");
-    assert_eq!(wardlock_host::cli::execute(cli).await.expect("run"), 0);
-    let count = std::fs::read_to_string(dir.path().join("count")).expect("count");
-    assert_eq!(count.trim(), "120");
+    )
+    .await;
+    assert_eq!(counted, (0, "120".to_owned()));
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
     probe.wait_len("zk-counter", 0).await;
-    let bad = wardlock_host::cli::Cli::try_parse_from([
-        "wardlock",
+    let error = wardlock(&[
         "run",
         "--zookeeper",
         "127.0.0.1:1",
@@ -442,10 +405,8 @@ async fn cli_counter_on_zookeeper_is_exact() {
         "1",
         Guest::Counter.path(),
     ])
-    .expect("flags");
-    let error = wardlock_host::cli::execute(bad)
-        .await
-        .expect_err("no server there");
+    .await
+    .expect_err("no server there");
     assert!(
         format!("{error:#}").contains("cannot connect to ZooKeeper at 127.0.0.1:1"),
         "{error:#}"
@@ -511,17 +472,7 @@ async fn tokens_exceed_every_earlier_conflicting_grant() {
         .acquire(&name("tokens"), Mode::Exclusive, None)
         .await
         .expect("w1");
-    let spawn = |mode: Mode, who: &'static str| {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            let session = backend.open_session(who);
-            let grant = session
-                .acquire(&name("tokens"), mode, Some(HANG_GUARD))
-                .await
-                .expect("grant");
-            (session, grant)
-        })
-    };
+    let spawn = |mode: Mode, who: &str| spawn_acquire(backend.open_session(who), "tokens", mode);
     let r1 = spawn(Mode::Shared, "reader 1");
     probe.wait_len("tokens", 2).await;
     let r2 = spawn(Mode::Shared, "reader 2");
@@ -531,6 +482,7 @@ async fn tokens_exceed_every_earlier_conflicting_grant() {
     first.release(w1.id).expect("release w1");
     let (s1, g1) = r1.await.expect("reader 1");
     let (s2, g2) = r2.await.expect("reader 2");
+    let (g1, g2) = (g1.expect("reader 1's grant"), g2.expect("reader 2's grant"));
     assert!(
         g1.token > w1.token && g2.token > w1.token,
         "{w1:?} {g1:?} {g2:?}"
@@ -539,6 +491,7 @@ async fn tokens_exceed_every_earlier_conflicting_grant() {
     s1.release(g1.id).expect("release r1");
     s2.release(g2.id).expect("release r2");
     let (s3, g3) = w2.await.expect("second writer");
+    let g3 = g3.expect("second writer's grant");
     assert!(
         g3.token > g1.token && g3.token > g2.token,
         "{g1:?} {g2:?} {g3:?}"
@@ -560,17 +513,7 @@ async fn downgrade_lets_readers_in_and_keeps_queued_writers_out() {
         .acquire(&name("down"), Mode::Exclusive, None)
         .await
         .expect("exclusive");
-    let spawn = |mode: Mode, who: &'static str| {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            let session = backend.open_session(who);
-            let grant = session
-                .acquire(&name("down"), mode, Some(HANG_GUARD))
-                .await
-                .expect("grant");
-            (session, grant)
-        })
-    };
+    let spawn = |mode: Mode, who: &str| spawn_acquire(backend.open_session(who), "down", mode);
     let reader = spawn(Mode::Shared, "queued reader");
     probe.wait_len("down", 2).await;
     let writer = spawn(Mode::Exclusive, "queued writer");
@@ -578,14 +521,16 @@ async fn downgrade_lets_readers_in_and_keeps_queued_writers_out() {
     let shared = owner.downgrade(exclusive.id).await.expect("downgrade");
     assert!(shared.token > exclusive.token);
     owner.release(exclusive.id).expect("release exclusive");
-    let (reader_session, read) = tokio::time::timeout(HANG_GUARD, reader)
+    let (reader_session, read) = tokio::time::timeout(TEST_WAIT_LIMIT, reader)
         .await
         .expect("the reader gets in")
         .expect("reader");
+    let read = read.expect("reader's grant");
     assert!(!writer.is_finished(), "the queued writer got in");
     owner.release(shared.id).expect("release shared");
     reader_session.release(read.id).expect("release reader");
     let (session, grant) = writer.await.expect("writer");
+    let grant = grant.expect("writer's grant");
     assert!(grant.token > shared.token && grant.token > read.token);
     session.release(grant.id).expect("release writer");
     probe.wait_len("down", 0).await;

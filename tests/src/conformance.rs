@@ -4,11 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wardlock_host::runner::{Outcome, Preopen, RunnerConfig};
+use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{BackendError, LockBackend, LockPolicy, Mode};
 
-use crate::probe::{HANG_GUARD, Probe};
-use crate::{Guest, lines, name, runner_with, token_of};
+use crate::probe::Probe;
+use crate::{
+    Guest, TEST_WAIT_LIMIT, assert_success, data_dir, lines, name, run_instances, runner_with,
+    spawn_acquire, spawn_run, token_of,
+};
 
 /// A backend under test and a probe observing it.
 pub struct Subject {
@@ -34,32 +37,58 @@ impl Subject {
     }
 }
 
-/// Every check, in order; each names itself on stderr first so a failure is
-/// easy to place.
-pub async fn all(subject: &Subject) {
-    macro_rules! check {
-        ($($check:ident),* $(,)?) => {$(
-            eprintln!("conformance: {}", stringify!($check));
-            $check(subject).await;
-        )*};
-    }
-    check!(
-        exclusive_excludes,
-        shared_holders_overlap,
-        grants_in_arrival_order,
-        queued_writer_holds_back_readers,
-        timeout_leaves_nothing_queued,
-        cancelled_wait_leaves_nothing_queued,
-        session_drop_releases_everything,
-        tokens_increase_across_names_and_sessions,
-        guest_counter_is_exact,
-        guest_trap_hands_over,
-        guest_sees_wit_semantics,
-    );
+/// The one list of the conformance suite's checks, in the order
+/// `conformance::all` runs them: calls `$then!(check, ...)` with every check's
+/// name. Each check is a private `async fn(&Subject)` in `conformance`, so one
+/// missing here is dead code (refused by `clippy -D warnings`);
+/// `conformance::checks` has a public entry for each, and
+/// `tests/e2e/conformance.rs` makes a test of each from this list.
+#[macro_export]
+macro_rules! conformance_checks {
+    ($then:ident) => {
+        $then!(
+            exclusive_excludes,
+            shared_holders_overlap,
+            grants_in_arrival_order,
+            queued_writer_holds_back_readers,
+            timeout_leaves_nothing_queued,
+            cancelled_wait_leaves_nothing_queued,
+            session_drop_releases_everything,
+            tokens_increase_across_names_and_sessions,
+            guest_counter_is_exact,
+            guest_trap_hands_over,
+            guest_sees_wit_semantics,
+        );
+    };
 }
 
+macro_rules! suite {
+    ($($check:ident),* $(,)?) => {
+        /// Every check, in order; each names itself on stderr first so a failure
+        /// is easy to place.
+        pub async fn all(subject: &Subject) {
+            $(
+                eprintln!("conformance: {}", stringify!($check));
+                $check(subject).await;
+            )*
+        }
+
+        /// Each check on its own.
+        pub mod checks {
+            use super::Subject;
+            $(
+                pub async fn $check(subject: &Subject) {
+                    super::$check(subject).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance_checks!(suite);
+
 /// One holder; everyone else waits or is refused.
-pub async fn exclusive_excludes(s: &Subject) {
+async fn exclusive_excludes(s: &Subject) {
     let lock = name("conf/excl");
     let a = s.backend.open_session("a");
     let b = s.backend.open_session("b");
@@ -79,7 +108,7 @@ pub async fn exclusive_excludes(s: &Subject) {
     );
     a.release(held.id).expect("release");
     let next = b
-        .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("b acquires");
     assert!(
@@ -93,7 +122,7 @@ pub async fn exclusive_excludes(s: &Subject) {
 }
 
 /// Readers share; a writer is refused while they hold.
-pub async fn shared_holders_overlap(s: &Subject) {
+async fn shared_holders_overlap(s: &Subject) {
     let lock = name("conf/shared");
     let a = s.backend.open_session("a");
     let b = s.backend.open_session("b");
@@ -111,7 +140,7 @@ pub async fn shared_holders_overlap(s: &Subject) {
     a.release(ra.id).expect("release");
     b.release(rb.id).expect("release");
     let w = c
-        .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("writer after readers");
     c.release(w.id).expect("release");
@@ -119,7 +148,7 @@ pub async fn shared_holders_overlap(s: &Subject) {
 }
 
 /// Exclusive waiters are granted in arrival order.
-pub async fn grants_in_arrival_order(s: &Subject) {
+async fn grants_in_arrival_order(s: &Subject) {
     let lock = name("conf/fifo");
     let holder = s.backend.open_session("holder");
     let held = holder
@@ -135,7 +164,7 @@ pub async fn grants_in_arrival_order(s: &Subject) {
         waiters.push(tokio::spawn(async move {
             let session = backend.open_session(&format!("waiter-{i}"));
             let grant = session
-                .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+                .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
                 .await
                 .expect("waiter");
             order_tx.send((i, grant.token)).expect("report");
@@ -158,7 +187,7 @@ pub async fn grants_in_arrival_order(s: &Subject) {
 }
 
 /// A queued writer keeps readers that arrive after it out.
-pub async fn queued_writer_holds_back_readers(s: &Subject) {
+async fn queued_writer_holds_back_readers(s: &Subject) {
     let lock = name("conf/writer-first");
     let reader = s.backend.open_session("reader");
     let read = reader
@@ -171,7 +200,7 @@ pub async fn queued_writer_holds_back_readers(s: &Subject) {
         tokio::spawn(async move {
             let session = backend.open_session("writer");
             let grant = session
-                .acquire(&lock, Mode::Exclusive, Some(HANG_GUARD))
+                .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
                 .await
                 .expect("write");
             session.release(grant.id).expect("release");
@@ -187,7 +216,7 @@ pub async fn queued_writer_holds_back_readers(s: &Subject) {
     reader.release(read.id).expect("release");
     let write_token = writer.await.expect("writer task");
     let late_read = late
-        .acquire(&lock, Mode::Shared, Some(HANG_GUARD))
+        .acquire(&lock, Mode::Shared, Some(TEST_WAIT_LIMIT))
         .await
         .expect("late read");
     assert!(late_read.token > write_token);
@@ -196,7 +225,7 @@ pub async fn queued_writer_holds_back_readers(s: &Subject) {
 }
 
 /// A timed-out wait is withdrawn.
-pub async fn timeout_leaves_nothing_queued(s: &Subject) {
+async fn timeout_leaves_nothing_queued(s: &Subject) {
     let lock = name("conf/timeout");
     let a = s.backend.open_session("a");
     let held = a.acquire(&lock, Mode::Exclusive, None).await.expect("hold");
@@ -214,7 +243,7 @@ pub async fn timeout_leaves_nothing_queued(s: &Subject) {
 }
 
 /// Dropping a waiting acquire future withdraws the wait.
-pub async fn cancelled_wait_leaves_nothing_queued(s: &Subject) {
+async fn cancelled_wait_leaves_nothing_queued(s: &Subject) {
     let lock = name("conf/cancel");
     let a = s.backend.open_session("a");
     let held = a.acquire(&lock, Mode::Exclusive, None).await.expect("hold");
@@ -235,7 +264,7 @@ pub async fn cancelled_wait_leaves_nothing_queued(s: &Subject) {
 }
 
 /// Dropping a session releases all its grants.
-pub async fn session_drop_releases_everything(s: &Subject) {
+async fn session_drop_releases_everything(s: &Subject) {
     let a = s.backend.open_session("a");
     a.acquire(&name("conf/drop-1"), Mode::Exclusive, None)
         .await
@@ -255,7 +284,7 @@ pub async fn session_drop_releases_everything(s: &Subject) {
 }
 
 /// Tokens grow across names and sessions.
-pub async fn tokens_increase_across_names_and_sessions(s: &Subject) {
+async fn tokens_increase_across_names_and_sessions(s: &Subject) {
     let mut last = 0;
     for round in 0..3 {
         for lock in ["conf/tok-a", "conf/tok-b"] {
@@ -271,71 +300,45 @@ pub async fn tokens_increase_across_names_and_sessions(s: &Subject) {
 }
 
 /// Eight counter guests on one lock lose no update.
-pub async fn guest_counter_is_exact(s: &Subject) {
+async fn guest_counter_is_exact(s: &Subject) {
     let dir = tempfile::tempdir().expect("temp dir");
     let runner = runner_with(
         Guest::Counter,
         RunnerConfig {
             backend: s.backend.clone(),
-            preopens: vec![Preopen::parse(&format!("{}::/data", dir.path().display()))],
+            preopens: data_dir(dir.path()),
             ..RunnerConfig::default()
         },
     );
-    let args: Vec<String> = ["conf/counter", "20", "/data/count"]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-    let mut tasks = Vec::new();
-    for i in 0..8 {
-        let (runner, args) = (runner.clone(), args.clone());
-        tasks.push(tokio::spawn(async move { runner.run(i, &args).await }));
-    }
-    for task in tasks {
-        let report = task.await.expect("instance task");
-        assert!(
-            report.outcome.is_success(),
-            "{:?} {}",
-            report.outcome,
-            report.stderr_text()
-        );
-    }
+    let reports = run_instances(&runner, 8, &["conf/counter", "20", "/data/count"]).await;
+    reports.iter().for_each(assert_success);
     let count = std::fs::read_to_string(dir.path().join("count")).expect("count file");
     assert_eq!(count.trim(), "160");
     s.probe.wait_len("conf/counter", 0).await;
 }
 
 /// A guest trapping while holding hands its lock to a native waiter.
-pub async fn guest_trap_hands_over(s: &Subject) {
+async fn guest_trap_hands_over(s: &Subject) {
     let gate_session = s.backend.open_session("gate");
     let gate = gate_session
         .acquire(&name("conf/gate"), Mode::Exclusive, None)
         .await
         .expect("gate");
-    let guest = {
-        let runner = s.runner(Guest::Lockctl, Some(HANG_GUARD));
-        tokio::spawn(async move {
-            let args: Vec<String> = [
-                "acquire exclusive - conf/trap",
-                "acquire exclusive - conf/gate",
-                "trap",
-            ]
-            .iter()
-            .map(|a| a.to_string())
-            .collect();
-            runner.run(0, &args).await
-        })
-    };
+    let guest = spawn_run(
+        &s.runner(Guest::Lockctl, Some(TEST_WAIT_LIMIT)),
+        0,
+        &[
+            "acquire exclusive - conf/trap",
+            "acquire exclusive - conf/gate",
+            "trap",
+        ],
+    );
     s.probe.wait_len("conf/gate", 2).await;
-    let waiter = {
-        let backend = s.backend.clone();
-        tokio::spawn(async move {
-            let session = backend.open_session("waiter");
-            let grant = session
-                .acquire(&name("conf/trap"), Mode::Exclusive, Some(HANG_GUARD))
-                .await;
-            (session, grant)
-        })
-    };
+    let waiter = spawn_acquire(
+        s.backend.open_session("waiter"),
+        "conf/trap",
+        Mode::Exclusive,
+    );
     s.probe.wait_len("conf/trap", 2).await;
     gate_session.release(gate.id).expect("open the gate");
     let report = guest.await.expect("guest task");
@@ -349,8 +352,8 @@ pub async fn guest_trap_hands_over(s: &Subject) {
 }
 
 /// The WIT semantics a guest sees do not depend on the backend.
-pub async fn guest_sees_wit_semantics(s: &Subject) {
-    let runner = s.runner(Guest::Lockctl, Some(HANG_GUARD));
+async fn guest_sees_wit_semantics(s: &Subject) {
+    let runner = s.runner(Guest::Lockctl, Some(TEST_WAIT_LIMIT));
     let script = [
         "acquire exclusive - conf/sem",
         "acquire exclusive 0 conf/sem",

@@ -7,11 +7,7 @@ use async_trait::async_trait;
 use wardlock_host::MemoryBackend;
 use zookeeper_client::{Client, Error as ZkError};
 
-use crate::name;
-
-/// How long a probe waits before declaring the expected state unreachable (a hang
-/// guard, not a synchronisation).
-pub const HANG_GUARD: Duration = Duration::from_secs(30);
+use crate::{TEST_WAIT_LIMIT, name};
 
 /// Watches lock queues of one backend.
 #[async_trait]
@@ -115,7 +111,7 @@ impl ZkProbe {
 #[async_trait]
 impl Probe for ZkProbe {
     async fn wait_len(&self, lock: &str, len: usize) {
-        if tokio::time::timeout(HANG_GUARD, self.wait_len_unguarded(lock, len))
+        if tokio::time::timeout(TEST_WAIT_LIMIT, self.wait_len_unguarded(lock, len))
             .await
             .is_err()
         {

@@ -52,11 +52,6 @@ impl ZkServer {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// The server's port.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
     /// Stops the server (kills the JVM this test started, by PID).
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -35,61 +35,15 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use wardlock_guest::{Lock, Mode};
 
+#[allow(
+    dead_code,
+    reason = "shared with wardlock-bench, which formats what this side parses"
+)]
+mod plan;
+
+use plan::Plan;
+
 const USAGE: &str = "usage: bench-guest loop NAME exclusive|shared|rw:PERCENT:SEED OPS [CHECK_FILE]\n       bench-guest trap-holding NAME GATE";
-
-/// How each op of a loop picks its mode.
-#[derive(Clone, Copy)]
-enum Plan {
-    Exclusive,
-    Shared,
-    Mixed { write_percent: u64, seed: u64 },
-}
-
-impl Plan {
-    fn parse(text: &str) -> Option<Plan> {
-        match text {
-            "exclusive" => Some(Plan::Exclusive),
-            "shared" => Some(Plan::Shared),
-            _ => {
-                let mut fields = text.strip_prefix("rw:")?.split(':');
-                let write_percent = fields.next()?.parse().ok().filter(|p| *p <= 100)?;
-                let seed = fields.next()?.parse().ok()?;
-                fields.next().is_none().then_some(Plan::Mixed {
-                    write_percent,
-                    seed,
-                })
-            }
-        }
-    }
-
-    /// The mode of op `index`; the same draw as the host's native loop.
-    fn mode(self, index: u64) -> Mode {
-        match self {
-            Plan::Exclusive => Mode::Exclusive,
-            Plan::Shared => Mode::Shared,
-            Plan::Mixed {
-                write_percent,
-                seed,
-            } => {
-                if splitmix64(seed.wrapping_mul(0x1_0000_0001).wrapping_add(index)) % 100
-                    < write_percent
-                {
-                    Mode::Exclusive
-                } else {
-                    Mode::Shared
-                }
-            }
-        }
-    }
-}
-
-/// SplitMix64: a tiny deterministic mixer (no dependency, same on the host).
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -127,7 +81,11 @@ fn run_loop(name: &str, plan: Plan, ops: u64, check: Option<&str>) -> Result<(),
     let start_unix_ns = unix_ns();
     let mut previous = Instant::now();
     for index in 0..ops {
-        let mode = plan.mode(index);
+        let mode = if plan.writes(index) {
+            Mode::Exclusive
+        } else {
+            Mode::Shared
+        };
         let lock = if mode == Mode::Exclusive {
             &writer
         } else {
@@ -161,7 +119,7 @@ fn run_loop(name: &str, plan: Plan, ops: u64, check: Option<&str>) -> Result<(),
 }
 
 /// Width of the counter: a zero-padded decimal rewritten in place (the host's
-/// `tests/src/bench/check.rs` uses the same format).
+/// `tests/src/bin/wardlock-bench/check.rs` uses the same format).
 const WIDTH: usize = 20;
 
 /// Raw `wasi:filesystem` bindings, for one-call positioned reads and writes

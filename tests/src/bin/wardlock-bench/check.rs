@@ -1,6 +1,7 @@
 //! The exclusion check every system runs in its critical section, and how each
-//! op picks its mode. `plugins/bench-guest` implements the same protocol and the
-//! same draw, so native and guest clients do identical work under the lock.
+//! op picks its mode. `plugins/bench-guest` implements the same protocol and
+//! draws from the same [`Plan`] (one source file), so native and guest clients
+//! do identical work under the lock.
 //!
 //! A shared counter file (20 zero-padded digits, rewritten in place) holds an
 //! even number between critical sections. A writer reads `v` (must be even), writes `v + 1`, reads it back (must be
@@ -16,56 +17,22 @@ use std::sync::Arc;
 use anyhow::Context;
 use wardlock_host::Mode;
 
-/// How each op of a loop picks its mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
-    Exclusive,
-    /// Each op is a write with probability `write_percent` %, drawn from `seed`
-    /// and the op's index.
-    Mixed {
-        write_percent: u64,
-        seed: u64,
-    },
-}
+#[path = "../../../../plugins/bench-guest/src/plan.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with bench-guest, which parses what this side formats"
+)]
+mod plan;
 
-impl Plan {
-    /// The mode of op `index` (the guest draws the same).
-    pub fn mode(self, index: u64) -> Mode {
-        match self {
-            Plan::Exclusive => Mode::Exclusive,
-            Plan::Mixed {
-                write_percent,
-                seed,
-            } => {
-                if splitmix64(seed.wrapping_mul(0x1_0000_0001).wrapping_add(index)) % 100
-                    < write_percent
-                {
-                    Mode::Exclusive
-                } else {
-                    Mode::Shared
-                }
-            }
-        }
+pub use plan::Plan;
+
+/// The mode of op `index` of `plan` (the guest draws the same).
+pub fn mode(plan: Plan, index: u64) -> Mode {
+    if plan.writes(index) {
+        Mode::Exclusive
+    } else {
+        Mode::Shared
     }
-
-    /// The guest's MODE argument.
-    pub fn guest_arg(self) -> String {
-        match self {
-            Plan::Exclusive => "exclusive".to_owned(),
-            Plan::Mixed {
-                write_percent,
-                seed,
-            } => format!("rw:{write_percent}:{seed}"),
-        }
-    }
-}
-
-/// SplitMix64, as in the guest.
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// Width of the counter: a zero-padded decimal, rewritten in place (no
@@ -176,18 +143,6 @@ pub fn lost_updates(path: &Path, writes: u64) -> anyhow::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mixed_plan_writes_about_the_asked_share() {
-        let plan = Plan::Mixed {
-            write_percent: 20,
-            seed: 3,
-        };
-        let writes = (0..10_000)
-            .filter(|i| plan.mode(*i) == Mode::Exclusive)
-            .count();
-        assert!((1_800..=2_200).contains(&writes), "{writes}");
-    }
 
     #[tokio::test]
     async fn a_clean_history_has_no_violation() {

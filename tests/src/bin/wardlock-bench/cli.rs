@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Parser, ValueEnum};
 
 use super::systems::System;
@@ -24,18 +25,20 @@ pub struct Args {
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "all"
+        default_value = "all",
+        value_parser = pick::<Workload>()
     )]
-    pub workloads: Vec<WorkloadArg>,
+    pub workloads: Vec<Pick<Workload>>,
 
     /// Systems to measure, comma-separated.
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "all"
+        default_value = "all",
+        value_parser = pick::<System>()
     )]
-    pub systems: Vec<SystemArg>,
+    pub systems: Vec<Pick<System>>,
 
     /// Concurrent clients in `contended` and `rw`; waiters in `herd`.
     #[arg(long, value_name = "K", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -63,79 +66,47 @@ impl Args {
 
     /// The selected workloads, in the canonical order, without repeats.
     pub fn selected_workloads(&self) -> Vec<Workload> {
-        Workload::ALL
-            .into_iter()
-            .filter(|w| {
-                self.workloads
-                    .iter()
-                    .any(|a| matches!(a, WorkloadArg::All) || a.workload() == Some(*w))
-            })
-            .collect()
+        selected(&self.workloads)
     }
 
     /// The selected systems, in the canonical order, without repeats.
     pub fn selected_systems(&self) -> Vec<System> {
-        System::ALL
-            .into_iter()
-            .filter(|s| {
-                self.systems
-                    .iter()
-                    .any(|a| matches!(a, SystemArg::All) || a.system() == Some(*s))
-            })
-            .collect()
+        selected(&self.systems)
     }
 }
 
-/// A `--workloads` item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WorkloadArg {
+/// A `--workloads` or `--systems` item: `all`, or one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick<T> {
     All,
-    Uncontended,
-    Contended,
-    Rw,
-    Herd,
-    ReleaseOnDeath,
-    HostCall,
-    Instantiate,
-    Scale,
+    One(T),
 }
 
-impl WorkloadArg {
-    fn workload(self) -> Option<Workload> {
-        Some(match self {
-            WorkloadArg::All => return None,
-            WorkloadArg::Uncontended => Workload::Uncontended,
-            WorkloadArg::Contended => Workload::Contended,
-            WorkloadArg::Rw => Workload::Rw,
-            WorkloadArg::Herd => Workload::Herd,
-            WorkloadArg::ReleaseOnDeath => Workload::ReleaseOnDeath,
-            WorkloadArg::HostCall => Workload::HostCall,
-            WorkloadArg::Instantiate => Workload::Instantiate,
-            WorkloadArg::Scale => Workload::Scale,
-        })
-    }
+/// Parses a [`Pick`]: `all` or one of `T`'s value names, offered in that order
+/// (`--help` lists them inline, without the variants' docs).
+fn pick<T: ValueEnum + Send + Sync + 'static>() -> impl TypedValueParser<Value = Pick<T>> {
+    let values = T::value_variants()
+        .iter()
+        .filter_map(ValueEnum::to_possible_value)
+        .map(|value| value.help(None::<&'static str>));
+    PossibleValuesParser::new(std::iter::once(PossibleValue::new("all")).chain(values))
+        .map(|name| T::from_str(&name, false).map_or(Pick::All, Pick::One))
 }
 
-/// A `--systems` item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SystemArg {
-    All,
-    ZkFloor,
-    WardlockNative,
-    WardlockGuest,
-    MemoryNative,
-    MemoryGuest,
+/// The variants of `T` that `picks` name, in declaration order, without repeats.
+fn selected<T: ValueEnum + Copy + PartialEq>(picks: &[Pick<T>]) -> Vec<T> {
+    T::value_variants()
+        .iter()
+        .copied()
+        .filter(|v| picks.iter().any(|p| *p == Pick::All || *p == Pick::One(*v)))
+        .collect()
 }
 
-impl SystemArg {
-    fn system(self) -> Option<System> {
-        Some(match self {
-            SystemArg::All => return None,
-            SystemArg::ZkFloor => System::ZkFloor,
-            SystemArg::WardlockNative => System::WardlockNative,
-            SystemArg::WardlockGuest => System::WardlockGuest,
-            SystemArg::MemoryNative => System::MemoryNative,
-            SystemArg::MemoryGuest => System::MemoryGuest,
-        })
-    }
+/// `value`'s name on the command line, which is also its name in the output.
+pub fn value_name<T: ValueEnum>(value: &T) -> String {
+    value
+        .to_possible_value()
+        .expect("no value is skipped")
+        .get_name()
+        .to_owned()
 }

@@ -15,13 +15,13 @@ use super::cli::Args;
 use super::systems::System;
 use super::systems::guest::GUEST_DATA_DIR;
 use super::zk_stats::{ZkDelta, ZkSnapshot, ZkStats};
-use crate::{Guest, runner_with};
+use wardlock_tests::{Guest, runner_with};
 
 /// Root of wardlock's lock nodes during a run.
 pub const WARDLOCK_ROOT: &str = "/wardlock-bench";
 
 /// Longest any guest instance may run: a hang guard, not a measurement.
-pub const HANG_GUARD: Duration = Duration::from_secs(600);
+pub const GUEST_RUN_LIMIT: Duration = Duration::from_secs(600);
 
 /// The ZooKeeper side of a run.
 pub struct ZkEnv {
@@ -134,7 +134,7 @@ impl Env {
     pub fn guest_runner(&self, system: System) -> anyhow::Result<Arc<Runner>> {
         match system {
             System::MemoryGuest => Ok(self.memory_runner.clone()),
-            System::WardlockGuest => self.zk_runner.clone().context("this run has no ZooKeeper"),
+            System::ZooKeeperGuest => self.zk_runner.clone().context("this run has no ZooKeeper"),
             other => bail!("{} is not a guest system", other.name()),
         }
     }
@@ -187,7 +187,7 @@ fn guest_runner(backend: Arc<dyn wardlock_host::LockBackend>, dir: &Path) -> Arc
                 host: dir.to_owned(),
                 guest: GUEST_DATA_DIR.to_owned(),
             }],
-            timeout: Some(HANG_GUARD),
+            timeout: Some(GUEST_RUN_LIMIT),
             ..RunnerConfig::default()
         },
     )

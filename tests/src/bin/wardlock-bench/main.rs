@@ -1,6 +1,13 @@
 //! `wardlock-bench` (issue 4): every lock path of wardlock measured against the
 //! least work ZooKeeper itself needs, side by side in one run; see
-//! tests/BENCHMARKS.md for what each workload measures and the latest results.
+//! tests/BENCHMARKS.md for what each workload measures and the latest results,
+//! or run with `--help`:
+//!
+//! `cargo run --release -p wardlock-tests --bin wardlock-bench -- [--zookeeper HOST:PORT]
+//! [--workloads LIST] [--clients K] [--ops M] [--json]`
+//!
+//! What it shares with the tests (the ZooKeeper harness, the guests' paths, the
+//! probes) comes from the `wardlock_tests` library.
 //!
 //! - [`cli`]: arguments; [`env`]: backends, guest runners, data directory;
 //! - [`systems`]: the five systems and how a phase of client loops runs on them;
@@ -9,16 +16,16 @@
 //!   server's counters; [`cpu`]: this process's CPU time; [`report`]: result rows and ratios; [`output`]: JSON
 //!   lines or a table.
 
-pub mod check;
-pub mod cli;
-pub mod cpu;
-pub mod env;
-pub mod output;
-pub mod report;
-pub mod stats;
-pub mod systems;
-pub mod workloads;
-pub mod zk_stats;
+mod check;
+mod cli;
+mod cpu;
+mod env;
+mod output;
+mod report;
+mod stats;
+mod systems;
+mod workloads;
+mod zk_stats;
 
 use std::process::ExitCode;
 
@@ -30,11 +37,11 @@ use self::report::{Row, add_ratios};
 use self::systems::System;
 use self::systems::zk_floor::FloorClient;
 use self::workloads::{Workload, progress};
-use crate::zookeeper::ZkServer;
+use wardlock_tests::zookeeper::ZkServer;
 
 /// Runs the benchmark: exit 0 when every selected workload ran with no
 /// violation, 1 otherwise, 2 for bad arguments.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args = Args::parse();
     let workloads = args.selected_workloads();
     let systems = args.selected_systems();

@@ -73,8 +73,8 @@ fn cells(row: &Row) -> Vec<String> {
     let mut notes: Vec<String> = row.variant.iter().map(|v| (*v).to_owned()).collect();
     notes.extend(row.extra.iter().map(|(k, v)| format!("{k}={v}")));
     vec![
-        row.system.name().to_owned(),
-        row.workload.name().to_owned(),
+        row.system.name(),
+        row.workload.name(),
         row.clients.to_string(),
         row.ops.to_string(),
         number(row.ops_per_s, 0),

@@ -168,8 +168,8 @@ mod tests {
     fn ratios_against_floor_and_native_twin() {
         let mut rows = vec![
             row(System::ZkFloor, 400, 1000),
-            row(System::WardlockNative, 200, 2000),
-            row(System::WardlockGuest, 210, 1900),
+            row(System::ZooKeeperNative, 200, 2000),
+            row(System::ZooKeeperGuest, 210, 1900),
         ];
         add_ratios(&mut rows);
         assert_eq!(rows[1].p50_vs_floor, Some(0.5));

@@ -16,7 +16,7 @@ pub fn loop_args(spec: &LoopSpec) -> Vec<String> {
     let mut args = vec![
         "loop".to_owned(),
         spec.lock.to_string(),
-        spec.plan.guest_arg(),
+        spec.plan.arg(),
         spec.ops.to_string(),
     ];
     if let Some(file) = &spec.check {

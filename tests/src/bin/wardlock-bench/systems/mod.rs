@@ -14,24 +14,30 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
+use clap::ValueEnum;
 use wardlock_host::LockName;
 use wardlock_host::runner::Runner;
 
 use super::check::Plan;
+use super::cli::value_name;
 use super::cpu;
 use super::env::Env;
 use super::zk_stats::ZkDelta;
 
-/// A system under measurement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A system under measurement; its value name (`--systems`, the output) is
+/// the variant's name in kebab case, but for the ZooKeeper backend's two,
+/// which keep the names tests/BENCHMARKS.md and recorded results use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
 pub enum System {
     /// Raw `zookeeper-client`: create EPHEMERAL_SEQUENTIAL, get_children,
     /// delete, awaited one after another; each client its own session.
     ZkFloor,
     /// `ZooKeeperBackend` called through `LockSession` from Rust.
-    WardlockNative,
+    #[value(name = "wardlock-native")]
+    ZooKeeperNative,
     /// `bench-guest` components on the ZooKeeper backend, through the WIT.
-    WardlockGuest,
+    #[value(name = "wardlock-guest")]
+    ZooKeeperGuest,
     /// `MemoryBackend` called through `LockSession` from Rust.
     MemoryNative,
     /// `bench-guest` components on the in-memory backend, through the WIT.
@@ -39,37 +45,23 @@ pub enum System {
 }
 
 impl System {
-    pub const ALL: [System; 5] = [
-        System::ZkFloor,
-        System::WardlockNative,
-        System::WardlockGuest,
-        System::MemoryNative,
-        System::MemoryGuest,
-    ];
-
-    /// The name in the output.
-    pub fn name(self) -> &'static str {
-        match self {
-            System::ZkFloor => "zk-floor",
-            System::WardlockNative => "wardlock-native",
-            System::WardlockGuest => "wardlock-guest",
-            System::MemoryNative => "memory-native",
-            System::MemoryGuest => "memory-guest",
-        }
+    /// The name in the output and in `--systems`.
+    pub fn name(self) -> String {
+        value_name(&self)
     }
 
     /// True for the systems that lock on ZooKeeper.
     pub fn uses_zookeeper(self) -> bool {
         matches!(
             self,
-            System::ZkFloor | System::WardlockNative | System::WardlockGuest
+            System::ZkFloor | System::ZooKeeperNative | System::ZooKeeperGuest
         )
     }
 
     /// For a guest system, the native system on the same backend.
     pub fn native_twin(self) -> Option<System> {
         match self {
-            System::WardlockGuest => Some(System::WardlockNative),
+            System::ZooKeeperGuest => Some(System::ZooKeeperNative),
             System::MemoryGuest => Some(System::MemoryNative),
             _ => None,
         }
@@ -188,11 +180,11 @@ impl Prepared {
                 }
                 Clients::Floor(lockers)
             }
-            System::WardlockNative => {
+            System::ZooKeeperNative => {
                 Clients::Sessions(native::sessions(&env.zk()?.backend, specs.len()))
             }
             System::MemoryNative => Clients::Sessions(native::sessions(&env.memory, specs.len())),
-            System::WardlockGuest | System::MemoryGuest => {
+            System::ZooKeeperGuest | System::MemoryGuest => {
                 Clients::Guests(env.guest_runner(system)?)
             }
         };

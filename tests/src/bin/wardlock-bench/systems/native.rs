@@ -9,7 +9,7 @@ use anyhow::Context;
 use wardlock_host::{GrantId, LockBackend, LockName, LockSession, Mode};
 
 use super::{LoopResult, LoopSpec, join_all, unix_ns};
-use crate::bench::check;
+use crate::check;
 
 /// Takes and releases one lock at a time.
 pub trait Locker: Send + 'static {
@@ -98,7 +98,7 @@ async fn run_loop<L: Locker>(
     };
     let mut previous = Instant::now();
     for index in 0..spec.ops {
-        let mode = spec.plan.mode(index);
+        let mode = check::mode(spec.plan, index);
         locker.acquire(&spec.lock, mode).await?;
         if let Some(counter) = &counter {
             result.violations += counter.critical_section(mode).await?;

@@ -1,16 +1,16 @@
 //! `contended` and `rw`: K clients on one lock, each with its own session (or
 //! guest instance), M ops each, the exclusion check of
-//! [`crate::bench::check`] in every critical section; systems interleaved in
+//! [`crate::check`] in every critical section; systems interleaved in
 //! rounds. `contended`: every op exclusive. `rw`: each op a write with
 //! probability 20 % (writers exclusive, readers shared). Violations (overlaps
 //! seen plus lost updates) must be 0.
 
 use super::Workload;
 use super::rounds::{Shape, interleaved};
-use crate::bench::check::Plan;
-use crate::bench::env::Env;
-use crate::bench::report::Row;
-use crate::bench::systems::System;
+use crate::check::Plan;
+use crate::env::Env;
+use crate::report::Row;
+use crate::systems::System;
 
 /// Share of writes in `rw`.
 pub const RW_WRITE_PERCENT: u64 = 20;

@@ -12,14 +12,14 @@ use anyhow::Context;
 use wardlock_host::{LockBackend, Mode};
 
 use super::{Workload, lock_name, progress};
-use crate::bench::check::Plan;
-use crate::bench::cpu;
-use crate::bench::env::Env;
-use crate::bench::report::Row;
-use crate::bench::stats::Samples;
-use crate::bench::systems::native::{Locker, SessionLocker};
-use crate::bench::systems::zk_floor::FloorClient;
-use crate::bench::systems::{LoopSpec, Prepared, System, unix_ns};
+use crate::check::Plan;
+use crate::cpu;
+use crate::env::Env;
+use crate::report::Row;
+use crate::stats::Samples;
+use crate::systems::native::{Locker, SessionLocker};
+use crate::systems::zk_floor::FloorClient;
+use crate::systems::{LoopSpec, Prepared, System, unix_ns};
 
 /// Owner of the holder's session.
 const HOLDER: &str = "wardlock-bench herd holder";
@@ -45,7 +45,7 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
                 let holder = FloorClient::connect(&zk.address, zk.session_timeout).await?;
                 hand_offs(env, system, holder).await?
             }
-            System::WardlockNative | System::WardlockGuest => {
+            System::ZooKeeperNative | System::ZooKeeperGuest => {
                 let session = env.zk()?.backend.open_session(HOLDER);
                 hand_offs(env, system, SessionLocker::new(session)).await?
             }

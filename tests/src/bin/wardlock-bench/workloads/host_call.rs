@@ -5,10 +5,10 @@
 
 use super::Workload;
 use super::rounds::{Shape, interleaved};
-use crate::bench::check::Plan;
-use crate::bench::env::Env;
-use crate::bench::report::Row;
-use crate::bench::systems::System;
+use crate::check::Plan;
+use crate::env::Env;
+use crate::report::Row;
+use crate::systems::System;
 
 /// Ops multiplier: the calls take microseconds, so take more samples.
 pub const OPS_FACTOR: u64 = 10;

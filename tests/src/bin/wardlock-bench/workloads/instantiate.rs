@@ -13,12 +13,12 @@ use wardlock_host::runner::{DEFAULT_MEMORY_LIMIT, Preopen, Runner, RunnerConfig,
 
 use super::rounds::ROUNDS;
 use super::{Workload, progress};
-use crate::Guest;
-use crate::bench::env::{Env, HANG_GUARD};
-use crate::bench::report::Row;
-use crate::bench::stats::Samples;
-use crate::bench::systems::System;
-use crate::bench::systems::guest::{GUEST_DATA_DIR, succeeded};
+use crate::env::{Env, GUEST_RUN_LIMIT};
+use crate::report::Row;
+use crate::stats::Samples;
+use crate::systems::System;
+use crate::systems::guest::{GUEST_DATA_DIR, succeeded};
+use wardlock_tests::Guest;
 
 /// Warm-up invocations per variant (not recorded).
 const WARM_UP: u64 = 10;
@@ -97,7 +97,7 @@ fn pooling_runner(env: &Env) -> anyhow::Result<Arc<Runner>> {
             host: env.dir().to_owned(),
             guest: GUEST_DATA_DIR.to_owned(),
         }],
-        timeout: Some(HANG_GUARD),
+        timeout: Some(GUEST_RUN_LIMIT),
         stdio: Stdio::Capture,
         ..RunnerConfig::default()
     };

@@ -10,14 +10,17 @@ mod rounds;
 mod scale;
 mod uncontended;
 
+use clap::ValueEnum;
 use wardlock_host::LockName;
 
+use super::cli::value_name;
 use super::env::Env;
 use super::report::Row;
 use super::systems::System;
 
-/// A workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A workload; its value name (`--workloads`, the output) is the variant's
+/// name in kebab case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
 pub enum Workload {
     Uncontended,
     Contended,
@@ -30,39 +33,19 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 8] = [
-        Workload::Uncontended,
-        Workload::Contended,
-        Workload::Rw,
-        Workload::Herd,
-        Workload::ReleaseOnDeath,
-        Workload::HostCall,
-        Workload::Instantiate,
-        Workload::Scale,
-    ];
-
     /// The name in the output and in `--workloads`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Uncontended => "uncontended",
-            Workload::Contended => "contended",
-            Workload::Rw => "rw",
-            Workload::Herd => "herd",
-            Workload::ReleaseOnDeath => "release-on-death",
-            Workload::HostCall => "host-call",
-            Workload::Instantiate => "instantiate",
-            Workload::Scale => "scale",
-        }
+    pub fn name(self) -> String {
+        value_name(&self)
     }
 
     /// The systems this workload measures, in output order.
     pub fn systems(self) -> &'static [System] {
         match self {
             Workload::Uncontended | Workload::Contended | Workload::Rw | Workload::Herd => {
-                &System::ALL
+                System::value_variants()
             }
             Workload::ReleaseOnDeath | Workload::Scale => {
-                &[System::WardlockGuest, System::MemoryGuest]
+                &[System::ZooKeeperGuest, System::MemoryGuest]
             }
             Workload::HostCall => &[System::MemoryNative, System::MemoryGuest],
             Workload::Instantiate => &[System::MemoryGuest],

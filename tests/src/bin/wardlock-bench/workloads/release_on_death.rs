@@ -18,11 +18,11 @@ use wardlock_host::{LockBackend, Mode};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 use super::{Workload, lock_name, progress};
-use crate::bench::env::{Env, WARDLOCK_ROOT, ZkEnv};
-use crate::bench::report::Row;
-use crate::bench::stats::{Samples, percentile};
-use crate::bench::systems::{System, guest, unix_ns};
-use crate::probe::{MemoryProbe, Probe, ZkProbe};
+use crate::env::{Env, WARDLOCK_ROOT, ZkEnv};
+use crate::report::Row;
+use crate::stats::{Samples, percentile};
+use crate::systems::{System, guest, unix_ns};
+use wardlock_tests::probe::{MemoryProbe, Probe, ZkProbe};
 
 /// Trapping holders per system.
 pub const DEATHS: u64 = 20;
@@ -42,7 +42,7 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
             system.name()
         ));
         let row = match system {
-            System::WardlockGuest => {
+            System::ZooKeeperGuest => {
                 let zk = env.zk()?;
                 let other_host: Arc<dyn LockBackend> =
                     Arc::new(ZkEnv::backend(&zk.address, zk.session_timeout).await?);

@@ -3,10 +3,10 @@
 //! turn, so the drift of a noisy machine (or a warming JVM) hits all alike.
 
 use super::{Workload, lock_name, progress};
-use crate::bench::check::{self, Plan};
-use crate::bench::env::Env;
-use crate::bench::stats::Samples;
-use crate::bench::systems::{LoopSpec, System, run_phase};
+use crate::check::{self, Plan};
+use crate::env::Env;
+use crate::stats::Samples;
+use crate::systems::{LoopSpec, System, run_phase};
 
 /// Rounds per interleaved measurement.
 pub const ROUNDS: u64 = 10;

@@ -13,12 +13,12 @@ use anyhow::{Context, bail};
 use wardlock_host::{LockBackend, LockName, Mode};
 
 use super::{Workload, lock_name, progress};
-use crate::bench::check::{self, Plan};
-use crate::bench::cpu;
-use crate::bench::env::Env;
-use crate::bench::report::Row;
-use crate::bench::stats::Samples;
-use crate::bench::systems::{LoopSpec, Prepared, System, unix_ns};
+use crate::check::{self, Plan};
+use crate::cpu;
+use crate::env::Env;
+use crate::report::Row;
+use crate::stats::Samples;
+use crate::systems::{LoopSpec, Prepared, System, unix_ns};
 
 /// Guest instances.
 pub const INSTANCES: u64 = 1000;
@@ -56,7 +56,7 @@ async fn scale(env: &Env, system: System) -> anyhow::Result<Row> {
         check::reset(&env.dir().join(file))?;
     }
     let backend: &dyn LockBackend = match system {
-        System::WardlockGuest => &env.zk()?.backend,
+        System::ZooKeeperGuest => &env.zk()?.backend,
         _ => &env.memory,
     };
     let holder = backend.open_session("wardlock-bench scale gates");
@@ -76,7 +76,7 @@ async fn scale(env: &Env, system: System) -> anyhow::Result<Row> {
         })
         .collect();
     let watches = match system {
-        System::WardlockGuest => env.zk()?.stats.watch_count()?,
+        System::ZooKeeperGuest => env.zk()?.stats.watch_count()?,
         _ => 0,
     };
     let rss_before = rss_kib("VmRSS")?;
@@ -123,7 +123,7 @@ async fn wait_all_queued(
     watches_before: u64,
 ) -> anyhow::Result<()> {
     match system {
-        System::WardlockGuest => {
+        System::ZooKeeperGuest => {
             env.zk()?
                 .stats
                 .wait_watches(watches_before + INSTANCES, QUEUE_GUARD)

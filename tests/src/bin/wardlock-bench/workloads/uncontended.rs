@@ -3,10 +3,10 @@
 
 use super::Workload;
 use super::rounds::{Shape, interleaved};
-use crate::bench::check::Plan;
-use crate::bench::env::Env;
-use crate::bench::report::Row;
-use crate::bench::systems::System;
+use crate::check::Plan;
+use crate::env::Env;
+use crate::report::Row;
+use crate::systems::System;
 
 /// Runs the workload.
 ///
