@@ -5,28 +5,17 @@
 //! may be left.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use wardlock_host::MemoryBackend;
 use wardlock_tests::conformance::{self, Subject};
-use wardlock_tests::probe::{MemoryProbe, ZkProbe};
-use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::probe::ZkProbe;
 
-use crate::zookeeper::{ROOT, assert_no_lock_nodes, backend};
-
-fn memory() -> Subject {
-    let backend = MemoryBackend::new();
-    Subject {
-        backend: Arc::new(backend.clone()),
-        probe: Arc::new(MemoryProbe(backend)),
-    }
-}
+use crate::zookeeper::{ROOT, assert_no_lock_nodes, start};
 
 macro_rules! memory_tests {
     ($($check:ident),* $(,)?) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $check() {
-            conformance::checks::$check(&memory()).await;
+            conformance::checks::$check(&Subject::memory()).await;
         }
     )*};
 }
@@ -36,14 +25,12 @@ wardlock_tests::conformance_checks!(memory_tests);
 /// The whole suite in one go, as the ZooKeeper test runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn whole_suite_in_sequence() {
-    conformance::all(&memory()).await;
+    conformance::all(&Subject::memory()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_backend_conforms() {
-    let server = ZkServer::start();
-    let backend = backend(&server.address(), Duration::from_secs(10)).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (server, backend, probe) = start().await;
     let subject = Subject {
         backend: Arc::new(backend),
         probe: Arc::new(ZkProbe::connect(&server.address(), ROOT).await),

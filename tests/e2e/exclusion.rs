@@ -1,12 +1,12 @@
 //! Mutual exclusion, shared readers and fair FIFO order across guest instances.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use wardlock_host::runner::RunnerConfig;
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::{
-    Guest, assert_success, data_dir, lines, lockctl, name, run_instances, runner, runner_with,
-    spawn_lockctl, token_of, wait_counts,
+    Guest, assert_success, lines, lockctl, name, run_instances, runner, runner_in, spawn_lockctl,
+    tally, token_of, value_in, wait_counts,
 };
 
 /// Many counter instances doing read-modify-write on one file under one lock lose
@@ -15,12 +15,7 @@ use wardlock_tests::{
 async fn counter_instances_lose_no_update() {
     let dir = tempfile::tempdir().unwrap();
     let backend = MemoryBackend::new();
-    let config = RunnerConfig {
-        backend: std::sync::Arc::new(backend.clone()),
-        preopens: data_dir(dir.path()),
-        ..RunnerConfig::default()
-    };
-    let runner = runner_with(Guest::Counter, config);
+    let runner = runner_in(Guest::Counter, Arc::new(backend.clone()), dir.path(), None);
     let (instances, iterations) = (8, 40);
     let reports = run_instances(
         &runner,
@@ -42,29 +37,24 @@ async fn counter_instances_lose_no_update() {
 async fn readers_writers_example_is_clean() {
     let dir = tempfile::tempdir().unwrap();
     let backend = MemoryBackend::new();
-    let config = RunnerConfig {
-        backend: std::sync::Arc::new(backend.clone()),
-        preopens: data_dir(dir.path()),
-        ..RunnerConfig::default()
-    };
-    let runner = runner_with(Guest::ReadersWriters, config);
+    let runner = runner_in(
+        Guest::ReadersWriters,
+        Arc::new(backend.clone()),
+        dir.path(),
+        None,
+    );
     let mut writes = 0;
     for report in run_instances(&runner, 6, &["doc", "30", "/data/value", "30"]).await {
         assert_success(&report);
         let out = report.stdout_text();
         assert!(out.contains("violations=0"), "{out}");
-        let w: u64 = out
-            .split("writes=")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no writes= in {out}"));
-        writes += w;
+        writes += tally(&out, "writes");
     }
-    let value: u64 = std::fs::read_to_string(dir.path().join("value"))
-        .map(|v| v.trim().parse().unwrap_or(0))
-        .unwrap_or(0);
-    assert_eq!(value, 2 * writes, "every write added exactly 2");
+    assert_eq!(
+        value_in(dir.path(), "value"),
+        2 * writes,
+        "every write added exactly 2"
+    );
 }
 
 /// A guest takes a shared lock while another party holds it shared.

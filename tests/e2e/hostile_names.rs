@@ -76,8 +76,7 @@ async fn nested_names_never_block_their_parent_lock() {
         let mut curator =
             Foreign::curator(&server.address(), &format!("{ROOT}/m"), "mutex", &["try"]);
         curator.expect("acquired").await;
-        curator.send().await;
-        curator.expect("released").await;
+        curator.release().await;
         curator.finish().await;
         // `wardlock status m` lists the nested directories apart, never as holders.
         let queue = backend.queue(&name("m")).await.expect("queue");

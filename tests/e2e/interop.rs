@@ -7,14 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardlock_host::backend::zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::runner::RunnerConfig;
 use wardlock_host::{BackendError, LockBackend, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::interop::Foreign;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{
-    Guest, assert_success, data_dir, name, run_instances, runner_with, spawn_acquire,
+    Guest, assert_success, lockctl_runner, name, run_instances, runner_in, spawn_acquire, spawn_run,
 };
 
 const ROOT: &str = "/wardlock";
@@ -62,6 +61,14 @@ async fn backend(server: &ZkServer, dialect: Dialect) -> ZooKeeperBackend {
     ZooKeeperBackend::connect(config).await.expect("backend")
 }
 
+/// A fresh server, a backend on it in `dialect` and a probe of its lock nodes.
+async fn start(dialect: Dialect) -> (ZkServer, ZooKeeperBackend, ZkProbe) {
+    let server = ZkServer::start();
+    let backend = backend(&server, dialect).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    (server, backend, probe)
+}
+
 /// One test per foreign side: `test_per_side!(check: test_name => SIDE, ...)`
 /// runs `check(SIDE)` as `test_name`.
 macro_rules! test_per_side {
@@ -85,14 +92,11 @@ async fn counter_is_exact(side: Side) {
         side.write,
         &["counter", "40", file.to_str().expect("utf-8")],
     );
-    let runner = runner_with(
+    let runner = runner_in(
         Guest::Counter,
-        RunnerConfig {
-            backend: Arc::new(backend.clone()),
-            preopens: data_dir(dir.path()),
-            timeout: Some(Duration::from_secs(120)),
-            ..RunnerConfig::default()
-        },
+        Arc::new(backend.clone()),
+        dir.path(),
+        Some(Duration::from_secs(120)),
     );
     let reports = run_instances(&runner, 4, &["shared-counter", "20", "/data/count"]).await;
     reports.iter().for_each(assert_success);
@@ -133,8 +137,7 @@ async fn modes_interlock(side: Side) {
             None
         );
     }
-    writer.send().await;
-    writer.expect("released").await;
+    writer.release().await;
 
     // Our exclusive holder: the foreign side gets nothing.
     let held = ours
@@ -171,8 +174,7 @@ async fn modes_interlock(side: Side) {
         None
     );
     ours.release(shared.id).expect("release");
-    reader.send().await;
-    reader.expect("released").await;
+    reader.release().await;
 
     // Our reader: the foreign side reads alongside, cannot write.
     let shared = ours
@@ -184,8 +186,7 @@ async fn modes_interlock(side: Side) {
     side.foreign(&server, "modes", side.write, &["try"])
         .expect("busy")
         .await;
-    foreign_reader.send().await;
-    foreign_reader.expect("released").await;
+    foreign_reader.release().await;
     ours.release(shared.id).expect("release");
 }
 
@@ -199,9 +200,7 @@ test_per_side!(modes_interlock:
 /// writers out until the read lock goes, while wardlock readers may join.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_downgrade_keeps_writers_out() {
-    let server = ZkServer::start();
-    let backend = backend(&server, Dialect::CuratorRw).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (server, backend, probe) = start(Dialect::CuratorRw).await;
     let ours = backend.open_session("ours");
     let lock = name("downgrade");
     let mut curator = CURATOR_RW.foreign(&server, "downgrade", "rw-write", &["downgrade"]);
@@ -222,8 +221,7 @@ async fn curator_downgrade_keeps_writers_out() {
         !writer.is_finished(),
         "a wardlock writer got in beside Curator's read lock"
     );
-    curator.send().await;
-    curator.expect("released").await;
+    curator.release().await;
     let (_session, grant) = writer.await.expect("writer");
     assert!(grant.is_ok(), "{grant:?}");
 }
@@ -231,24 +229,11 @@ async fn curator_downgrade_keeps_writers_out() {
 /// A foreign holder killed outright: its lock passes to a waiting wardlock guest
 /// once its ZooKeeper session (2 s) expires.
 async fn dead_foreign_holder_hands_over(side: Side) {
-    let server = ZkServer::start();
-    let backend = backend(&server, side.dialect).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (server, backend, probe) = start(side.dialect).await;
     let mut holder = side.foreign(&server, "dying", side.write, &["hold-forever"]);
     holder.expect("holding").await;
-    let runner = runner_with(
-        Guest::Lockctl,
-        RunnerConfig {
-            backend: Arc::new(backend.clone()),
-            timeout: Some(TEST_WAIT_LIMIT),
-            ..RunnerConfig::default()
-        },
-    );
-    let guest = tokio::spawn(async move {
-        runner
-            .run(0, &["acquire exclusive - dying".to_string()])
-            .await
-    });
+    let runner = lockctl_runner(Arc::new(backend.clone()));
+    let guest = spawn_run(&runner, 0, &["acquire exclusive - dying"]);
     probe.wait_len("dying", 2).await;
     holder.kill().await;
     let report = guest.await.expect("guest");
@@ -269,25 +254,17 @@ test_per_side!(dead_foreign_holder_hands_over:
 /// `wardlock status` shows a Curator holder first and queued guests behind it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_curator_holder_and_queued_guests() {
-    let server = ZkServer::start();
-    let backend = backend(&server, Dialect::CuratorRw).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (server, backend, probe) = start(Dialect::CuratorRw).await;
     let mut curator = CURATOR_RW.foreign(&server, "watched", "rw-write", &["hold"]);
     curator.expect("holding").await;
-    let runner = runner_with(
-        Guest::Lockctl,
-        RunnerConfig {
-            backend: Arc::new(backend.clone()),
-            timeout: Some(TEST_WAIT_LIMIT),
-            ..RunnerConfig::default()
-        },
-    );
+    let runner = lockctl_runner(Arc::new(backend.clone()));
     let mut guests = Vec::new();
     for (i, mode) in ["exclusive", "shared"].into_iter().enumerate() {
-        let runner = runner.clone();
-        guests.push(tokio::spawn(async move {
-            runner.run(i, &[format!("acquire {mode} - watched")]).await
-        }));
+        guests.push(spawn_run(
+            &runner,
+            i,
+            &[&format!("acquire {mode} - watched")],
+        ));
         probe.wait_len("watched", i + 2).await;
     }
     let queue = backend.queue(&name("watched")).await.expect("queue");
@@ -322,8 +299,7 @@ async fn status_shows_curator_holder_and_queued_guests() {
     ])
     .expect("flags");
     assert_eq!(wardlock_host::cli::execute(cli).await.expect("status"), 0);
-    curator.send().await;
-    curator.expect("released").await;
+    curator.release().await;
     for guest in guests {
         assert!(guest.await.expect("guest").outcome.is_success());
     }

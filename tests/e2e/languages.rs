@@ -12,13 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::runner::{InstanceReport, Outcome, Runner, RunnerConfig};
-use wardlock_host::{Grant, LockPolicy, LockSession, MemoryBackend, Mode};
+use wardlock_host::runner::{InstanceReport, Outcome, Runner};
+use wardlock_host::{Grant, LockSession, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::conformance::Subject;
-use wardlock_tests::probe::{MemoryProbe, ZkProbe};
+use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, assert_success, data_dir, name, runner_with, spawn_acquire};
+use wardlock_tests::{
+    Guest, assert_outcome, assert_success, name, runner_in, spawn_acquire, spawn_run, tally,
+    value_in,
+};
 
 /// A guest language other than Rust.
 #[derive(Debug, Clone, Copy)]
@@ -56,39 +59,12 @@ impl Language {
 /// A runner for `guest` on the subject's backend, with `dir` visible to the guest
 /// as `/data` and a deadline as a hang guard.
 fn runner(s: &Subject, guest: Guest, dir: &Path) -> Arc<Runner> {
-    runner_with(
+    runner_in(
         guest,
-        RunnerConfig {
-            backend: s.backend.clone(),
-            policy: Arc::new(LockPolicy::new()),
-            timeout: Some(Duration::from_secs(120)),
-            preopens: data_dir(dir),
-            ..RunnerConfig::default()
-        },
+        s.backend.clone(),
+        dir,
+        Some(Duration::from_secs(120)),
     )
-}
-
-/// Runs one instance of `runner` with `args` in a task of its own.
-fn spawn(runner: &Arc<Runner>, args: &[&str]) -> tokio::task::JoinHandle<InstanceReport> {
-    let runner = runner.clone();
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::spawn(async move { runner.run(0, &args).await })
-}
-
-/// The number after `key=` in a `readers-writers: reads=R writes=W violations=X` line.
-fn tally(out: &str, key: &str) -> u64 {
-    out.split(&format!("{key}="))
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no {key}= in {out:?}"))
-}
-
-/// The integer in `dir/file` (missing = 0).
-fn value_in(dir: &Path, file: &str) -> u64 {
-    std::fs::read_to_string(dir.join(file))
-        .map(|v| v.trim().parse().expect("an integer"))
-        .unwrap_or(0)
 }
 
 /// Takes `lock` natively in `mode` through a session of its own.
@@ -107,7 +83,7 @@ pub async fn counter_is_exact(s: &Subject, language: Language) {
     let lock = language.lock("counter");
     let runner = runner(s, language.counter(), dir.path());
     let tasks: Vec<_> = (0..4)
-        .map(|_| spawn(&runner, &[&lock, "25", "/data/count"]))
+        .map(|_| spawn_run(&runner, 0, &[&lock, "25", "/data/count"]))
         .collect();
     for task in tasks {
         let report = task.await.expect("instance task");
@@ -131,7 +107,7 @@ pub async fn readers_writers_is_clean(s: &Subject, language: Language) {
     let lock = language.lock("rw");
     let runner = runner(s, language.readers_writers(), dir.path());
     let tasks: Vec<_> = (0..4)
-        .map(|_| spawn(&runner, &[&lock, "20", "/data/value", "30"]))
+        .map(|_| spawn_run(&runner, 0, &[&lock, "20", "/data/value", "30"]))
         .collect();
     let mut writes = 0;
     for task in tasks {
@@ -155,7 +131,7 @@ pub async fn readers_share_writers_wait(s: &Subject, language: Language) {
     let (reader, read_grant) = hold(s, &lock, Mode::Shared).await;
 
     // WRITE_PERCENT 0: every round reads, while the native reader holds.
-    let report = spawn(&runner, &[&lock, "3", "/data/value", "0"])
+    let report = spawn_run(&runner, 0, &[&lock, "3", "/data/value", "0"])
         .await
         .expect("guest task");
     assert_success(&report);
@@ -165,7 +141,7 @@ pub async fn readers_share_writers_wait(s: &Subject, language: Language) {
     );
 
     // WRITE_PERCENT 100: the writer queues behind the native reader.
-    let writer = spawn(&runner, &[&lock, "1", "/data/value", "100"]);
+    let writer = spawn_run(&runner, 0, &[&lock, "1", "/data/value", "100"]);
     s.probe.wait_len(&lock, 2).await;
     assert_eq!(
         value_in(dir.path(), "value"),
@@ -181,7 +157,7 @@ pub async fn readers_share_writers_wait(s: &Subject, language: Language) {
 
     // A reader queues behind a native writer.
     let (writer, write_grant) = hold(s, &lock, Mode::Exclusive).await;
-    let guest_reader = spawn(&runner, &[&lock, "1", "/data/value", "0"]);
+    let guest_reader = spawn_run(&runner, 0, &[&lock, "1", "/data/value", "0"]);
     s.probe.wait_len(&lock, 2).await;
     assert!(!guest_reader.is_finished());
     writer.release(write_grant.id).expect("release");
@@ -199,7 +175,7 @@ async fn hand_over(s: &Subject, language: Language, mode: &str) -> InstanceRepor
     let lock = language.lock(mode);
     let runner = runner(s, language.counter(), dir.path());
     let (holder, held) = hold(s, &lock, Mode::Exclusive).await;
-    let guest = spawn(&runner, &[&lock, mode, "/data/unused"]);
+    let guest = spawn_run(&runner, 0, &[&lock, mode, "/data/unused"]);
     s.probe.wait_len(&lock, 2).await;
     let waiter = spawn_acquire(s.backend.open_session("waiter"), &lock, Mode::Exclusive);
     s.probe.wait_len(&lock, 3).await;
@@ -224,12 +200,7 @@ async fn hand_over(s: &Subject, language: Language, mode: &str) -> InstanceRepor
 /// it gets it, and the lock is free afterwards.
 pub async fn trap_releases(s: &Subject, language: Language) {
     let report = hand_over(s, language, "trap").await;
-    assert!(
-        matches!(report.outcome, Outcome::Trap(_)),
-        "{:?}: {}",
-        report.outcome,
-        report.stderr_text()
-    );
+    assert_outcome!(report, Outcome::Trap(_));
     assert_eq!(report.stdout_text().trim(), "holding");
 }
 
@@ -260,7 +231,7 @@ pub async fn bad_arguments_are_refused(s: &Subject, language: Language) {
             vec![lock.as_str(), "x", "/data/value", "5"],
         ),
     ] {
-        let report = spawn(runner, &args).await.expect("guest task");
+        let report = spawn_run(runner, 0, &args).await.expect("guest task");
         assert!(
             matches!(report.outcome, Outcome::Exit(code) if code != 0),
             "{args:?}: {:?}",
@@ -273,14 +244,10 @@ pub async fn bad_arguments_are_refused(s: &Subject, language: Language) {
         );
     }
     // A lock error is reported, not a trap.
-    let report = spawn(&counter, &["a//b", "1", "/data/count"])
+    let report = spawn_run(&counter, 0, &["a//b", "1", "/data/count"])
         .await
         .expect("guest task");
-    assert!(
-        matches!(report.outcome, Outcome::Exit(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::Exit(_));
     assert!(
         report.stderr_text().contains("invalid-name"),
         "{}",
@@ -288,6 +255,20 @@ pub async fn bad_arguments_are_refused(s: &Subject, language: Language) {
     );
     assert!(!dir.path().join("count").exists());
     s.probe.wait_len(&lock, 0).await;
+}
+
+/// Calls `$then!` with every check, in order: the one list of them.
+macro_rules! language_checks {
+    ($then:ident) => {
+        $then!(
+            counter_is_exact,
+            readers_writers_is_clean,
+            readers_share_writers_wait,
+            trap_releases,
+            leaked_handle_released_at_end,
+            bad_arguments_are_refused,
+        );
+    };
 }
 
 /// Every check for every language, in order, each named on stderr first.
@@ -299,22 +280,7 @@ pub async fn all(s: &Subject) {
                 $check(s, language).await;
             )*};
         }
-        check!(
-            counter_is_exact,
-            readers_writers_is_clean,
-            readers_share_writers_wait,
-            trap_releases,
-            leaked_handle_released_at_end,
-            bad_arguments_are_refused,
-        );
-    }
-}
-
-fn memory() -> Subject {
-    let backend = MemoryBackend::new();
-    Subject {
-        backend: Arc::new(backend.clone()),
-        probe: Arc::new(MemoryProbe(backend)),
+        language_checks!(check);
     }
 }
 
@@ -323,34 +289,27 @@ fn memory() -> Subject {
 macro_rules! on_memory {
     ($($check:ident),* $(,)?) => {$(
         mod $check {
-            use super::{Language, memory};
+            use super::{Language, Subject};
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn c() {
-                super::$check(&memory(), Language::C).await;
+                super::$check(&Subject::memory(), Language::C).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn python() {
-                super::$check(&memory(), Language::Python).await;
+                super::$check(&Subject::memory(), Language::Python).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn js() {
-                super::$check(&memory(), Language::Js).await;
+                super::$check(&Subject::memory(), Language::Js).await;
             }
         }
     )*};
 }
 
-on_memory!(
-    counter_is_exact,
-    readers_writers_is_clean,
-    readers_share_writers_wait,
-    trap_releases,
-    leaked_handle_released_at_end,
-    bad_arguments_are_refused,
-);
+language_checks!(on_memory);
 
 /// Every check for every language on a real ZooKeeper server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

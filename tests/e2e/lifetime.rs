@@ -7,8 +7,8 @@ use std::time::Duration;
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode, WardlockCtx};
 use wardlock_tests::{
-    Gated, Guest, TEST_WAIT_LIMIT, lines, lockctl, lockctl_with, name, runner, runner_with,
-    spawn_acquire, spawn_lockctl, wait_counts,
+    Gated, Guest, TEST_WAIT_LIMIT, assert_outcome, lines, lockctl, lockctl_with, name, runner,
+    runner_with, spawn_acquire, spawn_lockctl, wait_counts,
 };
 
 /// Returning without releasing (or dropping) handles releases them.
@@ -34,11 +34,7 @@ async fn return_releases_everything() {
 async fn exit_releases_everything() {
     let backend = MemoryBackend::new();
     let report = lockctl(&backend, &["acquire exclusive - a", "exit 3"]).await;
-    assert!(
-        matches!(report.outcome, Outcome::Exit(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::Exit(_));
     assert_eq!(backend.active_names(), 0);
 }
 
@@ -55,11 +51,7 @@ async fn trap_hands_lock_to_waiter() {
     let waiter = spawn_acquire(backend.open_session("waiter"), "a", Mode::Exclusive);
     wait_counts(&backend, "a", 1, 1).await;
     let report = gated.open().await;
-    assert!(
-        matches!(report.outcome, Outcome::Trap(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::Trap(_));
     assert_eq!(lines(&report).last().map(String::as_str), Some("trapping"));
     let (_session, grant) = waiter.await.unwrap();
     assert!(grant.is_ok(), "waiter did not get the lock: {grant:?}");
@@ -90,11 +82,7 @@ async fn deadline_stops_a_spinning_holder() {
         .await;
     assert!(grant.is_ok(), "{grant:?}");
     let report = guest.await.unwrap();
-    assert!(
-        matches!(report.outcome, Outcome::TimedOut(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::TimedOut(_));
 }
 
 /// A guest parked in `acquire` past its deadline is stopped; its held lock is
@@ -114,11 +102,7 @@ async fn deadline_while_parked_withdraws_the_wait() {
         &["acquire exclusive - mine", "acquire exclusive - busy"],
     )
     .await;
-    assert!(
-        matches!(report.outcome, Outcome::TimedOut(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::TimedOut(_));
     assert_eq!(lines(&report).len(), 1);
     assert!(backend.snapshot(&name("mine")).is_empty());
     let busy = backend.snapshot(&name("busy"));
@@ -147,11 +131,7 @@ async fn killed_while_queued_leaves_nothing() {
         Some(Duration::from_millis(200)),
     );
     let report = runner.run(0, &["queue-forever".into(), "a".into()]).await;
-    assert!(
-        matches!(report.outcome, Outcome::TimedOut(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::TimedOut(_));
     assert_eq!(backend.snapshot(&name("a")).len(), 1);
 }
 
@@ -219,11 +199,7 @@ async fn memory_bomb_traps_and_releases() {
         },
     );
     let report = runner.run(0, &["memory-bomb".into(), "a".into()]).await;
-    assert!(
-        matches!(report.outcome, Outcome::Trap(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::Trap(_));
     assert!(report.stdout_text().contains("holding token="));
     assert_eq!(backend.active_names(), 0);
 }

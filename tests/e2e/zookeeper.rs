@@ -13,7 +13,7 @@ use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, name, runner_with, spawn_acquire};
+use wardlock_tests::{Guest, assert_outcome, lockctl_runner, name, runner_with, spawn_acquire};
 use zookeeper_client::{Acls, Client, CreateMode, SessionState};
 
 use crate::cli::{run_counters, wardlock};
@@ -28,6 +28,15 @@ pub(crate) async fn backend(address: &str, session_timeout: Duration) -> ZooKeep
     ZooKeeperBackend::connect(config)
         .await
         .expect("backend connects")
+}
+
+/// A fresh server, a backend on it (10 s session timeout) and a probe of its
+/// lock nodes.
+pub(crate) async fn start() -> (ZkServer, ZooKeeperBackend, ZkProbe) {
+    let server = ZkServer::start();
+    let backend = backend(&server.address(), Duration::from_secs(10)).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    (server, backend, probe)
 }
 
 /// No lock node is left anywhere under the root.
@@ -65,9 +74,7 @@ async fn wait_state(
 /// as the server itself reports (`wchp`: watched paths and their sessions).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_watch_one_node_each() {
-    let server = ZkServer::start();
-    let backend = backend(&server.address(), Duration::from_secs(10)).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (server, backend, probe) = start().await;
     let holder = backend.open_session("holder");
     let held = holder
         .acquire(&name("herd"), Mode::Exclusive, None)
@@ -154,23 +161,14 @@ async fn trapped_holder_hands_over_before_session_timeout() {
         .acquire(&name("gate"), Mode::Exclusive, None)
         .await
         .expect("gate");
-    let runner = runner_with(
-        Guest::Lockctl,
-        RunnerConfig {
-            backend: Arc::new(backend.clone()),
-            timeout: Some(TEST_WAIT_LIMIT),
-            ..RunnerConfig::default()
-        },
-    );
+    let runner = lockctl_runner(Arc::new(backend.clone()));
     let guest = tokio::spawn(async move {
-        let args: Vec<String> = [
+        let args = [
             "acquire exclusive - dying",
             "acquire exclusive - gate",
             "trap",
         ]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
+        .map(String::from);
         let report = runner.run(0, &args).await;
         (report, Instant::now())
     });
@@ -188,11 +186,7 @@ async fn trapped_holder_hands_over_before_session_timeout() {
     probe.wait_len("dying", 2).await;
     gate_session.release(gate.id).expect("gate");
     let (report, ended) = guest.await.expect("guest");
-    assert!(
-        matches!(report.outcome, Outcome::Trap(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::Trap(_));
     let (_session, grant, granted) = waiter.await.expect("waiter");
     assert!(grant.is_ok(), "{grant:?}");
     let latency = granted.saturating_duration_since(ended);
@@ -206,9 +200,7 @@ async fn trapped_holder_hands_over_before_session_timeout() {
 /// A guest killed at its deadline while queued leaves no node behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guest_killed_while_queued_leaves_no_node() {
-    let server = ZkServer::start();
-    let backend = backend(&server.address(), Duration::from_secs(10)).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (_server, backend, probe) = start().await;
     let holder = backend.open_session("holder");
     let held = holder
         .acquire(&name("queued"), Mode::Exclusive, None)
@@ -226,11 +218,7 @@ async fn guest_killed_while_queued_leaves_no_node() {
     let report = runner
         .run(0, &["queue-forever".into(), "queued".into()])
         .await;
-    assert!(
-        matches!(report.outcome, Outcome::TimedOut(_)),
-        "{:?}",
-        report.outcome
-    );
+    assert_outcome!(report, Outcome::TimedOut(_));
     probe.wait_len("queued", 1).await;
     assert_eq!(probe.contenders("queued").await.len(), 1);
     holder.release(held.id).expect("release");
@@ -464,9 +452,7 @@ async fn digest_auth_protects_lock_nodes() {
 /// every reader before it — also when the readers are released together.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_exceed_every_earlier_conflicting_grant() {
-    let server = ZkServer::start();
-    let backend = backend(&server.address(), Duration::from_secs(10)).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (_server, backend, probe) = start().await;
     let first = backend.open_session("first writer");
     let w1 = first
         .acquire(&name("tokens"), Mode::Exclusive, None)
@@ -505,9 +491,7 @@ async fn tokens_exceed_every_earlier_conflicting_grant() {
 /// grants go, and its token exceeds theirs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn downgrade_lets_readers_in_and_keeps_queued_writers_out() {
-    let server = ZkServer::start();
-    let backend = backend(&server.address(), Duration::from_secs(10)).await;
-    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (_server, backend, probe) = start().await;
     let owner = backend.open_session("owner");
     let exclusive = owner
         .acquire(&name("down"), Mode::Exclusive, None)

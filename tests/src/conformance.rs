@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardlock_host::runner::{Outcome, RunnerConfig};
-use wardlock_host::{BackendError, LockBackend, LockPolicy, Mode};
+use wardlock_host::{BackendError, LockBackend, LockPolicy, MemoryBackend, Mode};
 
-use crate::probe::Probe;
+use crate::probe::{MemoryProbe, Probe};
 use crate::{
-    Guest, TEST_WAIT_LIMIT, assert_success, data_dir, lines, name, run_instances, runner_with,
+    Guest, TEST_WAIT_LIMIT, assert_success, lines, name, run_instances, runner_in, runner_with,
     spawn_acquire, spawn_run, token_of,
 };
 
@@ -20,6 +20,15 @@ pub struct Subject {
 }
 
 impl Subject {
+    /// A fresh in-memory backend and its probe.
+    pub fn memory() -> Subject {
+        let backend = MemoryBackend::new();
+        Subject {
+            backend: Arc::new(backend.clone()),
+            probe: Arc::new(MemoryProbe(backend)),
+        }
+    }
+
     fn runner(
         &self,
         guest: Guest,
@@ -302,14 +311,7 @@ async fn tokens_increase_across_names_and_sessions(s: &Subject) {
 /// Eight counter guests on one lock lose no update.
 async fn guest_counter_is_exact(s: &Subject) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let runner = runner_with(
-        Guest::Counter,
-        RunnerConfig {
-            backend: s.backend.clone(),
-            preopens: data_dir(dir.path()),
-            ..RunnerConfig::default()
-        },
-    );
+    let runner = runner_in(Guest::Counter, s.backend.clone(), dir.path(), None);
     let reports = run_instances(&runner, 8, &["conf/counter", "20", "/data/count"]).await;
     reports.iter().for_each(assert_success);
     let count = std::fs::read_to_string(dir.path().join("count")).expect("count file");
@@ -342,11 +344,7 @@ async fn guest_trap_hands_over(s: &Subject) {
     s.probe.wait_len("conf/trap", 2).await;
     gate_session.release(gate.id).expect("open the gate");
     let report = guest.await.expect("guest task");
-    assert!(
-        matches!(report.outcome, Outcome::Trap(_)),
-        "{:?}",
-        report.outcome
-    );
+    crate::assert_outcome!(report, Outcome::Trap(_));
     let (_session, grant) = waiter.await.expect("waiter task");
     assert!(grant.is_ok(), "{grant:?}");
 }

@@ -148,6 +148,12 @@ impl Foreign {
         stdin.flush().await.expect("flush");
     }
 
+    /// Tells a holding client to release, and waits until it has.
+    pub async fn release(&mut self) {
+        self.send().await;
+        self.expect("released").await;
+    }
+
     /// Waits for the process to exit successfully.
     pub async fn finish(mut self) {
         self.stdin.take();

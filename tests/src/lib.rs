@@ -14,6 +14,7 @@ pub mod serve;
 pub mod zookeeper;
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -110,7 +111,7 @@ pub fn component(guest: Guest) -> Component {
         .entry(guest)
         .or_insert_with(|| {
             runtime()
-                .compile(std::path::Path::new(guest.path()))
+                .compile(Path::new(guest.path()))
                 .expect("compile guest")
         })
         .clone()
@@ -141,6 +142,19 @@ pub fn runner_with(guest: Guest, config: RunnerConfig) -> Arc<Runner> {
         ..config
     };
     Arc::new(Runner::new(runtime(), &component(guest), &guest.file_name(), config).expect("runner"))
+}
+
+/// A `lockctl` runner on `backend`, capturing stdio, each instance limited to
+/// [`TEST_WAIT_LIMIT`].
+pub fn lockctl_runner(backend: Arc<dyn LockBackend>) -> Arc<Runner> {
+    runner_with(
+        Guest::Lockctl,
+        RunnerConfig {
+            backend,
+            timeout: Some(TEST_WAIT_LIMIT),
+            ..RunnerConfig::default()
+        },
+    )
 }
 
 /// Runs one `lockctl` instance with `commands` and default policy.
@@ -219,9 +233,40 @@ pub fn spawn_lockctl(
     })
 }
 
-/// `dir` preopened as the guest's `/data`.
-pub fn data_dir(dir: &std::path::Path) -> Vec<Preopen> {
-    vec![Preopen::parse(&format!("{}::/data", dir.display()))]
+/// A runner for `guest` on `backend`, capturing stdio, with the host directory
+/// `dir` as the guest's `/data` and `timeout` per instance.
+pub fn runner_in(
+    guest: Guest,
+    backend: Arc<dyn LockBackend>,
+    dir: &Path,
+    timeout: Option<Duration>,
+) -> Arc<Runner> {
+    runner_with(
+        guest,
+        RunnerConfig {
+            backend,
+            preopens: vec![Preopen::parse(&format!("{}::/data", dir.display()))],
+            timeout,
+            ..RunnerConfig::default()
+        },
+    )
+}
+
+/// The integer in `dir/file` (missing = 0).
+pub fn value_in(dir: &Path, file: &str) -> u64 {
+    std::fs::read_to_string(dir.join(file))
+        .map(|v| v.trim().parse().expect("an integer"))
+        .unwrap_or(0)
+}
+
+/// The number after `key=` in a line such as `readers-writers: reads=R writes=W
+/// violations=X`.
+pub fn tally(out: &str, key: &str) -> u64 {
+    out.split(&format!("{key}="))
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {key}= in {out:?}"))
 }
 
 /// Runs one instance (number `instance`) of `runner` with `args` in a task of
@@ -260,6 +305,22 @@ pub fn assert_success(report: &InstanceReport) {
         report.stdout_text(),
         report.stderr_text()
     );
+}
+
+/// Asserts that an [`InstanceReport`]'s outcome matches a pattern, showing the
+/// outcome and the guest's stderr otherwise:
+/// `assert_outcome!(report, Outcome::Trap(_))`.
+#[macro_export]
+macro_rules! assert_outcome {
+    ($report:expr, $pattern:pat) => {{
+        let report = &$report;
+        assert!(
+            matches!(report.outcome, $pattern),
+            "{:?}: {}",
+            report.outcome,
+            report.stderr_text()
+        );
+    }};
 }
 
 /// What [`spawn_acquire`] ends with: the session (which owns the grant, if
