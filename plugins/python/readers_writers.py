@@ -61,32 +61,37 @@ class Run(exports.Run):
 
 def write_round(path: str) -> int:
     """One writer step under the exclusive lock; returns the violations seen."""
-    violations = 0
     value = read_value(GUEST, path)
-    if value % 2:
-        warn(f"writer found odd value {value}")
-        violations += 1
+    violations = odd(value, "writer found")
     write_value(GUEST, path, value + 1)
     read_back = read_value(GUEST, path)
-    if read_back != value + 1:
-        warn(f"writer wrote {value + 1} but read back {read_back}")
-        violations += 1
+    violations += changed(value + 1, read_back, f"writer wrote {value + 1} but read back {read_back}")
     write_value(GUEST, path, value + 2)
     return violations
 
 
 def read_round(path: str) -> int:
     """One reader step under the shared lock; returns the violations seen."""
-    violations = 0
     first = read_value(GUEST, path)
-    if first % 2:
-        warn(f"reader saw odd value {first}")
-        violations += 1
+    violations = odd(first, "reader saw")
     second = read_value(GUEST, path)
-    if second != first:
-        warn(f"reader saw {first} then {second}")
-        violations += 1
-    return violations
+    return violations + changed(first, second, f"reader saw {first} then {second}")
+
+
+def odd(value: int, who: str) -> int:
+    """1 (a violation, reported as `<who> odd value <value>`) if `value` is odd."""
+    if value % 2:
+        warn(f"{who} odd value {value}")
+        return 1
+    return 0
+
+
+def changed(expected: int, found: int, message: str) -> int:
+    """1 (a violation, reported with `message`) if `found` is not `expected`."""
+    if found != expected:
+        warn(message)
+        return 1
+    return 0
 
 
 def acquire(lock_name: str, mode: Mode) -> locks.Lock:

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
+use wardlock_host::{LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::{
-    Guest, assert_success, lines, lockctl, name, run_instances, runner, runner_in, spawn_lockctl,
-    tally, token_of, value_in, wait_counts,
+    Guest, assert_success, hold, lines, lockctl, name, run_instances, runner, runner_in,
+    spawn_lockctl, tally, token_of, value_in, wait_counts,
 };
 
 /// Many counter instances doing read-modify-write on one file under one lock lose
@@ -61,11 +61,7 @@ async fn readers_writers_example_is_clean() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_hold_together() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let _reader = native
-        .acquire(&name("doc"), Mode::Shared, None)
-        .await
-        .unwrap();
+    let (_native, _reader) = hold(&backend, "doc", Mode::Shared).await;
     let report = lockctl(
         &backend,
         &["try shared doc", "acquire shared - doc", "status 2"],
@@ -81,11 +77,7 @@ async fn readers_hold_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_exclude_readers() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let reader = native
-        .acquire(&name("doc"), Mode::Shared, None)
-        .await
-        .unwrap();
+    let (native, reader) = hold(&backend, "doc", Mode::Shared).await;
     let report = lockctl(&backend, &["try exclusive doc", "acquire exclusive 30 doc"]).await;
     assert_eq!(lines(&report), ["none", "err timeout"]);
     native.release(reader.id).unwrap();
@@ -116,11 +108,7 @@ async fn writers_exclude_readers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_follow_arrival_order() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let held = native
-        .acquire(&name("q"), Mode::Exclusive, None)
-        .await
-        .unwrap();
+    let (native, held) = hold(&backend, "q", Mode::Exclusive).await;
     let mut waiters = Vec::new();
     for queued in 1..=3 {
         let guest_backend = backend.clone();

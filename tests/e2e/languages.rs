@@ -11,15 +11,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use wardlock_host::Mode;
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{InstanceReport, Outcome, Runner};
-use wardlock_host::{Grant, LockSession, Mode};
-use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::conformance::Subject;
 use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{
-    Guest, assert_outcome, assert_success, name, runner_in, spawn_acquire, spawn_run, tally,
+    Guest, assert_outcome, assert_success, hold, runner_in, spawn_acquire, spawn_run, tally,
     value_in,
 };
 
@@ -65,16 +64,6 @@ fn runner(s: &Subject, guest: Guest, dir: &Path) -> Arc<Runner> {
         dir,
         Some(Duration::from_secs(120)),
     )
-}
-
-/// Takes `lock` natively in `mode` through a session of its own.
-async fn hold(s: &Subject, lock: &str, mode: Mode) -> (Box<dyn LockSession>, Grant) {
-    let session = s.backend.open_session("test");
-    let grant = session
-        .acquire(&name(lock), mode, Some(TEST_WAIT_LIMIT))
-        .await
-        .expect("native acquire");
-    (session, grant)
 }
 
 /// Four instances of the counter, 25 increments each, lose no update.
@@ -128,7 +117,7 @@ pub async fn readers_share_writers_wait(s: &Subject, language: Language) {
     let dir = tempfile::tempdir().expect("temp dir");
     let lock = language.lock("share");
     let runner = runner(s, language.readers_writers(), dir.path());
-    let (reader, read_grant) = hold(s, &lock, Mode::Shared).await;
+    let (reader, read_grant) = hold(&*s.backend, &lock, Mode::Shared).await;
 
     // WRITE_PERCENT 0: every round reads, while the native reader holds.
     let report = spawn_run(&runner, 0, &[&lock, "3", "/data/value", "0"])
@@ -156,7 +145,7 @@ pub async fn readers_share_writers_wait(s: &Subject, language: Language) {
     assert_eq!(value_in(dir.path(), "value"), 2);
 
     // A reader queues behind a native writer.
-    let (writer, write_grant) = hold(s, &lock, Mode::Exclusive).await;
+    let (writer, write_grant) = hold(&*s.backend, &lock, Mode::Exclusive).await;
     let guest_reader = spawn_run(&runner, 0, &[&lock, "1", "/data/value", "0"]);
     s.probe.wait_len(&lock, 2).await;
     assert!(!guest_reader.is_finished());
@@ -174,7 +163,7 @@ async fn hand_over(s: &Subject, language: Language, mode: &str) -> InstanceRepor
     let dir = tempfile::tempdir().expect("temp dir");
     let lock = language.lock(mode);
     let runner = runner(s, language.counter(), dir.path());
-    let (holder, held) = hold(s, &lock, Mode::Exclusive).await;
+    let (holder, held) = hold(&*s.backend, &lock, Mode::Exclusive).await;
     let guest = spawn_run(&runner, 0, &[&lock, mode, "/data/unused"]);
     s.probe.wait_len(&lock, 2).await;
     let waiter = spawn_acquire(s.backend.open_session("waiter"), &lock, Mode::Exclusive);

@@ -7,8 +7,8 @@ use std::time::Duration;
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode, WardlockCtx};
 use wardlock_tests::{
-    Gated, Guest, TEST_WAIT_LIMIT, assert_outcome, lines, lockctl, lockctl_with, name, runner,
-    runner_with, spawn_acquire, spawn_lockctl, wait_counts,
+    Gated, Guest, TEST_WAIT_LIMIT, assert_outcome, hold, lines, lockctl, lockctl_with, name,
+    runner, runner_with, spawn_acquire, spawn_lockctl, wait_counts,
 };
 
 /// Returning without releasing (or dropping) handles releases them.
@@ -58,6 +58,26 @@ async fn trap_hands_lock_to_waiter() {
     assert_eq!(backend.snapshot(&name("gate")).len(), 0);
 }
 
+/// A guest dropping its handle releases the lock while it keeps running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_handle_releases_it() {
+    let backend = MemoryBackend::new();
+    let gated = Gated::park(
+        &backend,
+        &[
+            "acquire exclusive - a",
+            "drop 1",
+            "acquire exclusive - gate",
+        ],
+    )
+    .await;
+    assert!(
+        backend.snapshot(&name("a")).is_empty(),
+        "dropped handle still holds the lock"
+    );
+    assert!(gated.open().await.outcome.is_success());
+}
+
 /// A guest spinning forever while holding a lock is stopped at its deadline and the
 /// lock goes to the waiter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,11 +110,7 @@ async fn deadline_stops_a_spinning_holder() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_while_parked_withdraws_the_wait() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let _held = native
-        .acquire(&name("busy"), Mode::Exclusive, None)
-        .await
-        .unwrap();
+    let (_native, _held) = hold(&backend, "busy", Mode::Exclusive).await;
     let report = lockctl_with(
         &backend,
         LockPolicy::new(),
@@ -119,11 +135,7 @@ async fn deadline_while_parked_withdraws_the_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_while_queued_leaves_nothing() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let _held = native
-        .acquire(&name("a"), Mode::Exclusive, None)
-        .await
-        .unwrap();
+    let (_native, _held) = hold(&backend, "a", Mode::Exclusive).await;
     let runner = runner(
         Guest::Misbehave,
         &backend,
@@ -140,11 +152,7 @@ async fn killed_while_queued_leaves_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedder_cancel_releases_everything() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let _held = native
-        .acquire(&name("busy"), Mode::Exclusive, None)
-        .await
-        .unwrap();
+    let (_native, _held) = hold(&backend, "busy", Mode::Exclusive).await;
     let guest = spawn_lockctl(
         &backend,
         &[
@@ -202,24 +210,4 @@ async fn memory_bomb_traps_and_releases() {
     assert_outcome!(report, Outcome::Trap(_));
     assert!(report.stdout_text().contains("holding token="));
     assert_eq!(backend.active_names(), 0);
-}
-
-/// A guest dropping its handle releases the lock while it keeps running.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dropping_a_handle_releases_it() {
-    let backend = MemoryBackend::new();
-    let gated = Gated::park(
-        &backend,
-        &[
-            "acquire exclusive - a",
-            "drop 1",
-            "acquire exclusive - gate",
-        ],
-    )
-    .await;
-    assert!(
-        backend.snapshot(&name("a")).is_empty(),
-        "dropped handle still holds the lock"
-    );
-    assert!(gated.open().await.outcome.is_success());
 }

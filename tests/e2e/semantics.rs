@@ -1,20 +1,16 @@
 //! The lock interface's semantics as seen by a guest written only against the WIT
 //! (`lockctl`): re-entrancy, downgrade, would-deadlock, bad input, grants, caps.
 
-use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
-use wardlock_tests::{lines, lockctl, lockctl_with, name, spawn_lockctl, token_of, wait_counts};
+use wardlock_host::{LockPolicy, MemoryBackend, Mode};
+use wardlock_tests::{Gated, lines, lockctl, lockctl_with, name, token_of};
 
 /// Acquiring a held name again gives another handle on the same grant; the lock
 /// goes only with the last handle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exclusive_is_reentrant_per_instance() {
     let backend = MemoryBackend::new();
-    let native = backend.open_session("test");
-    let gate = native
-        .acquire(&name("gate"), Mode::Exclusive, None)
-        .await
-        .unwrap();
-    let guest = spawn_lockctl(
+    // Parked on `gate` after releasing handle 1: handle 2 still holds `r`.
+    let gated = Gated::park(
         &backend,
         &[
             "acquire exclusive - r",
@@ -26,16 +22,14 @@ async fn exclusive_is_reentrant_per_instance() {
             "release 2",
             "status 2",
         ],
-    );
-    // Parked on `gate` after releasing handle 1: handle 2 still holds `r`.
-    wait_counts(&backend, "gate", 1, 1).await;
+    )
+    .await;
     assert_eq!(
-        try_take(&*native, "r").await,
+        try_take(&*gated.native, "r").await,
         None,
         "`r` was released with a handle still open"
     );
-    native.release(gate.id).unwrap();
-    let report = guest.await.unwrap();
+    let report = gated.open().await;
     let out = lines(&report);
     assert_eq!(
         token_of(&out[0]),

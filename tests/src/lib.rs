@@ -323,6 +323,21 @@ macro_rules! assert_outcome {
     }};
 }
 
+/// Opens a session named `test` on `backend` and takes `lock` in `mode`, waiting
+/// at most [`TEST_WAIT_LIMIT`]; the session owns the grant.
+pub async fn hold(
+    backend: &dyn LockBackend,
+    lock: &str,
+    mode: Mode,
+) -> (Box<dyn LockSession>, Grant) {
+    let session = backend.open_session("test");
+    let grant = session
+        .acquire(&name(lock), mode, Some(TEST_WAIT_LIMIT))
+        .await
+        .unwrap_or_else(|e| panic!("taking {lock} natively: {e}"));
+    (session, grant)
+}
+
 /// What [`spawn_acquire`] ends with: the session (which owns the grant, if
 /// any) and what `acquire` returned.
 pub type Acquired = (Box<dyn LockSession>, Result<Grant, BackendError>);
@@ -355,11 +370,7 @@ impl Gated {
     /// Takes `gate`, starts `lockctl` with `commands` (the last of which should
     /// be `acquire exclusive - gate`) and returns once the guest waits for it.
     pub async fn park(backend: &MemoryBackend, commands: &[&str]) -> Gated {
-        let native = backend.open_session("test");
-        let gate = native
-            .acquire(&name("gate"), Mode::Exclusive, None)
-            .await
-            .expect("gate");
+        let (native, gate) = hold(backend, "gate", Mode::Exclusive).await;
         let guest = spawn_lockctl(backend, commands);
         wait_counts(backend, "gate", 1, 1).await;
         Gated {
