@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{LockBackend, Mode};
 use wardlock_tests::name;
 use wardlock_tests::probe::{Probe, ZkProbe};
@@ -40,7 +40,10 @@ async fn leader_failovers_are_invisible_to_holders() {
     for host in 0..HOSTS {
         let config = ZooKeeperConfig::new(connect.clone())
             .root(ROOT)
-            .session_timeout(Duration::from_secs(10));
+            .session_timeout(Duration::from_secs(10))
+            // Guests of a host hand the lock over in memory: failovers must
+            // stay invisible with host-local hand-off on too.
+            .local_handoff(LocalHandoff::default());
         let backend = ZooKeeperBackend::connect(config).await.expect("backend");
         for worker in 0..WORKERS {
             let (backend, tally, stop) = (backend.clone(), tally.clone(), stop.clone());

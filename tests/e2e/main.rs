@@ -1,6 +1,7 @@
 //! End-to-end tests: real guest components (built by `build.rs`), run through
 //! the same runner the `wardlock` CLI uses, on the in-memory backend and on real
 //! ZooKeeper servers and ensembles that the tests start themselves (`zookeeper`,
+//! `handoff` (host-local hand-off),
 //! `partition`, `failover`, `hostile_names`, `interop` with Curator and kazoo,
 //! and both backends in `conformance` and `languages`); plus the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
@@ -10,6 +11,7 @@ mod cli;
 mod conformance;
 mod exclusion;
 mod failover;
+mod handoff;
 mod hostile_names;
 mod interop;
 mod languages;

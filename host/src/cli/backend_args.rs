@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::backend::LockBackend;
 use crate::backend::memory::MemoryBackend;
-use crate::backend::zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
+use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
@@ -28,6 +28,10 @@ pub struct BackendArgs {
     /// Where and how to lock on ZooKeeper.
     #[command(flatten)]
     pub zookeeper: ZooKeeperArgs,
+
+    /// How this host's guests share a lock on ZooKeeper.
+    #[command(flatten)]
+    pub handoff: HandoffArgs,
 }
 
 /// The ZooKeeper flags (of `run`, `serve` and `status`).
@@ -57,6 +61,40 @@ pub struct ZooKeeperArgs {
     /// `<root>/<name>`; the memory backend keeps one namespace per host).
     #[arg(long, value_name = "PATH", default_value = "/wardlock")]
     pub root: String,
+}
+
+/// Host-local hand-off on ZooKeeper (of `run` and `serve`).
+#[derive(Debug, Args)]
+pub struct HandoffArgs {
+    /// Let every guest queue on ZooKeeper on its own, instead of the host
+    /// queueing once per lock and handing the grant among its guests in memory.
+    #[arg(long)]
+    pub no_local_handoff: bool,
+
+    /// Local hand-offs still made once a guest of another host queues behind
+    /// this host's node (the fairness bound).
+    #[arg(long, value_name = "N", default_value_t = LocalHandoff::default().max_handoffs)]
+    pub handoff_max: u32,
+
+    /// How long after another host's guest queued local hand-offs may go on.
+    #[arg(long, value_name = "MS", default_value_t = 10)]
+    pub handoff_max_ms: u64,
+
+    /// Keep this host's node this long after the last local release, so an
+    /// immediate re-acquire on this host costs no round trip (0: no linger).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub linger_ms: u64,
+}
+
+impl HandoffArgs {
+    /// The hand-off limits these flags describe; `None` when turned off.
+    pub fn limits(&self) -> Option<LocalHandoff> {
+        (!self.no_local_handoff).then(|| LocalHandoff {
+            max_handoffs: self.handoff_max,
+            max_time: Duration::from_millis(self.handoff_max_ms),
+            linger: Duration::from_millis(self.linger_ms),
+        })
+    }
 }
 
 impl ZooKeeperArgs {
@@ -107,7 +145,9 @@ impl BackendArgs {
                 bail!("--backend zookeeper needs --zookeeper HOST:PORT[,HOST:PORT...]")
             }
             (BackendKind::Zookeeper, Some(hosts)) => {
-                Ok(BackendSpec::ZooKeeper(self.zookeeper.config(hosts)?))
+                let mut config = self.zookeeper.config(hosts)?;
+                config.local_handoff = self.handoff.limits();
+                Ok(BackendSpec::ZooKeeper(config))
             }
         }
     }

@@ -10,7 +10,7 @@ mod status;
 
 use clap::{Parser, Subcommand};
 
-pub use backend_args::{BackendArgs, BackendKind, BackendSpec, ZooKeeperArgs};
+pub use backend_args::{BackendArgs, BackendKind, BackendSpec, HandoffArgs, ZooKeeperArgs};
 pub use compile::CompileArgs;
 pub use engine_args::EngineArgs;
 pub use guest_args::GuestArgs;

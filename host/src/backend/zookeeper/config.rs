@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::dialect::Dialect;
+use super::handoff::LocalHandoff;
 use crate::backend::BackendError;
 use crate::name::LockName;
 
@@ -26,6 +27,10 @@ pub struct ZooKeeperConfig {
     pub host_description: String,
     /// Node naming and ordering, to share lock paths with Curator or kazoo.
     pub dialect: Dialect,
+    /// Host-local hand-off: the guests of this host queue once per lock and pass
+    /// the grant among themselves in memory (`None`: every guest queues on its
+    /// own). Off by default in the library; `wardlock run`/`serve` turn it on.
+    pub local_handoff: Option<LocalHandoff>,
 }
 
 impl ZooKeeperConfig {
@@ -38,7 +43,14 @@ impl ZooKeeperConfig {
             digest_auth: None,
             host_description: default_host_description(),
             dialect: Dialect::default(),
+            local_handoff: None,
         }
+    }
+
+    /// Turns host-local hand-off on with `limits`.
+    pub fn local_handoff(mut self, limits: LocalHandoff) -> Self {
+        self.local_handoff = Some(limits);
+        self
     }
 
     /// Sets the root path.

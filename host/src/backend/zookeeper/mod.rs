@@ -17,8 +17,10 @@ mod connection;
 mod create;
 mod dialect;
 mod downgrade;
+mod handoff;
 mod inspect;
 mod liveness;
+mod local_lock;
 mod monitor;
 mod pending;
 mod queue;
@@ -36,6 +38,7 @@ use zookeeper_client::Acls;
 
 pub use config::{ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
 pub use dialect::{Dialect, UnknownDialect};
+pub use handoff::LocalHandoff;
 pub use inspect::QueueNode;
 
 use self::connection::Connection;
@@ -57,6 +60,8 @@ pub(crate) struct Shared {
     tracked: Mutex<HashSet<(u64, String)>>,
     /// Notified whenever a node stops being tracked (shutdown waits on it).
     idle: tokio::sync::Notify,
+    /// Host-local hand-off tasks, by lock name.
+    local_locks: handoff::LocalLocks,
 }
 
 impl ZooKeeperBackend {
@@ -79,6 +84,7 @@ impl ZooKeeperBackend {
                 runtime,
                 tracked: Mutex::new(HashSet::new()),
                 idle: tokio::sync::Notify::new(),
+                local_locks: handoff::LocalLocks::default(),
             }),
         })
     }

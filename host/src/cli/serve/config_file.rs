@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::backend::zookeeper::{Dialect, ZooKeeperConfig};
+use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperConfig};
 use crate::runner::{AllowedHost, OutboundPolicy};
 use serde::Deserialize;
 
@@ -39,6 +39,11 @@ enum BackendEntry {
         dialect: Option<String>,
         root: Option<String>,
         digest: Option<String>,
+        /// Host-local hand-off (default on).
+        local_handoff: Option<bool>,
+        handoff_max: Option<u32>,
+        handoff_max_ms: Option<u64>,
+        linger_ms: Option<u64>,
     },
 }
 
@@ -167,8 +172,20 @@ fn backend(key: &str, entry: BackendEntry) -> Result<BackendSpec, Mistake> {
             dialect,
             root,
             digest,
+            local_handoff,
+            handoff_max,
+            handoff_max_ms,
+            linger_ms,
         } => {
             let mut config = ZooKeeperConfig::new(hosts);
+            if local_handoff.unwrap_or(true) {
+                let default = LocalHandoff::default();
+                config = config.local_handoff(LocalHandoff {
+                    max_handoffs: handoff_max.unwrap_or(default.max_handoffs),
+                    max_time: handoff_max_ms.map_or(default.max_time, Duration::from_millis),
+                    linger: linger_ms.map_or(default.linger, Duration::from_millis),
+                });
+            }
             if let Some(secs) = session_timeout {
                 config = config.session_timeout(secs_key(&format!("{key}.session_timeout"), secs)?);
             }

@@ -1,0 +1,152 @@
+//! Host-local hand-off: the guests of one host that want the same lock queue
+//! once in ZooKeeper (one node, in the dialect's layout) and pass the grant
+//! among themselves in memory, in FIFO order, without a ZooKeeper write between
+//! them. One [`super::local_lock`] task per (host, lock name) owns the node.
+//!
+//! Fair to other hosts: while a remote contender queues behind the host's node,
+//! the host hands off locally at most [`LocalHandoff::max_handoffs`] more times
+//! or for [`LocalHandoff::max_time`], then releases its node so the remote
+//! contender goes next.
+//!
+//! Fencing tokens: every ZooKeeper grant's token is `zxid << 16 | k`, where
+//! `zxid` is the node's token (see `recipe`) and `k` counts the grants made under
+//! that node (0 for the first). Tokens therefore rise across local hand-offs and
+//! across hosts. Limits: `k` < 65,536 per node (the host then queues a new node)
+//! and the zxid below 2^48, i.e. fewer than 65,536 ZooKeeper leader epochs.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::backend::{BackendError, Mode};
+use crate::name::LockName;
+
+/// Bits of a ZooKeeper fencing token that count grants under one node.
+pub(super) const LOCAL_BITS: u32 = 16;
+
+/// Grants one node may carry before the host queues a new one.
+pub(super) const GRANTS_PER_NODE: u64 = 1 << LOCAL_BITS;
+
+/// The fencing token of grant `k` under a node whose own token is `node_token`.
+pub(super) fn local_token(node_token: u64, k: u64) -> u64 {
+    (node_token << LOCAL_BITS) | k
+}
+
+/// How far one host may hand a lock among its own guests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalHandoff {
+    /// Local grants still made after a remote contender was seen queueing.
+    pub max_handoffs: u32,
+    /// How long after a remote contender was seen local grants may still be made.
+    pub max_time: Duration,
+    /// How long the host keeps its node after the last local release, so an
+    /// immediate re-acquire on this host costs no round trip (zero: release at
+    /// once). A remote contender ends the linger at once.
+    pub linger: Duration,
+}
+
+impl Default for LocalHandoff {
+    /// 8 hand-offs or 10 ms once a remote contender waits; no linger.
+    fn default() -> Self {
+        LocalHandoff {
+            max_handoffs: 8,
+            max_time: Duration::from_millis(10),
+            linger: Duration::ZERO,
+        }
+    }
+}
+
+/// A grant made by a host-local lock.
+#[derive(Debug)]
+pub(super) struct LocalGrant {
+    /// The session generation of the host's node.
+    pub generation: u64,
+    pub token: u64,
+}
+
+/// What a guest asks of a host-local lock.
+pub(super) enum Message {
+    Acquire {
+        id: u64,
+        mode: Mode,
+        /// False for try-acquire: answer `None` rather than wait.
+        wait: bool,
+        /// When the guest gives up (for the node's own wait).
+        deadline: Option<tokio::time::Instant>,
+        reply: oneshot::Sender<Result<Option<LocalGrant>, BackendError>>,
+    },
+    /// Release grant `id`, or withdraw its wait (a cancelled acquire).
+    Release { id: u64 },
+}
+
+/// The host-local locks of one backend, by name.
+#[derive(Default)]
+pub(super) struct LocalLocks {
+    /// Each running task's number and sender.
+    running: Mutex<HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>>,
+    next_id: AtomicU64,
+}
+
+type Running = HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>;
+
+impl LocalLocks {
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new id, for a request or a task.
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Sends `message` to `name`'s task, starting one with `start(task number,
+    /// receiver)` when none runs. Returns the task's sender (releases go to it
+    /// directly).
+    pub fn send(
+        &self,
+        name: &LockName,
+        message: Message,
+        start: impl FnOnce(u64, mpsc::UnboundedReceiver<Message>),
+    ) -> mpsc::UnboundedSender<Message> {
+        let mut running = self.running();
+        let message = match running.get(name) {
+            Some((_, sender)) => match sender.send(message) {
+                Ok(()) => return sender.clone(),
+                // The task ended between its retirement check and now.
+                Err(mpsc::error::SendError(message)) => message,
+            },
+            None => message,
+        };
+        let (sender, receiver) = mpsc::unbounded_channel();
+        // A fresh channel whose receiver is alive accepts the message.
+        let _ = sender.send(message);
+        let task = self.next_id();
+        running.insert(name.clone(), (task, sender.clone()));
+        start(task, receiver);
+        sender
+    }
+
+    /// Called by task `task` of `name` when it has nothing left to do: true when
+    /// it may end (no message waits for it); no sender finds it afterwards.
+    pub fn retire(
+        &self,
+        name: &LockName,
+        task: u64,
+        receiver: &mpsc::UnboundedReceiver<Message>,
+    ) -> bool {
+        let mut running = self.running();
+        if !receiver.is_empty() {
+            return false;
+        }
+        if running
+            .get(name)
+            .is_some_and(|(running, _)| *running == task)
+        {
+            running.remove(name);
+        }
+        true
+    }
+}

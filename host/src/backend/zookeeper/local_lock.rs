@@ -1,0 +1,504 @@
+//! One host-local lock: the task that owns this host's node for one lock name
+//! and hands the grant among the host's guests in FIFO order (see `handoff`).
+//!
+//! The task runs while anyone holds, waits for or lingers on the lock, and
+//! retires when nothing is left. It reacts to five things: a guest's message, the
+//! node's acquisition finishing, a remote contender showing up behind the node
+//! (one child watch, set only by the holding host and only while it has local
+//! waiters or lingers), a timer (fairness bound, linger) and the end of the
+//! node's ZooKeeper session.
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use zookeeper_client::EventType;
+
+use super::connection::ZkSession;
+use super::handoff::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, local_token};
+use super::liveness::Health;
+use super::queue::queue;
+use super::recipe::{self, OwnedNode, Waiting};
+use super::{Shared, release, retry};
+use crate::backend::{BackendError, Mode};
+use crate::name::LockName;
+
+/// How often a task with waiters looks at a suspended session again.
+const SUSPENDED_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+type Reply = oneshot::Sender<Result<Option<LocalGrant>, BackendError>>;
+type NodeFuture = Pin<Box<dyn Future<Output = Result<Option<OwnedNode>, BackendError>> + Send>>;
+type WatchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A guest waiting for a local grant.
+struct Waiter {
+    id: u64,
+    mode: Mode,
+    wait: bool,
+    deadline: Option<Instant>,
+    reply: Reply,
+}
+
+/// The host's node, held.
+struct HostNode {
+    owned: OwnedNode,
+    mode: Mode,
+    session: Arc<ZkSession>,
+    /// Grants made under this node so far (the low bits of their tokens).
+    grants: u64,
+    /// When a remote contender was first seen behind the node, and the local
+    /// grants made since.
+    remote: Option<(Instant, u32)>,
+    /// No more local grants: the node goes once its holders are gone.
+    draining: bool,
+    /// Since when nobody holds or waits (the linger started).
+    idle_since: Option<Instant>,
+}
+
+/// An acquisition of the host's node in progress.
+struct Acquiring {
+    mode: Mode,
+    wait: bool,
+    future: NodeFuture,
+}
+
+/// What woke the task.
+enum Event {
+    Message(Option<Message>),
+    Acquired(Result<Option<OwnedNode>, BackendError>),
+    RemoteContender,
+    Timer,
+    SessionEnded,
+}
+
+/// The task of one (host, lock name).
+pub(super) struct LocalLock {
+    shared: Arc<Shared>,
+    name: LockName,
+    task: u64,
+    limits: LocalHandoff,
+    data: Vec<u8>,
+    receiver: mpsc::UnboundedReceiver<Message>,
+    waiters: VecDeque<Waiter>,
+    /// Grants under the current node, by request id.
+    holders: HashMap<u64, Mode>,
+    node: Option<HostNode>,
+    acquiring: Option<Acquiring>,
+    watch: Option<WatchFuture>,
+}
+
+impl LocalLock {
+    pub fn new(
+        shared: Arc<Shared>,
+        name: LockName,
+        task: u64,
+        limits: LocalHandoff,
+        receiver: mpsc::UnboundedReceiver<Message>,
+    ) -> Self {
+        let data = format!(
+            "{} (host-local hand-off)",
+            shared.connection.config().host_description
+        )
+        .into_bytes();
+        LocalLock {
+            shared,
+            name,
+            task,
+            limits,
+            data,
+            receiver,
+            waiters: VecDeque::new(),
+            holders: HashMap::new(),
+            node: None,
+            acquiring: None,
+            watch: None,
+        }
+    }
+
+    /// Runs until nobody holds, waits for or lingers on the lock.
+    pub async fn run(mut self) {
+        loop {
+            self.settle();
+            let idle = self.node.is_none() && self.acquiring.is_none() && self.waiters.is_empty();
+            if idle
+                && self
+                    .shared
+                    .local_locks
+                    .retire(&self.name, self.task, &self.receiver)
+            {
+                return;
+            }
+            let event = self.next_event().await;
+            match event {
+                Event::Message(Some(message)) => self.on_message(message),
+                // Every sender is gone: nobody can hold or wait any more.
+                Event::Message(None) => {
+                    self.release_node();
+                    return;
+                }
+                Event::Acquired(result) => self.on_acquired(result),
+                Event::RemoteContender => {
+                    self.watch = None;
+                    if let Some(node) = &mut self.node {
+                        node.remote.get_or_insert((Instant::now(), 0));
+                    }
+                }
+                Event::Timer => {}
+                Event::SessionEnded => self.on_session_ended(),
+            }
+        }
+    }
+
+    async fn next_event(&mut self) -> Event {
+        let wake_at = self.wake_at();
+        let session = self.node.as_ref().map(|n| n.session.clone());
+        // Async blocks capture whole variables: borrow the fields apart first.
+        let receiver = &mut self.receiver;
+        let acquiring = &mut self.acquiring;
+        let watch = &mut self.watch;
+        tokio::select! {
+            message = receiver.recv() => Event::Message(message),
+            result = async {
+                match acquiring {
+                    Some(acquiring) => (&mut acquiring.future).await,
+                    None => std::future::pending().await,
+                }
+            } => Event::Acquired(result),
+            () = async {
+                match watch {
+                    Some(watch) => watch.await,
+                    None => std::future::pending().await,
+                }
+            } => Event::RemoteContender,
+            () = async {
+                match wake_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => Event::Timer,
+            () = async {
+                match &session {
+                    Some(session) => session.liveness.until_ended().await,
+                    None => std::future::pending().await,
+                }
+            } => Event::SessionEnded,
+        }
+    }
+
+    /// The next instant a bound or the linger runs out.
+    fn wake_at(&self) -> Option<Instant> {
+        let node = self.node.as_ref()?;
+        if !self.waiters.is_empty() && node.session.health() != Health::Live {
+            // No local grant while contact is interrupted: look again soon.
+            return Some(Instant::now() + SUSPENDED_POLL);
+        }
+        let fairness = node
+            .remote
+            .filter(|_| !node.draining)
+            .map(|(since, _)| since + self.limits.max_time);
+        let linger = node.idle_since.map(|since| since + self.limits.linger);
+        match (fairness, linger) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn on_message(&mut self, message: Message) {
+        match message {
+            Message::Acquire {
+                id,
+                mode,
+                wait,
+                deadline,
+                reply,
+            } => {
+                let waiter = Waiter {
+                    id,
+                    mode,
+                    wait,
+                    deadline,
+                    reply,
+                };
+                if wait {
+                    self.waiters.push_back(waiter);
+                } else {
+                    self.try_now(waiter);
+                }
+            }
+            Message::Release { id } => {
+                if self.holders.remove(&id).is_none() {
+                    self.waiters.retain(|w| w.id != id);
+                }
+            }
+        }
+    }
+
+    /// A try-acquire: granted now, tried once on ZooKeeper when the host has
+    /// nothing for this lock, or answered `None`.
+    fn try_now(&mut self, waiter: Waiter) {
+        let quiet = self.waiters.is_empty() && self.holders.is_empty();
+        if quiet && self.node.is_none() && self.acquiring.is_none() {
+            self.start_acquiring(waiter.mode, false, None);
+            self.waiters.push_back(waiter);
+        } else if quiet || (self.waiters.is_empty() && self.grantable(waiter.mode)) {
+            // Granted by `settle` (queue empty, compatible) if the node allows.
+            self.waiters.push_back(waiter);
+            self.grant_local();
+            if let Some(waiter) = self.waiters.pop_front() {
+                let _ = waiter.reply.send(Ok(None));
+            }
+        } else {
+            let _ = waiter.reply.send(Ok(None));
+        }
+    }
+
+    fn on_acquired(&mut self, result: Result<Option<OwnedNode>, BackendError>) {
+        let Some(acquiring) = self.acquiring.take() else {
+            return;
+        };
+        match result {
+            Ok(Some(owned)) => match self.shared.connection.session_of(owned.generation) {
+                Some(session) => {
+                    self.node = Some(HostNode {
+                        owned,
+                        mode: acquiring.mode,
+                        session,
+                        grants: 0,
+                        remote: None,
+                        draining: false,
+                        idle_since: None,
+                    });
+                }
+                // The session ended as the node was granted: queue again.
+                None => {
+                    release::delete_node(&self.shared, owned.generation, owned.prefix, owned.path)
+                }
+            },
+            Ok(None) => self.answer_tries(Ok(None)),
+            Err(error) if !acquiring.wait => self.answer_tries(Err(error)),
+            Err(BackendError::Timeout) => {
+                // Only the waiters whose own deadline passed have given up.
+                let now = Instant::now();
+                self.waiters
+                    .retain(|w| w.deadline.is_none_or(|deadline| deadline > now));
+            }
+            Err(error) => {
+                for waiter in self.waiters.drain(..) {
+                    let _ = waiter.reply.send(Err(error.clone()));
+                }
+            }
+        }
+    }
+
+    /// Answers the try-acquires waiting on a one-shot attempt.
+    fn answer_tries(&mut self, answer: Result<Option<LocalGrant>, BackendError>) {
+        let (tries, waits): (VecDeque<Waiter>, VecDeque<Waiter>) =
+            self.waiters.drain(..).partition(|w| !w.wait);
+        self.waiters = waits;
+        for waiter in tries {
+            let answer = match &answer {
+                Ok(_) => Ok(None),
+                Err(error) => Err(error.clone()),
+            };
+            let _ = waiter.reply.send(answer);
+        }
+    }
+
+    fn on_session_ended(&mut self) {
+        // Every grant under the node reports `lost` (their generation ended);
+        // the waiters queue again on the next session.
+        self.holders.clear();
+        self.release_node();
+    }
+
+    /// Grants what can be granted, applies the bounds, releases or acquires the
+    /// node, starts or stops the watch for remote contenders.
+    fn settle(&mut self) {
+        self.waiters.retain(|w| !w.reply.is_closed());
+        if self.waiters.is_empty() {
+            // Nobody wants the node any more: a dropped acquisition leaves
+            // nothing queued (the recipe is cancel safe).
+            self.acquiring = None;
+        }
+        self.apply_fairness_bound();
+        self.grant_local();
+        let nobody = self.holders.is_empty() && self.waiters.is_empty();
+        if let Some(node) = &mut self.node {
+            let linger_over = node
+                .idle_since
+                .is_some_and(|since| since.elapsed() >= self.limits.linger);
+            let release = (node.draining && self.holders.is_empty())
+                || (nobody
+                    && (self.limits.linger.is_zero() || node.remote.is_some() || linger_over));
+            if release {
+                self.release_node();
+            } else if nobody {
+                node.idle_since.get_or_insert_with(Instant::now);
+            } else {
+                node.idle_since = None;
+            }
+        }
+        if self.node.is_none()
+            && self.acquiring.is_none()
+            && let Some(head) = self.waiters.front()
+        {
+            let deadline = self
+                .waiters
+                .iter()
+                .map(|w| w.deadline)
+                .try_fold(Instant::now(), |latest, d| d.map(|d| latest.max(d)));
+            self.start_acquiring(head.mode, true, deadline);
+        }
+        self.watch_if_needed();
+    }
+
+    fn apply_fairness_bound(&mut self) {
+        if let Some(node) = &mut self.node
+            && let Some((since, granted)) = node.remote
+            && (granted >= self.limits.max_handoffs || since.elapsed() >= self.limits.max_time)
+        {
+            node.draining = true;
+        }
+    }
+
+    /// True when a request in `mode` fits beside the current holders under the
+    /// node.
+    fn grantable(&self, mode: Mode) -> bool {
+        let Some(node) = &self.node else {
+            return false;
+        };
+        // A grant made while contact is interrupted would be `suspended` from
+        // its first moment; the ZooKeeper recipe would not grant then either.
+        if node.draining || node.session.health() != Health::Live {
+            return false;
+        }
+        match (node.mode, mode) {
+            (Mode::Exclusive, Mode::Exclusive) => self.holders.is_empty(),
+            (_, Mode::Shared) => self.holders.values().all(|m| *m == Mode::Shared),
+            (Mode::Shared, Mode::Exclusive) => false,
+        }
+    }
+
+    /// Hands the grant to waiters at the head of the queue, in order, while
+    /// they fit.
+    fn grant_local(&mut self) {
+        while let Some(head) = self.waiters.front() {
+            if !self.grantable(head.mode) {
+                if let Some(node) = &mut self.node
+                    && node.mode == Mode::Shared
+                    && head.mode == Mode::Exclusive
+                {
+                    // A writer is next: the read node goes, a write node follows.
+                    node.draining = true;
+                }
+                return;
+            }
+            let Some(waiter) = self.waiters.pop_front() else {
+                return;
+            };
+            let Some(node) = &mut self.node else {
+                return;
+            };
+            let grant = LocalGrant {
+                generation: node.owned.generation,
+                token: local_token(node.owned.token, node.grants),
+            };
+            node.grants += 1;
+            if node.grants >= GRANTS_PER_NODE {
+                node.draining = true;
+            }
+            if let Some((_, granted)) = &mut node.remote {
+                *granted += 1;
+            }
+            if waiter.reply.send(Ok(Some(grant))).is_ok() {
+                self.holders.insert(waiter.id, waiter.mode);
+            }
+            self.apply_fairness_bound();
+        }
+    }
+
+    fn start_acquiring(&mut self, mode: Mode, wait: bool, deadline: Option<Instant>) {
+        let shared = self.shared.clone();
+        let name = self.name.clone();
+        let data = self.data.clone();
+        let waiting = if wait {
+            Waiting::Wait
+        } else {
+            Waiting::DontWait
+        };
+        self.acquiring = Some(Acquiring {
+            mode,
+            wait,
+            future: Box::pin(async move {
+                recipe::acquire(&shared, &name, mode, &data, deadline, waiting).await
+            }),
+        });
+    }
+
+    /// Watches for a remote contender only when it matters: local waiters are
+    /// queued behind the holders, or the node lingers.
+    fn watch_if_needed(&mut self) {
+        let Some(node) = &self.node else {
+            self.watch = None;
+            return;
+        };
+        let needed = node.remote.is_none()
+            && !node.draining
+            && (!self.waiters.is_empty() || node.idle_since.is_some());
+        if !needed {
+            // Keep a running watch (cheap); start none.
+            return;
+        }
+        if self.watch.is_none() {
+            self.watch = Some(Box::pin(remote_contender(
+                node.session.clone(),
+                self.shared.connection.config().lock_path(&self.name),
+                node.owned.path.clone(),
+                node.mode,
+                self.shared.connection.config().dialect,
+            )));
+        }
+    }
+
+    fn release_node(&mut self) {
+        self.watch = None;
+        if let Some(node) = self.node.take() {
+            let owned = node.owned;
+            release::delete_node(&self.shared, owned.generation, owned.prefix, owned.path);
+        }
+    }
+}
+
+/// Resolves when a contender of another client that conflicts with our node
+/// (`mode`) is in `parent`'s queue. Never resolves if the session ends (the
+/// task learns that from the session itself).
+async fn remote_contender(
+    session: Arc<ZkSession>,
+    parent: String,
+    ours: String,
+    mode: Mode,
+    dialect: super::Dialect,
+) {
+    let ours = ours.rsplit('/').next().unwrap_or_default().to_owned();
+    loop {
+        let (children, watcher) = match session.client.list_and_watch_children(&parent).await {
+            Ok(listed) => listed,
+            Err(error) => match retry::after(&session, error).await {
+                Ok(true) => continue,
+                _ => return std::future::pending().await,
+            },
+        };
+        let remote = queue(dialect, &children)
+            .iter()
+            .any(|c| c.node != ours && (mode == Mode::Exclusive || c.exclusive));
+        if remote {
+            return;
+        }
+        let event = watcher.changed().await;
+        if event.event_type == EventType::Session && event.session_state.is_terminated() {
+            return std::future::pending().await;
+        }
+    }
+}
