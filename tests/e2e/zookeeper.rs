@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::task::JoinHandle;
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{GrantStatus, LockBackend, LockPolicy, Mode};
@@ -13,7 +14,10 @@ use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, assert_outcome, lockctl_runner, name, runner_with, spawn_acquire};
+use wardlock_tests::{
+    Acquired, Guest, assert_outcome, granted, hold, lockctl_runner, name, runner_with,
+    spawn_acquire,
+};
 use zookeeper_client::{Acls, Client, CreateMode, SessionState};
 
 use crate::cli::{run_counters, wardlock};
@@ -37,6 +41,24 @@ pub(crate) async fn start() -> (ZkServer, ZooKeeperBackend, ZkProbe) {
     let backend = backend(&server.address(), Duration::from_secs(10)).await;
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
     (server, backend, probe)
+}
+
+/// Queues an acquire of `lock` in `mode` in the background and waits until the
+/// lock has `contenders` (this one the last).
+async fn queue(
+    backend: &ZooKeeperBackend,
+    probe: &ZkProbe,
+    lock: &str,
+    mode: Mode,
+    contenders: usize,
+) -> JoinHandle<Acquired> {
+    let task = spawn_acquire(
+        backend.open_session(&format!("{mode:?} {contenders}")),
+        lock,
+        mode,
+    );
+    probe.wait_len(lock, contenders).await;
+    task
 }
 
 /// No lock node is left anywhere under the root.
@@ -453,22 +475,13 @@ async fn digest_auth_protects_lock_nodes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_exceed_every_earlier_conflicting_grant() {
     let (_server, backend, probe) = start().await;
-    let first = backend.open_session("first writer");
-    let w1 = first
-        .acquire(&name("tokens"), Mode::Exclusive, None)
-        .await
-        .expect("w1");
-    let spawn = |mode: Mode, who: &str| spawn_acquire(backend.open_session(who), "tokens", mode);
-    let r1 = spawn(Mode::Shared, "reader 1");
-    probe.wait_len("tokens", 2).await;
-    let r2 = spawn(Mode::Shared, "reader 2");
-    probe.wait_len("tokens", 3).await;
-    let w2 = spawn(Mode::Exclusive, "second writer");
-    probe.wait_len("tokens", 4).await;
+    let (first, w1) = hold(&backend, "tokens", Mode::Exclusive).await;
+    let r1 = queue(&backend, &probe, "tokens", Mode::Shared, 2).await;
+    let r2 = queue(&backend, &probe, "tokens", Mode::Shared, 3).await;
+    let w2 = queue(&backend, &probe, "tokens", Mode::Exclusive, 4).await;
     first.release(w1.id).expect("release w1");
-    let (s1, g1) = r1.await.expect("reader 1");
-    let (s2, g2) = r2.await.expect("reader 2");
-    let (g1, g2) = (g1.expect("reader 1's grant"), g2.expect("reader 2's grant"));
+    let (s1, g1) = granted("reader 1", r1).await;
+    let (s2, g2) = granted("reader 2", r2).await;
     assert!(
         g1.token > w1.token && g2.token > w1.token,
         "{w1:?} {g1:?} {g2:?}"
@@ -476,8 +489,7 @@ async fn tokens_exceed_every_earlier_conflicting_grant() {
     // Released together.
     s1.release(g1.id).expect("release r1");
     s2.release(g2.id).expect("release r2");
-    let (s3, g3) = w2.await.expect("second writer");
-    let g3 = g3.expect("second writer's grant");
+    let (s3, g3) = granted("second writer", w2).await;
     assert!(
         g3.token > g1.token && g3.token > g2.token,
         "{g1:?} {g2:?} {g3:?}"
@@ -492,29 +504,19 @@ async fn tokens_exceed_every_earlier_conflicting_grant() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn downgrade_lets_readers_in_and_keeps_queued_writers_out() {
     let (_server, backend, probe) = start().await;
-    let owner = backend.open_session("owner");
-    let exclusive = owner
-        .acquire(&name("down"), Mode::Exclusive, None)
-        .await
-        .expect("exclusive");
-    let spawn = |mode: Mode, who: &str| spawn_acquire(backend.open_session(who), "down", mode);
-    let reader = spawn(Mode::Shared, "queued reader");
-    probe.wait_len("down", 2).await;
-    let writer = spawn(Mode::Exclusive, "queued writer");
-    probe.wait_len("down", 3).await;
+    let (owner, exclusive) = hold(&backend, "down", Mode::Exclusive).await;
+    let reader = queue(&backend, &probe, "down", Mode::Shared, 2).await;
+    let writer = queue(&backend, &probe, "down", Mode::Exclusive, 3).await;
     let shared = owner.downgrade(exclusive.id).await.expect("downgrade");
     assert!(shared.token > exclusive.token);
     owner.release(exclusive.id).expect("release exclusive");
-    let (reader_session, read) = tokio::time::timeout(TEST_WAIT_LIMIT, reader)
+    let (reader_session, read) = tokio::time::timeout(TEST_WAIT_LIMIT, granted("reader", reader))
         .await
-        .expect("the reader gets in")
-        .expect("reader");
-    let read = read.expect("reader's grant");
+        .expect("the reader gets in");
     assert!(!writer.is_finished(), "the queued writer got in");
     owner.release(shared.id).expect("release shared");
     reader_session.release(read.id).expect("release reader");
-    let (session, grant) = writer.await.expect("writer");
-    let grant = grant.expect("writer's grant");
+    let (session, grant) = granted("writer", writer).await;
     assert!(grant.token > shared.token && grant.token > read.token);
     session.release(grant.id).expect("release writer");
     probe.wait_len("down", 0).await;

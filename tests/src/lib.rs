@@ -356,6 +356,16 @@ pub fn spawn_acquire(
     })
 }
 
+/// Waits for a [`spawn_acquire`] task; panics, naming `who`, unless it was
+/// granted.
+pub async fn granted(who: &str, task: JoinHandle<Acquired>) -> (Box<dyn LockSession>, Grant) {
+    let (session, grant) = task
+        .await
+        .unwrap_or_else(|e| panic!("{who}: task failed: {e}"));
+    let grant = grant.unwrap_or_else(|e| panic!("{who} was not granted the lock: {e}"));
+    (session, grant)
+}
+
 /// A `lockctl` guest parked behind a gate: a native session holds the lock
 /// `gate` exclusively while the guest runs commands that end by waiting for
 /// it, so the test sees what the guest holds at that point.
