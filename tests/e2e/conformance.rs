@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
+use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_tests::conformance::{self, Subject};
-use wardlock_tests::probe::ZkProbe;
+use wardlock_tests::probe::{HandoffProbe, ZkProbe};
+use wardlock_tests::zookeeper::ZkServer;
 
 use crate::zookeeper::{ROOT, assert_no_lock_nodes, start};
 
@@ -34,6 +36,25 @@ async fn zookeeper_backend_conforms() {
     let subject = Subject {
         backend: Arc::new(backend),
         probe: Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
+    };
+    conformance::all(&subject).await;
+    drop(subject);
+    assert_no_lock_nodes(&probe).await;
+}
+
+/// The same suite with host-local hand-off: the backend's guests queue in the
+/// host's task and share one node per lock; afterwards no node is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_backend_with_local_handoff_conforms() {
+    let server = ZkServer::start();
+    let config = ZooKeeperConfig::new(server.address())
+        .root(ROOT)
+        .local_handoff(LocalHandoff::default());
+    let backend = ZooKeeperBackend::connect(config).await.expect("backend");
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let subject = Subject {
+        backend: Arc::new(backend.clone()),
+        probe: Arc::new(HandoffProbe(backend)),
     };
     conformance::all(&subject).await;
     drop(subject);

@@ -8,11 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::{LockBackend, Mode};
+use wardlock_host::{GrantStatus, LockBackend, Mode};
 use wardlock_tests::interop::Foreign;
-use wardlock_tests::probe::ZkProbe;
+use wardlock_tests::probe::{HandoffProbe, Probe, ZkProbe};
+use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, assert_success, name, run_instances, runner_in};
+use zookeeper_client::Client;
 
 const ROOT: &str = "/wardlock";
 
@@ -275,4 +277,68 @@ async fn local_readers_share_one_node_and_a_writer_waits_for_them() {
         .await
         .expect("reader after the writer");
     late_reader.release(read.id).expect("release");
+}
+
+/// Session expiry: every local holder learns `lost`, and a guest still queued
+/// at the host is granted on the next session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_expiry_makes_every_local_holder_lost() {
+    let server = ZkServer::start();
+    // Through a proxy, so that our client cannot take the session back while
+    // another client attaches to it and closes it.
+    let proxy = Proxy::start(server.address()).await;
+    let config = ZooKeeperConfig::new(proxy.address())
+        .root(ROOT)
+        .local_handoff(LocalHandoff::default());
+    let backend = ZooKeeperBackend::connect(config).await.expect("backend");
+    let readers: Vec<_> = (0..2)
+        .map(|i| backend.open_session(&format!("reader {i}")))
+        .collect();
+    let mut held = Vec::new();
+    for reader in &readers {
+        let grant = reader
+            .acquire(&name("expiring"), Mode::Shared, None)
+            .await
+            .expect("hold");
+        held.push(grant);
+    }
+    let writer = Arc::new(backend.open_session("queued writer"));
+    let waiting = tokio::spawn({
+        let writer = writer.clone();
+        async move {
+            writer
+                .acquire(&name("expiring"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                .await
+        }
+    });
+    HandoffProbe(backend.clone()).wait_len("expiring", 3).await;
+    let info = backend.session_info().expect("session info");
+    let mut old_state = backend.state_watcher().expect("connected");
+    proxy.partition(true);
+    let intruder = Client::connector()
+        .with_session(info)
+        .with_session_timeout(Duration::from_secs(2))
+        .connect(&server.address())
+        .await
+        .expect("attach to the session");
+    drop(intruder);
+    proxy.partition(false);
+    let ended = async {
+        while !old_state.state().is_terminated() {
+            old_state.changed().await;
+        }
+    };
+    tokio::time::timeout(TEST_WAIT_LIMIT, ended)
+        .await
+        .expect("the old session never ended");
+    for (reader, grant) in readers.iter().zip(&held) {
+        assert_eq!(reader.status(grant.id), GrantStatus::Lost);
+    }
+    let grant = waiting
+        .await
+        .expect("task")
+        .expect("the queued writer is granted on the next session");
+    assert_eq!(writer.status(grant.id), GrantStatus::Held);
+    assert!(held.iter().all(|h| grant.token > h.token));
+    writer.release(grant.id).expect("release");
 }

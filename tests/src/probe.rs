@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use wardlock_host::MemoryBackend;
+use wardlock_host::backend::zookeeper::ZooKeeperBackend;
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::{TEST_WAIT_LIMIT, name};
@@ -24,6 +25,30 @@ pub struct MemoryProbe(pub MemoryBackend);
 impl Probe for MemoryProbe {
     async fn wait_len(&self, lock: &str, len: usize) {
         crate::wait_queue(&self.0, lock, |q| q.len() == len).await;
+    }
+}
+
+/// Probe of a ZooKeeper backend with host-local hand-off: its guests queue in
+/// the host's task, not as nodes of their own.
+pub struct HandoffProbe(pub ZooKeeperBackend);
+
+#[async_trait]
+impl Probe for HandoffProbe {
+    async fn wait_len(&self, lock: &str, len: usize) {
+        // The task's count is asked for, not pushed: ask again until it fits
+        // (bounded).
+        let started = tokio::time::Instant::now();
+        loop {
+            let now = self.0.local_contenders(&name(lock)).await;
+            if now == len {
+                return;
+            }
+            assert!(
+                started.elapsed() < TEST_WAIT_LIMIT,
+                "{lock}: {now} local contenders, expected {len}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 }
 

@@ -73,6 +73,21 @@ impl ZkSession {
         self.client.sync(path).await
     }
 
+    /// Resolves once the session is over: expired, closed or failed
+    /// authentication, or ended locally (unheard for its whole timeout).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only observes.
+    pub async fn until_over(&self) {
+        let mut watcher = self.state.clone();
+        while !(watcher.state().is_terminated() || self.liveness.is_ended()) {
+            tokio::select! {
+                _ = watcher.changed() => {}
+                () = self.liveness.until_ended() => {}
+            }
+        }
+    }
+
     /// Waits until the session is connected again after a connection loss.
     ///
     /// # Errors

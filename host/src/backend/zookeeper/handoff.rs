@@ -80,6 +80,15 @@ pub(super) enum Message {
     },
     /// Release grant `id`, or withdraw its wait (a cancelled acquire).
     Release { id: u64 },
+    /// A shared grant `new_id` for the holder of exclusive grant `id` (a
+    /// downgrade: the host's node keeps covering both).
+    Downgrade {
+        id: u64,
+        new_id: u64,
+        reply: oneshot::Sender<Result<LocalGrant, BackendError>>,
+    },
+    /// How many guests hold or wait (for status tools and tests).
+    Count { reply: oneshot::Sender<usize> },
 }
 
 /// The host-local locks of one backend, by name.
@@ -127,6 +136,11 @@ impl LocalLocks {
         running.insert(name.clone(), (task, sender.clone()));
         start(task, receiver);
         sender
+    }
+
+    /// The running task of `name`, if any.
+    pub fn task(&self, name: &LockName) -> Option<mpsc::UnboundedSender<Message>> {
+        self.running().get(name).map(|(_, sender)| sender.clone())
     }
 
     /// Called by task `task` of `name` when it has nothing left to do: true when

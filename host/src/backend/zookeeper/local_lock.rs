@@ -180,7 +180,7 @@ impl LocalLock {
             } => Event::Timer,
             () = async {
                 match &session {
-                    Some(session) => session.liveness.until_ended().await,
+                    Some(session) => session.until_over().await,
                     None => std::future::pending().await,
                 }
             } => Event::SessionEnded,
@@ -232,7 +232,33 @@ impl LocalLock {
                     self.waiters.retain(|w| w.id != id);
                 }
             }
+            Message::Downgrade { id, new_id, reply } => {
+                let _ = reply.send(self.downgrade(id, new_id));
+            }
+            Message::Count { reply } => {
+                let waiting = self.waiters.iter().filter(|w| !w.reply.is_closed());
+                let _ = reply.send(self.holders.len() + waiting.count());
+            }
         }
+    }
+
+    /// A shared grant beside exclusive grant `id` of the same guest, under the
+    /// same node (whatever its mode, it covers a shared use).
+    fn downgrade(&mut self, id: u64, new_id: u64) -> Result<LocalGrant, BackendError> {
+        let node = match (&mut self.node, self.holders.get(&id)) {
+            (Some(node), Some(Mode::Exclusive)) => node,
+            _ => return Err(BackendError::UnknownGrant(id)),
+        };
+        let grant = LocalGrant {
+            generation: node.owned.generation,
+            token: local_token(node.owned.token, node.grants),
+        };
+        node.grants += 1;
+        if node.grants >= GRANTS_PER_NODE {
+            node.draining = true;
+        }
+        self.holders.insert(new_id, Mode::Shared);
+        Ok(grant)
     }
 
     /// A try-acquire: granted now, tried once on ZooKeeper when the host has

@@ -126,6 +126,23 @@ impl ZooKeeperBackend {
             .map(|s| s.client.state_watcher())
     }
 
+    /// How many of this host's guests hold or wait for `name` through host-local
+    /// hand-off (they share one node in the lock's queue); 0 when hand-off is
+    /// off or nobody does.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub async fn local_contenders(&self, name: &crate::name::LockName) -> usize {
+        let Some(task) = self.shared.local_locks.task(name) else {
+            return 0;
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if task.send(handoff::Message::Count { reply }).is_err() {
+            return 0;
+        }
+        answer.await.unwrap_or(0)
+    }
+
     /// The current session's id and password, for tools that must act as this
     /// session (tests force its expiry this way).
     pub fn session_info(&self) -> Option<zookeeper_client::SessionInfo> {

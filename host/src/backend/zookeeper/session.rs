@@ -109,6 +109,34 @@ impl ZkLockSession {
         }
     }
 
+    /// Downgrades local grant `id` at its task: a new shared grant beside it.
+    async fn downgrade_local(
+        &self,
+        id: u64,
+        task: mpsc::UnboundedSender<Message>,
+    ) -> Result<Grant, BackendError> {
+        let new_id = self.shared.local_locks.next_id();
+        let (reply, answer) = oneshot::channel();
+        let ended = || BackendError::Unavailable("the host-local lock task ended".into());
+        task.send(Message::Downgrade { id, new_id, reply })
+            .map_err(|_| ended())?;
+        // Dropped before the grant is recorded here: the task releases
+        // `new_id` (or ignores it when the downgrade failed).
+        let mut withdraw = Withdraw {
+            task: &task,
+            id: new_id,
+            armed: true,
+        };
+        let LocalGrant { generation, token } = answer.await.map_err(|_| ended())??;
+        withdraw.armed = false;
+        let held = Held::Local {
+            id: new_id,
+            generation,
+            task: task.clone(),
+        };
+        Ok(self.insert(held, token))
+    }
+
     /// Acquires through this host's local lock task for `name` (hand-off on).
     async fn acquire_local(
         &self,
@@ -225,15 +253,14 @@ impl LockSession for ZkLockSession {
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        let node = match self.held().get(&exclusive.0) {
-            Some(Held::Node(node)) => node.clone(),
-            Some(Held::Local { .. }) => {
-                // The host's node is exclusive and keeps covering the shared use.
-                return Err(BackendError::Unsupported(
-                    "a host-local grant is not downgraded".into(),
-                ));
-            }
+        let local = match self.held().get(&exclusive.0) {
+            Some(Held::Node(node)) => Err(node.clone()),
+            Some(Held::Local { id, task, .. }) => Ok((*id, task.clone())),
             None => return Err(BackendError::UnknownGrant(exclusive.0)),
+        };
+        let node = match local {
+            Ok((id, task)) => return self.downgrade_local(id, task).await,
+            Err(node) => node,
         };
         let shared = downgrade::downgrade(&self.shared, &node, &self.data).await?;
         Ok(self.record(shared))
