@@ -42,13 +42,15 @@ async fn zookeeper_backend_conforms() {
     assert_no_lock_nodes(&probe).await;
 }
 
-/// The same suite with host-local hand-off: the backend's guests queue in the
-/// host's task and share one node per lock; afterwards no node is left.
+/// The same suite with host-local hand-off and a pool of three ZooKeeper
+/// sessions: the backend's guests queue in the host's task and share one node
+/// per lock, each lock on its session; afterwards no node is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zookeeper_backend_with_local_handoff_conforms() {
+async fn zookeeper_backend_with_local_handoff_and_a_session_pool_conforms() {
     let server = ZkServer::start();
     let config = ZooKeeperConfig::new(server.address())
         .root(ROOT)
+        .sessions(3)
         .local_handoff(LocalHandoff::default());
     let backend = ZooKeeperBackend::connect(config).await.expect("backend");
     let probe = ZkProbe::connect(&server.address(), ROOT).await;

@@ -42,6 +42,11 @@ pub struct ZooKeeperArgs {
     #[arg(id = "zookeeper", long = "zookeeper", value_name = "HOST:PORT[,...]")]
     pub hosts: Option<String>,
 
+    /// ZooKeeper sessions this host spreads its locks over (by lock name), so
+    /// one session's strict request order does not serialise unrelated locks.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub zk_sessions: usize,
+
     /// ZooKeeper session timeout in seconds (the safety net if the host dies).
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub session_timeout: f64,
@@ -107,6 +112,7 @@ impl ZooKeeperArgs {
         let mut config = ZooKeeperConfig::new(hosts)
             .root(self.root.clone())
             .session_timeout(session_timeout)
+            .sessions(self.zk_sessions)
             .dialect(self.dialect);
         if let Some(digest) = &self.zk_digest {
             config = config.digest_auth(digest.clone());

@@ -7,6 +7,9 @@ use super::handoff::LocalHandoff;
 use crate::backend::BackendError;
 use crate::name::LockName;
 
+/// Most ZooKeeper sessions one host may spread its locks over.
+pub const MAX_SESSIONS: usize = 64;
+
 /// Default ZooKeeper session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -31,6 +34,10 @@ pub struct ZooKeeperConfig {
     /// the grant among themselves in memory (`None`: every guest queues on its
     /// own). Off by default in the library; `wardlock run`/`serve` turn it on.
     pub local_handoff: Option<LocalHandoff>,
+    /// ZooKeeper sessions per host (default 1). Each lock name uses one of them
+    /// (by hash), so one session's strict request order does not serialise
+    /// unrelated locks.
+    pub sessions: usize,
 }
 
 impl ZooKeeperConfig {
@@ -44,7 +51,14 @@ impl ZooKeeperConfig {
             host_description: default_host_description(),
             dialect: Dialect::default(),
             local_handoff: None,
+            sessions: 1,
         }
+    }
+
+    /// Spreads lock names over `sessions` ZooKeeper sessions.
+    pub fn sessions(mut self, sessions: usize) -> Self {
+        self.sessions = sessions;
+        self
     }
 
     /// Turns host-local hand-off on with `limits`.
@@ -95,6 +109,9 @@ impl ZooKeeperConfig {
         {
             return Err(ConfigError::DigestAuth);
         }
+        if !(1..=MAX_SESSIONS).contains(&self.sessions) {
+            return Err(ConfigError::Sessions(self.sessions));
+        }
         Ok(())
     }
 
@@ -123,6 +140,9 @@ pub enum ConfigError {
     /// `digest_auth` is not `user:password`.
     #[error("digest auth must be user:password")]
     DigestAuth,
+    /// `sessions` is 0 or above [`MAX_SESSIONS`].
+    #[error("sessions must be 1 to {MAX_SESSIONS}, got {0}")]
+    Sessions(usize),
 }
 
 impl From<ConfigError> for BackendError {

@@ -37,7 +37,7 @@ impl ZooKeeperBackend {
     /// # Cancellation safety
     /// Cancel safe: it only reads.
     pub async fn queue(&self, name: &LockName) -> Result<Vec<QueueNode>, BackendError> {
-        let session = self.shared.session().await?;
+        let session = super::shard_for(&self.shards, name).session().await?;
         let config = self.config();
         let parent = config.lock_path(name);
         let unavailable =

@@ -21,6 +21,7 @@ mod handoff;
 mod inspect;
 mod liveness;
 mod local_lock;
+mod local_request;
 mod monitor;
 mod pending;
 mod queue;
@@ -43,12 +44,26 @@ pub use inspect::QueueNode;
 
 use self::connection::Connection;
 use self::session::ZkLockSession;
-use super::{BackendError, LockBackend, LockSession};
+use super::{BackendError, Health, LockBackend, LockSession};
+use crate::name::LockName;
 
-/// The ZooKeeper lock service. Cheap to clone; clones share the session.
+/// The ZooKeeper lock service. Cheap to clone; clones share the sessions.
 #[derive(Clone)]
 pub struct ZooKeeperBackend {
-    shared: Arc<Shared>,
+    /// One per ZooKeeper session of the pool (`ZooKeeperConfig::sessions`).
+    shards: Shards,
+}
+
+/// The sessions of a backend; a lock name always uses the same one.
+pub(crate) type Shards = Arc<[Arc<Shared>]>;
+
+/// The shard that serves lock `name`.
+pub(crate) fn shard_for<'a>(shards: &'a Shards, name: &LockName) -> &'a Arc<Shared> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    name.hash(&mut hasher);
+    let index = usize::try_from(hasher.finish() % shards.len() as u64).unwrap_or(0);
+    &shards[index]
 }
 
 /// State shared by every guest session of a backend.
@@ -78,15 +93,24 @@ impl ZooKeeperBackend {
                 "the ZooKeeper backend must be created inside a tokio runtime".into(),
             )
         })?;
-        Ok(ZooKeeperBackend {
-            shared: Arc::new(Shared {
-                connection: Connection::new(config),
-                runtime,
-                tracked: Mutex::new(HashSet::new()),
-                idle: tokio::sync::Notify::new(),
-                local_locks: handoff::LocalLocks::default(),
-            }),
-        })
+        let shards = (0..config.sessions)
+            .map(|_| {
+                Arc::new(Shared {
+                    connection: Connection::new(config.clone()),
+                    runtime: runtime.clone(),
+                    tracked: Mutex::new(HashSet::new()),
+                    idle: tokio::sync::Notify::new(),
+                    local_locks: handoff::LocalLocks::default(),
+                })
+            })
+            .collect();
+        Ok(ZooKeeperBackend { shards })
+    }
+
+    /// The first session's shard (the only one unless `sessions` > 1): what the
+    /// session accessors below report on.
+    fn first(&self) -> &Arc<Shared> {
+        &self.shards[0]
     }
 
     /// A backend with its session already established, so a wrong address or a
@@ -100,18 +124,21 @@ impl ZooKeeperBackend {
     /// Cancel safe.
     pub async fn connect(config: ZooKeeperConfig) -> Result<Self, BackendError> {
         let backend = Self::new(config)?;
-        backend.shared.session().await?;
+        for shard in backend.shards.iter() {
+            shard.session().await?;
+        }
         Ok(backend)
     }
 
     /// The configuration.
     pub fn config(&self) -> &ZooKeeperConfig {
-        self.shared.connection.config()
+        self.first().connection.config()
     }
 
-    /// The id of the current ZooKeeper session, if connected.
+    /// The id of the current ZooKeeper session, if connected (the first of the
+    /// pool's).
     pub fn session_id(&self) -> Option<i64> {
-        self.shared
+        self.first()
             .connection
             .latest()
             .map(|s| s.client.session_id().0)
@@ -120,7 +147,7 @@ impl ZooKeeperBackend {
     /// Watches the current ZooKeeper session's state (connected, disconnected,
     /// expired…), e.g. for health checks; `None` before the first connection.
     pub fn state_watcher(&self) -> Option<zookeeper_client::StateWatcher> {
-        self.shared
+        self.first()
             .connection
             .latest()
             .map(|s| s.client.state_watcher())
@@ -133,7 +160,7 @@ impl ZooKeeperBackend {
     /// # Cancellation safety
     /// Cancel safe.
     pub async fn local_contenders(&self, name: &crate::name::LockName) -> usize {
-        let Some(task) = self.shared.local_locks.task(name) else {
+        let Some(task) = shard_for(&self.shards, name).local_locks.task(name) else {
             return 0;
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -146,7 +173,7 @@ impl ZooKeeperBackend {
     /// The current session's id and password, for tools that must act as this
     /// session (tests force its expiry this way).
     pub fn session_info(&self) -> Option<zookeeper_client::SessionInfo> {
-        self.shared
+        self.first()
             .connection
             .latest()
             .map(|s| s.client.session().clone())
@@ -156,28 +183,38 @@ impl ZooKeeperBackend {
 impl LockBackend for ZooKeeperBackend {
     fn open_session(&self, owner: &str) -> Box<dyn LockSession> {
         let data = format!("{} {owner}", self.config().host_description);
-        Box::new(ZkLockSession::new(self.shared.clone(), data))
+        Box::new(ZkLockSession::new(self.shards.clone(), data))
     }
 
     fn kind(&self) -> &'static str {
         "zookeeper"
     }
 
-    fn health(&self) -> crate::backend::Health {
+    /// The worst of the pool's sessions.
+    fn health(&self) -> Health {
         use zookeeper_client::SessionState;
-        match self.shared.connection.latest().map(|s| s.state()) {
+        let of = |shard: &Arc<Shared>| match shard.connection.latest().map(|s| s.state()) {
             Some(SessionState::SyncConnected | SessionState::ConnectedReadOnly) => {
-                crate::backend::Health::Connected
+                Health::Connected
             }
-            Some(state) if state.is_terminated() => crate::backend::Health::Down,
-            Some(_) => crate::backend::Health::Connecting,
+            Some(state) if state.is_terminated() => Health::Down,
+            Some(_) => Health::Connecting,
             // Not connected yet: connecting happens on the first request.
-            None => crate::backend::Health::Connecting,
-        }
+            None => Health::Connecting,
+        };
+        let all: Vec<Health> = self.shards.iter().map(of).collect();
+        [Health::Down, Health::Connecting]
+            .into_iter()
+            .find(|worst| all.contains(worst))
+            .unwrap_or(Health::Connected)
     }
 
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(shutdown::shutdown(&self.shared))
+        Box::pin(async move {
+            for shard in self.shards.iter() {
+                shutdown::shutdown(shard).await;
+            }
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! One guest's lock session on the shared ZooKeeper session.
+//! One guest's lock session on the host's ZooKeeper session(s).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,83 +7,63 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use tokio::sync::{mpsc, oneshot};
-
-use super::Shared;
-use super::handoff::{LocalGrant, LocalHandoff, Message, local_token};
+use super::handoff::local_token;
 use super::liveness::Health;
-use super::local_lock::LocalLock;
-use super::recipe::{self, OwnedNode, Waiting, until};
-use super::{downgrade, release};
+use super::local_request::{self, LocalHeld};
+use super::recipe::{self, OwnedNode, Waiting};
+use super::{Shards, Shared, downgrade, release, shard_for};
 use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode};
 use crate::name::LockName;
 
 /// One guest's [`LockSession`] (a *lock session*: its grants and waits). Every
-/// lock session of the host runs on the one current *ZooKeeper session*
-/// ([`super::connection::ZkSession`]); ending a lock session deletes its nodes,
-/// ending the ZooKeeper session loses every lock session's grants.
+/// lock session of the host runs on the host's *ZooKeeper sessions*
+/// ([`super::connection::ZkSession`]; one per shard, a lock name always on the
+/// same one); ending a lock session deletes its nodes, ending a ZooKeeper
+/// session loses the grants made on it.
 pub(super) struct ZkLockSession {
-    shared: Arc<Shared>,
+    shards: Shards,
     /// Written into every node: who holds or waits (for status tools).
     data: Vec<u8>,
     held: Mutex<HashMap<u64, Held>>,
     next_grant: AtomicU64,
 }
 
-/// One grant of a lock session.
-enum Held {
+/// One grant of a lock session, with the shard it was made on.
+struct Held {
+    shared: Arc<Shared>,
+    kind: HeldKind,
+}
+
+#[derive(Clone)]
+enum HeldKind {
     /// A node of its own in the lock's queue.
     Node(OwnedNode),
     /// A share of this host's node, handed over by the host-local lock task.
-    Local {
-        /// The request's id at that task.
-        id: u64,
-        generation: u64,
-        task: mpsc::UnboundedSender<Message>,
-    },
+    Local(LocalHeld),
 }
 
 impl Held {
     fn generation(&self) -> u64 {
-        match self {
-            Held::Node(node) => node.generation,
-            Held::Local { generation, .. } => *generation,
+        match &self.kind {
+            HeldKind::Node(node) => node.generation,
+            HeldKind::Local(local) => local.generation,
         }
     }
 
-    fn release(self, shared: &Arc<Shared>) {
-        match self {
-            Held::Node(node) => {
-                release::delete_node(shared, node.generation, node.prefix, node.path);
+    fn release(self) {
+        match self.kind {
+            HeldKind::Node(node) => {
+                release::delete_node(&self.shared, node.generation, node.prefix, node.path);
             }
-            Held::Local { id, task, .. } => {
-                // The task hands the lock on (or releases the node).
-                let _ = task.send(Message::Release { id });
-            }
-        }
-    }
-}
-
-/// Withdraws a request from the host-local lock task unless disarmed (the
-/// acquire was cancelled, timed out or failed).
-struct Withdraw<'a> {
-    task: &'a mpsc::UnboundedSender<Message>,
-    id: u64,
-    armed: bool,
-}
-
-impl Drop for Withdraw<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = self.task.send(Message::Release { id: self.id });
+            HeldKind::Local(local) => local.release(),
         }
     }
 }
 
 impl ZkLockSession {
-    pub(super) fn new(shared: Arc<Shared>, data: String) -> Self {
+    pub(super) fn new(shards: Shards, data: String) -> Self {
         ZkLockSession {
-            shared,
+            shards,
             data: data.into_bytes(),
             held: Mutex::new(HashMap::new()),
             next_grant: AtomicU64::new(0),
@@ -94,90 +74,43 @@ impl ZkLockSession {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn record(&self, node: OwnedNode) -> Grant {
-        // A node of its own is grant 0 under it (see `handoff` for the encoding).
-        let token = local_token(node.token, 0);
-        self.insert(Held::Node(node), token)
-    }
-
-    fn insert(&self, held: Held, token: u64) -> Grant {
+    fn record(&self, shared: &Arc<Shared>, kind: HeldKind) -> Grant {
+        let token = match &kind {
+            // A node of its own is grant 0 under it (see `handoff`).
+            HeldKind::Node(node) => local_token(node.token, 0),
+            HeldKind::Local(local) => local.token,
+        };
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
-        self.held().insert(id, held);
+        let shared = shared.clone();
+        self.held().insert(id, Held { shared, kind });
         Grant {
             id: GrantId(id),
             token,
         }
     }
 
-    /// Downgrades local grant `id` at its task: a new shared grant beside it.
-    async fn downgrade_local(
+    /// Takes `name` on its shard: through the host-local task when hand-off is
+    /// on, else with a node of its own.
+    async fn take(
         &self,
-        id: u64,
-        task: mpsc::UnboundedSender<Message>,
-    ) -> Result<Grant, BackendError> {
-        let new_id = self.shared.local_locks.next_id();
-        let (reply, answer) = oneshot::channel();
-        let ended = || BackendError::Unavailable("the host-local lock task ended".into());
-        task.send(Message::Downgrade { id, new_id, reply })
-            .map_err(|_| ended())?;
-        // Dropped before the grant is recorded here: the task releases
-        // `new_id` (or ignores it when the downgrade failed).
-        let mut withdraw = Withdraw {
-            task: &task,
-            id: new_id,
-            armed: true,
-        };
-        let LocalGrant { generation, token } = answer.await.map_err(|_| ended())??;
-        withdraw.armed = false;
-        let held = Held::Local {
-            id: new_id,
-            generation,
-            task: task.clone(),
-        };
-        Ok(self.insert(held, token))
-    }
-
-    /// Acquires through this host's local lock task for `name` (hand-off on).
-    async fn acquire_local(
-        &self,
-        limits: LocalHandoff,
         name: &LockName,
         mode: Mode,
         deadline: Option<tokio::time::Instant>,
-        wait: bool,
+        waiting: Waiting,
     ) -> Result<Option<Grant>, BackendError> {
-        let locks = &self.shared.local_locks;
-        let id = locks.next_id();
-        let (reply, answer) = oneshot::channel();
-        let message = Message::Acquire {
-            id,
-            mode,
-            wait,
-            deadline,
-            reply,
+        let shared = shard_for(&self.shards, name);
+        let kind = match shared.connection.config().local_handoff {
+            Some(limits) => {
+                let wait = waiting == Waiting::Wait;
+                local_request::acquire(shared, limits, name, mode, deadline, wait)
+                    .await?
+                    .map(HeldKind::Local)
+            }
+            None => recipe::acquire(shared, name, mode, &self.data, deadline, waiting)
+                .await?
+                .map(HeldKind::Node),
         };
-        let task = locks.send(name, message, |number, receiver| {
-            let lock = LocalLock::new(self.shared.clone(), name.clone(), number, limits, receiver);
-            self.shared.spawn(lock.run());
-        });
-        let mut withdraw = Withdraw {
-            task: &task,
-            id,
-            armed: true,
-        };
-        let answer = until(deadline, answer)
-            .await?
-            .map_err(|_| BackendError::Unavailable("the host-local lock task ended".into()))??;
-        let Some(LocalGrant { generation, token }) = answer else {
-            return Ok(None);
-        };
-        withdraw.armed = false;
-        let held = Held::Local {
-            id,
-            generation,
-            task: task.clone(),
-        };
-        Ok(Some(self.insert(held, token)))
+        Ok(kind.map(|kind| self.record(shared, kind)))
     }
 }
 
@@ -190,22 +123,8 @@ impl LockSession for ZkLockSession {
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        if let Some(limits) = self.shared.connection.config().local_handoff {
-            return self
-                .acquire_local(limits, name, mode, deadline, true)
-                .await?
-                .ok_or_else(|| BackendError::Unavailable("the host-local lock task ended".into()));
-        }
-        let node = recipe::acquire(
-            &self.shared,
-            name,
-            mode,
-            &self.data,
-            deadline,
-            Waiting::Wait,
-        )
-        .await?;
-        node.map(|node| self.record(node))
+        self.take(name, mode, deadline, Waiting::Wait)
+            .await?
             .ok_or_else(|| BackendError::Unavailable("lock recipe ended without a grant".into()))
     }
 
@@ -214,19 +133,7 @@ impl LockSession for ZkLockSession {
         name: &LockName,
         mode: Mode,
     ) -> Result<Option<Grant>, BackendError> {
-        if let Some(limits) = self.shared.connection.config().local_handoff {
-            return self.acquire_local(limits, name, mode, None, false).await;
-        }
-        let node = recipe::acquire(
-            &self.shared,
-            name,
-            mode,
-            &self.data,
-            None,
-            Waiting::DontWait,
-        )
-        .await?;
-        Ok(node.map(|node| self.record(node)))
+        self.take(name, mode, None, Waiting::DontWait).await
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
@@ -234,15 +141,19 @@ impl LockSession for ZkLockSession {
             .held()
             .remove(&grant.0)
             .ok_or(BackendError::UnknownGrant(grant.0))?;
-        held.release(&self.shared);
+        held.release();
         Ok(())
     }
 
     fn status(&self, grant: GrantId) -> GrantStatus {
-        let Some(generation) = self.held().get(&grant.0).map(Held::generation) else {
+        let Some((shared, generation)) = self
+            .held()
+            .get(&grant.0)
+            .map(|held| (held.shared.clone(), held.generation()))
+        else {
             return GrantStatus::Released;
         };
-        match self.shared.connection.session_of(generation) {
+        match shared.connection.session_of(generation) {
             None => GrantStatus::Lost,
             Some(session) => match session.health() {
                 Health::Live => GrantStatus::Held,
@@ -253,17 +164,21 @@ impl LockSession for ZkLockSession {
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        let local = match self.held().get(&exclusive.0) {
-            Some(Held::Node(node)) => Err(node.clone()),
-            Some(Held::Local { id, task, .. }) => Ok((*id, task.clone())),
-            None => return Err(BackendError::UnknownGrant(exclusive.0)),
+        // Copied out: the map's lock is not held across the await below.
+        let (shared, kind) = self
+            .held()
+            .get(&exclusive.0)
+            .map(|held| (held.shared.clone(), held.kind.clone()))
+            .ok_or(BackendError::UnknownGrant(exclusive.0))?;
+        let kind = match kind {
+            HeldKind::Node(node) => {
+                HeldKind::Node(downgrade::downgrade(&shared, &node, &self.data).await?)
+            }
+            HeldKind::Local(local) => {
+                HeldKind::Local(local_request::downgrade(&shared, &local).await?)
+            }
         };
-        let node = match local {
-            Ok((id, task)) => return self.downgrade_local(id, task).await,
-            Err(node) => node,
-        };
-        let shared = downgrade::downgrade(&self.shared, &node, &self.data).await?;
-        Ok(self.record(shared))
+        Ok(self.record(&shared, kind))
     }
 }
 
@@ -271,7 +186,7 @@ impl Drop for ZkLockSession {
     fn drop(&mut self) {
         let held: Vec<Held> = self.held().drain().map(|(_, held)| held).collect();
         for held in held {
-            held.release(&self.shared);
+            held.release();
         }
     }
 }

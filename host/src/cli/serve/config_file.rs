@@ -39,6 +39,7 @@ enum BackendEntry {
         dialect: Option<String>,
         root: Option<String>,
         digest: Option<String>,
+        sessions: Option<usize>,
         /// Host-local hand-off (default on).
         local_handoff: Option<bool>,
         handoff_max: Option<u32>,
@@ -172,12 +173,16 @@ fn backend(key: &str, entry: BackendEntry) -> Result<BackendSpec, Mistake> {
             dialect,
             root,
             digest,
+            sessions,
             local_handoff,
             handoff_max,
             handoff_max_ms,
             linger_ms,
         } => {
             let mut config = ZooKeeperConfig::new(hosts);
+            if let Some(sessions) = sessions {
+                config = config.sessions(sessions);
+            }
             if local_handoff.unwrap_or(true) {
                 let default = LocalHandoff::default();
                 config = config.local_handoff(LocalHandoff {

@@ -1,0 +1,137 @@
+//! A guest's side of host-local hand-off: asking the lock's task for a grant
+//! (or a downgrade), cancel safe (see `handoff`).
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::Shared;
+use super::handoff::{LocalGrant, LocalHandoff, Message};
+use super::local_lock::LocalLock;
+use super::recipe::until;
+use crate::backend::{BackendError, Mode};
+use crate::name::LockName;
+
+/// A grant made by a host-local lock task, as its guest keeps it.
+#[derive(Clone)]
+pub(super) struct LocalHeld {
+    /// The request's id at the task.
+    pub id: u64,
+    pub generation: u64,
+    pub token: u64,
+    /// The task, which hands the lock on when this grant is released.
+    pub task: mpsc::UnboundedSender<Message>,
+}
+
+impl LocalHeld {
+    /// Releases the grant: the task hands the lock on (or releases its node).
+    pub fn release(&self) {
+        let _ = self.task.send(Message::Release { id: self.id });
+    }
+}
+
+/// Withdraws a request from its task unless disarmed (the acquire was
+/// cancelled, timed out or failed).
+struct Withdraw<'a> {
+    task: &'a mpsc::UnboundedSender<Message>,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.task.send(Message::Release { id: self.id });
+        }
+    }
+}
+
+fn task_ended() -> BackendError {
+    BackendError::Unavailable("the host-local lock task ended".into())
+}
+
+/// Asks `name`'s task on `shared` (started if needed) for a grant in `mode`;
+/// `wait: false` answers `None` rather than wait.
+///
+/// # Errors
+/// `Timeout` past `deadline`; what the task's node acquisition reported.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped request is withdrawn from the task (or its grant
+/// released at once).
+pub(super) async fn acquire(
+    shared: &Arc<Shared>,
+    limits: LocalHandoff,
+    name: &LockName,
+    mode: Mode,
+    deadline: Option<Instant>,
+    wait: bool,
+) -> Result<Option<LocalHeld>, BackendError> {
+    let locks = &shared.local_locks;
+    let id = locks.next_id();
+    let (reply, answer) = oneshot::channel();
+    let message = Message::Acquire {
+        id,
+        mode,
+        wait,
+        deadline,
+        reply,
+    };
+    let task = locks.send(name, message, |number, receiver| {
+        let lock = LocalLock::new(shared.clone(), name.clone(), number, limits, receiver);
+        shared.spawn(lock.run());
+    });
+    let mut withdraw = Withdraw {
+        task: &task,
+        id,
+        armed: true,
+    };
+    let answer = until(deadline, answer).await?.map_err(|_| task_ended())??;
+    let Some(LocalGrant { generation, token }) = answer else {
+        return Ok(None);
+    };
+    withdraw.armed = false;
+    Ok(Some(LocalHeld {
+        id,
+        generation,
+        token,
+        task: task.clone(),
+    }))
+}
+
+/// Asks the task of `exclusive` for a shared grant beside it (a downgrade; the
+/// host's node keeps covering both).
+///
+/// # Errors
+/// `UnknownGrant` when `exclusive` is not an exclusive grant held at the task.
+///
+/// # Cancellation safety
+/// Cancel safe, as [`acquire`].
+pub(super) async fn downgrade(
+    shared: &Arc<Shared>,
+    exclusive: &LocalHeld,
+) -> Result<LocalHeld, BackendError> {
+    let new_id = shared.local_locks.next_id();
+    let (reply, answer) = oneshot::channel();
+    let task = &exclusive.task;
+    let message = Message::Downgrade {
+        id: exclusive.id,
+        new_id,
+        reply,
+    };
+    task.send(message).map_err(|_| task_ended())?;
+    let mut withdraw = Withdraw {
+        task,
+        id: new_id,
+        armed: true,
+    };
+    let LocalGrant { generation, token } = answer.await.map_err(|_| task_ended())??;
+    withdraw.armed = false;
+    Ok(LocalHeld {
+        id: new_id,
+        generation,
+        token,
+        task: task.clone(),
+    })
+}
