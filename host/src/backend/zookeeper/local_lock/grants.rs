@@ -1,0 +1,172 @@
+//! The grant rules of a host-local lock: who goes next locally, the fairness
+//! bound, when the node goes, when it is queued for, when to watch for remote
+//! contenders.
+
+use tokio::time::Instant;
+
+use super::super::handoff::{GRANTS_PER_NODE, LocalGrant, local_token};
+use super::super::liveness::Health;
+use super::super::recipe::{self, Waiting};
+use super::super::release;
+use super::remote::remote_contender;
+use super::{Acquiring, LocalLock};
+use crate::backend::Mode;
+
+impl LocalLock {
+    /// Grants what can be granted, applies the bounds, releases or acquires the
+    /// node, starts or stops the watch for remote contenders.
+    pub(super) fn settle(&mut self) {
+        self.waiters.retain(|w| !w.reply.is_closed());
+        if self.waiters.is_empty() {
+            // Nobody wants the node any more: a dropped acquisition leaves
+            // nothing queued (the recipe is cancel safe).
+            self.acquiring = None;
+        }
+        self.apply_fairness_bound();
+        self.grant_local();
+        let nobody = self.holders.is_empty() && self.waiters.is_empty();
+        if let Some(node) = &mut self.node {
+            let linger_over = node
+                .idle_since
+                .is_some_and(|since| since.elapsed() >= self.limits.linger);
+            let release = (node.draining && self.holders.is_empty())
+                || (nobody
+                    && (self.limits.linger.is_zero() || node.remote.is_some() || linger_over));
+            if release {
+                self.release_node();
+            } else if nobody {
+                node.idle_since.get_or_insert_with(Instant::now);
+            } else {
+                node.idle_since = None;
+            }
+        }
+        if self.node.is_none()
+            && self.acquiring.is_none()
+            && let Some(head) = self.waiters.front()
+        {
+            let deadline = self
+                .waiters
+                .iter()
+                .map(|w| w.deadline)
+                .try_fold(Instant::now(), |latest, d| d.map(|d| latest.max(d)));
+            self.start_acquiring(head.mode, true, deadline);
+        }
+        self.watch_if_needed();
+    }
+
+    pub(super) fn apply_fairness_bound(&mut self) {
+        if let Some(node) = &mut self.node
+            && let Some((since, granted)) = node.remote
+            && (granted >= self.limits.max_handoffs || since.elapsed() >= self.limits.max_time)
+        {
+            node.draining = true;
+        }
+    }
+
+    /// True when a request in `mode` fits beside the current holders under the
+    /// node.
+    pub(super) fn grantable(&self, mode: Mode) -> bool {
+        let Some(node) = &self.node else {
+            return false;
+        };
+        // A grant made while contact is interrupted would be `suspended` from
+        // its first moment; the ZooKeeper recipe would not grant then either.
+        if node.draining || node.session.health() != Health::Live {
+            return false;
+        }
+        match (node.mode, mode) {
+            (Mode::Exclusive, Mode::Exclusive) => self.holders.is_empty(),
+            (_, Mode::Shared) => self.holders.values().all(|m| *m == Mode::Shared),
+            (Mode::Shared, Mode::Exclusive) => false,
+        }
+    }
+
+    /// Hands the grant to waiters at the head of the queue, in order, while
+    /// they fit.
+    pub(super) fn grant_local(&mut self) {
+        while let Some(head) = self.waiters.front() {
+            if !self.grantable(head.mode) {
+                if let Some(node) = &mut self.node
+                    && node.mode == Mode::Shared
+                    && head.mode == Mode::Exclusive
+                {
+                    // A writer is next: the read node goes, a write node follows.
+                    node.draining = true;
+                }
+                return;
+            }
+            let Some(waiter) = self.waiters.pop_front() else {
+                return;
+            };
+            let Some(node) = &mut self.node else {
+                return;
+            };
+            let grant = LocalGrant {
+                generation: node.owned.generation,
+                token: local_token(node.owned.token, node.grants),
+            };
+            node.grants += 1;
+            if node.grants >= GRANTS_PER_NODE {
+                node.draining = true;
+            }
+            if let Some((_, granted)) = &mut node.remote {
+                *granted += 1;
+            }
+            if waiter.reply.send(Ok(Some(grant))).is_ok() {
+                self.holders.insert(waiter.id, waiter.mode);
+            }
+            self.apply_fairness_bound();
+        }
+    }
+
+    pub(super) fn start_acquiring(&mut self, mode: Mode, wait: bool, deadline: Option<Instant>) {
+        let shared = self.shared.clone();
+        let name = self.name.clone();
+        let data = self.data.clone();
+        let waiting = if wait {
+            Waiting::Wait
+        } else {
+            Waiting::DontWait
+        };
+        self.acquiring = Some(Acquiring {
+            mode,
+            wait,
+            future: Box::pin(async move {
+                recipe::acquire(&shared, &name, mode, &data, deadline, waiting).await
+            }),
+        });
+    }
+
+    /// Watches for a remote contender only when it matters: local waiters are
+    /// queued behind the holders, or the node lingers.
+    pub(super) fn watch_if_needed(&mut self) {
+        let Some(node) = &self.node else {
+            self.watch = None;
+            return;
+        };
+        let needed = node.remote.is_none()
+            && !node.draining
+            && (!self.waiters.is_empty() || node.idle_since.is_some());
+        if !needed {
+            // Keep a running watch (cheap); start none.
+            return;
+        }
+        if self.watch.is_none() {
+            self.watch = Some(Box::pin(remote_contender(
+                node.session.clone(),
+                self.shared.connection.config().lock_path(&self.name),
+                node.owned.path.clone(),
+                node.mode,
+                self.shared.connection.config().dialect,
+            )));
+        }
+    }
+
+    pub(super) fn release_node(&mut self) {
+        self.watch = None;
+        if let Some(node) = self.node.take() {
+            let owned = node.owned;
+            release::delete_node(&self.shared, owned.generation, owned.prefix, owned.path);
+        }
+    }
+}
