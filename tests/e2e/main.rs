@@ -11,6 +11,7 @@ mod cli;
 mod conformance;
 mod exclusion;
 mod failover;
+mod faults;
 mod handoff;
 mod hostile_names;
 mod interop;

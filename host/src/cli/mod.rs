@@ -3,6 +3,7 @@
 mod backend_args;
 mod compile;
 mod engine_args;
+mod fault_args;
 mod guest_args;
 mod run;
 mod serve;
@@ -13,6 +14,7 @@ use clap::{Parser, Subcommand};
 pub use backend_args::{BackendArgs, BackendKind, BackendSpec, HandoffArgs, ZooKeeperArgs};
 pub use compile::CompileArgs;
 pub use engine_args::EngineArgs;
+pub use fault_args::{FaultArgs, ScheduledFault};
 pub use guest_args::GuestArgs;
 pub use run::RunArgs;
 pub use serve::ServeArgs;

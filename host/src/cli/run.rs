@@ -8,9 +8,12 @@ use crate::runner::{OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio};
 use anyhow::Context;
 use clap::Args;
 
-use super::backend_args::{BackendArgs, positive_secs};
+use super::backend_args::{BackendArgs, BackendSpec, positive_secs};
 use super::engine_args::EngineArgs;
+use super::fault_args::FaultArgs;
 use super::guest_args::GuestArgs;
+use crate::backend::LockBackend;
+use crate::backend::memory::MemoryBackend;
 
 /// Arguments of `wardlock run`.
 #[derive(Debug, Args)]
@@ -43,11 +46,15 @@ pub struct RunArgs {
     /// Compilation cache and precompiled input.
     #[command(flatten)]
     pub engine: EngineArgs,
+
+    /// Fault injection (memory backend), for testing a plugin under loss.
+    #[command(flatten)]
+    pub faults: FaultArgs,
 }
 
 /// Runs `wardlock run`; returns the exit code (0 only if every instance succeeded).
 pub(super) async fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let config = config(&args).await?;
+    let (config, faulty) = config(&args).await?;
     let runtime = args.engine.runtime(None)?;
     let plugin = args
         .component
@@ -64,6 +71,9 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<i32> {
         "running"
     );
     let started = Instant::now();
+    if let Some(memory) = &faulty {
+        args.faults.apply(memory);
+    }
     let mut tasks = tokio::task::JoinSet::new();
     for instance in 0..instances {
         let runner = runner.clone();
@@ -93,7 +103,23 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<i32> {
     Ok(if failed.is_empty() { 0 } else { 1 })
 }
 
-async fn config(args: &RunArgs) -> anyhow::Result<RunnerConfig> {
+/// The backend the flags describe; the memory backend itself as well when
+/// faults are to be injected into it.
+async fn backend(args: &RunArgs) -> anyhow::Result<(Arc<dyn LockBackend>, Option<MemoryBackend>)> {
+    let spec = args.backend.spec()?;
+    match spec {
+        BackendSpec::Memory if args.faults.any() => {
+            let memory = MemoryBackend::new();
+            Ok((Arc::new(memory.clone()), Some(memory)))
+        }
+        _ if args.faults.any() => {
+            anyhow::bail!("--fault and --grant-delay-ms need the memory backend")
+        }
+        spec => Ok((spec.connect().await?, None)),
+    }
+}
+
+async fn config(args: &RunArgs) -> anyhow::Result<(RunnerConfig, Option<MemoryBackend>)> {
     let policy = args.guest.policy()?;
     let timeout = match args.timeout {
         None => None,
@@ -101,8 +127,8 @@ async fn config(args: &RunArgs) -> anyhow::Result<RunnerConfig> {
     };
     let preopens = args.guest.preopens()?;
     let memory_limit = args.guest.memory_limit()?;
-    let backend = args.backend.spec()?.connect().await?;
-    Ok(RunnerConfig {
+    let (backend, faulty) = backend(args).await?;
+    let config = RunnerConfig {
         backend,
         policy: Arc::new(policy),
         timeout,
@@ -112,5 +138,6 @@ async fn config(args: &RunArgs) -> anyhow::Result<RunnerConfig> {
         stdio: Stdio::Inherit,
         outbound: OutboundPolicy::allow(args.guest.allow_outbound.clone()),
         max_hold: None,
-    })
+    };
+    Ok((config, faulty))
 }

@@ -24,9 +24,12 @@
 //! | `spin`                       | `spinning`, then loops forever             |
 //! | `exit CODE`                  | `exiting`, then exits with CODE            |
 //! | `hoard MODE NAME`            | `hoarded <count> <error line>`             |
+//! | `until N STATUS MS`          | `became <status>` or `still <status>`      |
 //!
 //! MODE is `exclusive` or `shared`; TIMEOUT is milliseconds or `-` for none.
 //! `hoard` acquires NAME (no timeout) until an error, keeping every handle.
+//! `until` asks handle N's status every millisecond until it is STATUS (then
+//! `became STATUS`) or MS milliseconds passed (then `still <last status>`).
 //!
 //! An error line is `err <variant>` or `err <variant>: <text>`, with the WIT
 //! case names; a handle number that does not name a live handle gives
@@ -69,6 +72,11 @@ enum Command {
     Hoard {
         mode: Mode,
         name: String,
+    },
+    Until {
+        handle: usize,
+        status: String,
+        timeout_ms: u64,
     },
 }
 
@@ -145,6 +153,17 @@ fn parse(arg: &str) -> Option<Command> {
             let (mode, name) = split_mode_name(rest)?;
             Command::Try { mode, name }
         }
+        ("until", Some(rest)) => {
+            let mut fields = rest.splitn(3, ' ');
+            let handle = parse_handle(fields.next()?)?;
+            let status = fields.next()?.to_string();
+            let timeout_ms = fields.next()?.parse().ok()?;
+            Command::Until {
+                handle,
+                status,
+                timeout_ms,
+            }
+        }
         ("hoard", Some(rest)) => {
             let (mode, name) = split_mode_name(rest)?;
             Command::Hoard { mode, name }
@@ -210,6 +229,23 @@ fn execute(command: Command, handles: &mut Handles) -> String {
         Command::Status(n) => {
             with_handle(handles, n, |lock| status_name(lock.status()).to_string())
         }
+        Command::Until {
+            handle,
+            status,
+            timeout_ms,
+        } => with_handle(handles, handle, |lock| {
+            let started = std::time::Instant::now();
+            loop {
+                let now = status_name(lock.status());
+                if now == status {
+                    return format!("became {now}");
+                }
+                if started.elapsed() >= std::time::Duration::from_millis(timeout_ms) {
+                    return format!("still {now}");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }),
         Command::Token(n) => with_handle(handles, n, |lock| lock.fencing_token().to_string()),
         Command::Name(n) => with_handle(handles, n, |lock| lock.name()),
         Command::Mode(n) => with_handle(handles, n, |lock| mode_name(lock.mode()).to_string()),

@@ -4,16 +4,20 @@
 //! native Rust code sharing the backend). It is a product feature, not a mock: the
 //! same fair FIFO semantics as the ZooKeeper recipes, fencing tokens, timeouts, and
 //! an observation API ([`MemoryBackend::snapshot`], [`MemoryBackend::changes`]) for
-//! status tools and for tests that must wait for "guest X is queued" as an event.
+//! status tools and for tests that must wait for "guest X is queued" as an event,
+//! and fault injection ([`MemoryBackend::inject`], [`Fault`]) for tests of how a
+//! plugin reacts to `suspended` and `lost`.
 
+mod faults;
 mod queue;
 mod session;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{oneshot, watch};
 
+pub use self::faults::Fault;
 use self::queue::{Entry, Queue};
 use self::session::MemorySession;
 use super::{LockBackend, LockSession, Mode};
@@ -51,6 +55,12 @@ struct State {
     owners: HashMap<u64, String>,
     next_token: u64,
     next_id: u64,
+    /// Sessions whose grants report `suspended` (injected, see `faults`).
+    suspended: HashSet<u64>,
+    /// Grants taken away by an injected expiry: they report `lost`.
+    lost: HashSet<u64>,
+    /// How late every acquire reaches the service (injected).
+    grant_delay: std::time::Duration,
 }
 
 impl MemoryBackend {
@@ -203,6 +213,26 @@ impl State {
             .get_mut(name)?
             .insert_after(exclusive, entry)
             .then_some((id, token))
+    }
+
+    /// Takes every grant of `session` away (an injected expiry): they report
+    /// `lost`, and whoever is next is granted.
+    fn expire(&mut self, session: u64) {
+        let held: Vec<(LockName, u64)> = self
+            .queues
+            .iter()
+            .flat_map(|(name, queue)| {
+                queue
+                    .entries()
+                    .filter(|e| e.session == session && e.token.is_some())
+                    .map(|e| (name.clone(), e.id))
+            })
+            .collect();
+        for (name, id) in held {
+            self.remove(&name, id);
+            self.lost.insert(id);
+        }
+        self.suspended.remove(&session);
     }
 
     fn token_of(&self, name: &LockName, id: u64) -> Option<u64> {

@@ -31,6 +31,14 @@ impl MemorySession {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Waits out an injected grant delay (zero unless a test set one).
+    async fn injected_delay(&self) {
+        let delay = self.shared.lock().grant_delay;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
+
     fn record_grant(&self, name: &LockName, id: u64, token: u64) -> Grant {
         self.held().insert(id, name.clone());
         Grant {
@@ -66,6 +74,7 @@ impl LockSession for MemorySession {
         mode: Mode,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
+        self.injected_delay().await;
         let (id, woken) = {
             let mut state = self.shared.lock();
             let (id, token) = state.enqueue(name, self.id, mode);
@@ -111,6 +120,7 @@ impl LockSession for MemorySession {
         name: &LockName,
         mode: Mode,
     ) -> Result<Option<Grant>, BackendError> {
+        self.injected_delay().await;
         let granted = {
             let mut state = self.shared.lock();
             let (id, token) = state.enqueue(name, self.id, mode);
@@ -133,7 +143,12 @@ impl LockSession for MemorySession {
             .held()
             .remove(&grant.0)
             .ok_or(BackendError::UnknownGrant(grant.0))?;
-        self.shared.lock().remove(&name, grant.0);
+        let mut state = self.shared.lock();
+        // A grant taken by an injected expiry is gone from its queue already.
+        if !state.lost.remove(&grant.0) {
+            state.remove(&name, grant.0);
+        }
+        drop(state);
         self.shared.notify_changed();
         Ok(())
     }
@@ -151,10 +166,16 @@ impl LockSession for MemorySession {
     }
 
     fn status(&self, grant: GrantId) -> GrantStatus {
-        if self.held().contains_key(&grant.0) {
-            GrantStatus::Held
+        if !self.held().contains_key(&grant.0) {
+            return GrantStatus::Released;
+        }
+        let state = self.shared.lock();
+        if state.lost.contains(&grant.0) {
+            GrantStatus::Lost
+        } else if state.suspended.contains(&self.id) {
+            GrantStatus::Suspended
         } else {
-            GrantStatus::Released
+            GrantStatus::Held
         }
     }
 }
@@ -165,9 +186,12 @@ impl Drop for MemorySession {
         {
             let mut state = self.shared.lock();
             for (id, name) in &held {
-                state.remove(name, *id);
+                if !state.lost.remove(id) {
+                    state.remove(name, *id);
+                }
             }
             state.owners.remove(&self.id);
+            state.suspended.remove(&self.id);
         }
         self.shared.notify_changed();
     }
