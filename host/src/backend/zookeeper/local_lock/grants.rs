@@ -4,7 +4,6 @@
 
 use tokio::time::Instant;
 
-use super::super::handoff::{GRANTS_PER_NODE, LocalGrant, local_token};
 use super::super::liveness::Health;
 use super::super::recipe::{self, Waiting};
 use super::super::release;
@@ -101,14 +100,7 @@ impl LocalLock {
             let Some(node) = &mut self.node else {
                 return;
             };
-            let grant = LocalGrant {
-                generation: node.owned.generation,
-                token: local_token(node.owned.token, node.grants),
-            };
-            node.grants += 1;
-            if node.grants >= GRANTS_PER_NODE {
-                node.draining = true;
-            }
+            let grant = node.next_grant();
             if let Some((_, granted)) = &mut node.remote {
                 *granted += 1;
             }

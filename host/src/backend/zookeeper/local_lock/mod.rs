@@ -59,6 +59,22 @@ struct HostNode {
     idle_since: Option<Instant>,
 }
 
+impl HostNode {
+    /// The next grant under this node: its token's low bits count the grants
+    /// (see `handoff`); the node drains once they are used up.
+    fn next_grant(&mut self) -> LocalGrant {
+        let grant = LocalGrant {
+            generation: self.owned.generation,
+            token: local_token(self.owned.token, self.grants),
+        };
+        self.grants += 1;
+        if self.grants >= GRANTS_PER_NODE {
+            self.draining = true;
+        }
+        grant
+    }
+}
+
 /// An acquisition of the host's node in progress.
 struct Acquiring {
     mode: Mode,
@@ -251,14 +267,7 @@ impl LocalLock {
             (Some(node), Some(Mode::Exclusive)) => node,
             _ => return Err(BackendError::UnknownGrant(id)),
         };
-        let grant = LocalGrant {
-            generation: node.owned.generation,
-            token: local_token(node.owned.token, node.grants),
-        };
-        node.grants += 1;
-        if node.grants >= GRANTS_PER_NODE {
-            node.draining = true;
-        }
+        let grant = node.next_grant();
         self.holders.insert(new_id, Mode::Shared);
         Ok(grant)
     }
