@@ -183,8 +183,9 @@ mod tests {
 
     const BOUND: Duration = Duration::from_millis(300);
 
-    #[tokio::test]
-    async fn expires_only_after_the_oldest_grant_outlives_the_bound() {
+    /// A session on a fresh memory backend, under a lease of [`BOUND`], holding
+    /// lock `a`.
+    async fn holding_on_lease() -> (Box<dyn LockSession>, Lease, Grant) {
         let backend = MemoryBackend::new();
         let (session, lease) = Lease::wrap(backend.open_session("t"), BOUND);
         let name = LockName::new("a").expect("valid name");
@@ -192,6 +193,12 @@ mod tests {
             .acquire(&name, Mode::Exclusive, None)
             .await
             .expect("free");
+        (session, lease, grant)
+    }
+
+    #[tokio::test]
+    async fn expires_only_after_the_oldest_grant_outlives_the_bound() {
+        let (session, lease, grant) = holding_on_lease().await;
         let started = Instant::now();
         let early = tokio::time::timeout(BOUND / 3, lease.expired()).await;
         assert!(early.is_err(), "expired before the bound");
@@ -203,13 +210,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_released_grant_never_expires() {
-        let backend = MemoryBackend::new();
-        let (session, lease) = Lease::wrap(backend.open_session("t"), BOUND);
-        let name = LockName::new("a").expect("valid name");
-        let grant = session
-            .acquire(&name, Mode::Exclusive, None)
-            .await
-            .expect("free");
+        let (session, lease, grant) = holding_on_lease().await;
         session.release(grant.id).expect("held");
         let expired = tokio::time::timeout(BOUND * 2, lease.expired()).await;
         assert!(expired.is_err(), "a released grant expired");
