@@ -12,9 +12,8 @@ use wardlock_host::{GrantStatus, LockBackend, Mode};
 use wardlock_tests::interop::Foreign;
 use wardlock_tests::probe::{HandoffProbe, Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
-use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, assert_success, name, run_instances, runner_in};
-use zookeeper_client::Client;
 
 const ROOT: &str = "/wardlock";
 
@@ -312,25 +311,7 @@ async fn session_expiry_makes_every_local_holder_lost() {
         }
     });
     HandoffProbe(backend.clone()).wait_len("expiring", 3).await;
-    let info = backend.session_info().expect("session info");
-    let mut old_state = backend.state_watcher().expect("connected");
-    proxy.partition(true);
-    let intruder = Client::connector()
-        .with_session(info)
-        .with_session_timeout(Duration::from_secs(2))
-        .connect(&server.address())
-        .await
-        .expect("attach to the session");
-    drop(intruder);
-    proxy.partition(false);
-    let ended = async {
-        while !old_state.state().is_terminated() {
-            old_state.changed().await;
-        }
-    };
-    tokio::time::timeout(TEST_WAIT_LIMIT, ended)
-        .await
-        .expect("the old session never ended");
+    expire_session(&backend, &proxy, &server).await;
     for (reader, grant) in readers.iter().zip(&held) {
         assert_eq!(reader.status(grant.id), GrantStatus::Lost);
     }

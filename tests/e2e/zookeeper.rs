@@ -13,7 +13,7 @@ use wardlock_host::{GrantStatus, LockBackend, LockPolicy, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
-use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{
     Acquired, Guest, assert_outcome, granted, hold, lockctl_runner, name, runner_with,
     spawn_acquire,
@@ -263,28 +263,7 @@ async fn session_expiry_reports_lost_and_reconnects() {
         .expect("hold");
     assert_eq!(session.status(grant.id), GrantStatus::Held);
     let old_id = backend.session_id().expect("session");
-    let info = backend.session_info().expect("session info");
-    // Watch the old session itself: once it ends, the backend may already be on
-    // a new one, whose state would never turn terminated.
-    let mut old_state = backend.state_watcher().expect("connected");
-    proxy.partition(true);
-    // Expire it: another client attaches to the same session and closes it.
-    let intruder = Client::connector()
-        .with_session(info)
-        .with_session_timeout(Duration::from_secs(2))
-        .connect(&server.address())
-        .await
-        .expect("attach to the session");
-    drop(intruder);
-    proxy.partition(false);
-    let ended = async {
-        while !old_state.state().is_terminated() {
-            old_state.changed().await;
-        }
-    };
-    tokio::time::timeout(TEST_WAIT_LIMIT, ended)
-        .await
-        .expect("the old session never ended");
+    expire_session(&backend, &proxy, &server).await;
     assert_eq!(session.status(grant.id), GrantStatus::Lost);
     let other = backend.open_session("next");
     let next = other

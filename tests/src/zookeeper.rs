@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use wardlock_host::backend::zookeeper::ZooKeeperBackend;
+
+use crate::proxy::Proxy;
+
 const ZK_SERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
 const INSTALL_HINT: &str =
     "ZooKeeper is not installed: run `apt-get install -y zookeeper` (Debian), or `.ci/run`";
@@ -134,4 +138,35 @@ fn four_letter(port: u16, word: &str) -> Option<String> {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
     Some(answer)
+}
+
+/// Expires `backend`'s ZooKeeper session for real and waits until the backend
+/// has seen it end: with `proxy` (between the backend and `server`)
+/// partitioned, so the backend cannot take the session back, another client
+/// attaches to the session and closes it.
+///
+/// # Panics
+/// When the session does not end within [`crate::TEST_WAIT_LIMIT`].
+pub async fn expire_session(backend: &ZooKeeperBackend, proxy: &Proxy, server: &ZkServer) {
+    let info = backend.session_info().expect("session info");
+    // Watch the old session itself: once it ends, the backend may already be on
+    // a new one, whose state would never turn terminated.
+    let mut old_state = backend.state_watcher().expect("connected");
+    proxy.partition(true);
+    let intruder = zookeeper_client::Client::connector()
+        .with_session(info)
+        .with_session_timeout(Duration::from_secs(2))
+        .connect(&server.address())
+        .await
+        .expect("attach to the session");
+    drop(intruder);
+    proxy.partition(false);
+    let ended = async {
+        while !old_state.state().is_terminated() {
+            old_state.changed().await;
+        }
+    };
+    tokio::time::timeout(crate::TEST_WAIT_LIMIT, ended)
+        .await
+        .expect("the old session never ended");
 }
