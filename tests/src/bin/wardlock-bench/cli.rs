@@ -53,6 +53,17 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub session_timeout: u64,
 
+    /// Run wardlock's ZooKeeper systems without host-local hand-off (every
+    /// client queues on its own node, the library's default). Without it they
+    /// run as `wardlock run` and `serve` do: hand-off on, default limits.
+    #[arg(long)]
+    pub no_local_handoff: bool,
+
+    /// ZooKeeper sessions of wardlock's backend (its session pool: lock names
+    /// spread over them by hash).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub zk_sessions: u64,
+
     /// Print one JSON object per result line instead of a table.
     #[arg(long)]
     pub json: bool,

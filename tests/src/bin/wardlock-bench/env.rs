@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use wardlock_host::MemoryBackend;
-use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{Preopen, Runner, RunnerConfig};
 
 use super::cli::Args;
 use super::systems::System;
+use super::systems::curator::Driver;
 use super::systems::guest::GUEST_DATA_DIR;
 use super::zk_stats::{ZkDelta, ZkSnapshot, ZkStats};
 use wardlock_tests::{Guest, runner_with};
@@ -32,6 +33,27 @@ pub struct ZkEnv {
     pub session_timeout: Duration,
     /// False when `mntr` is unavailable: counters are then reported as null.
     pub counters: bool,
+    /// How wardlock's backends are configured.
+    pub options: BackendOptions,
+}
+
+/// How wardlock's ZooKeeper backends run: host-local hand-off (on, as in
+/// `wardlock run` and `serve`, unless `--no-local-handoff`) and the session
+/// pool (`--zk-sessions`).
+#[derive(Debug, Clone, Copy)]
+pub struct BackendOptions {
+    pub local_handoff: bool,
+    pub sessions: usize,
+}
+
+impl BackendOptions {
+    /// From the command line.
+    pub fn from_args(args: &Args) -> BackendOptions {
+        BackendOptions {
+            local_handoff: !args.no_local_handoff,
+            sessions: usize::try_from(args.zk_sessions).unwrap_or(1),
+        }
+    }
 }
 
 impl ZkEnv {
@@ -39,8 +61,12 @@ impl ZkEnv {
     ///
     /// # Errors
     /// When ZooKeeper cannot be reached.
-    pub async fn connect(address: &str, session_timeout: Duration) -> anyhow::Result<ZkEnv> {
-        let backend = Self::backend(address, session_timeout).await?;
+    pub async fn connect(
+        address: &str,
+        session_timeout: Duration,
+        options: BackendOptions,
+    ) -> anyhow::Result<ZkEnv> {
+        let backend = Self::backend(address, session_timeout, options).await?;
         let stats = ZkStats::new(address);
         let counters = match stats.snapshot() {
             Ok(_) => true,
@@ -55,6 +81,7 @@ impl ZkEnv {
             backend,
             session_timeout,
             counters,
+            options,
         })
     }
 
@@ -66,10 +93,15 @@ impl ZkEnv {
     pub async fn backend(
         address: &str,
         session_timeout: Duration,
+        options: BackendOptions,
     ) -> anyhow::Result<ZooKeeperBackend> {
-        let config = ZooKeeperConfig::new(address)
+        let mut config = ZooKeeperConfig::new(address)
             .root(WARDLOCK_ROOT)
-            .session_timeout(session_timeout);
+            .session_timeout(session_timeout)
+            .sessions(options.sessions);
+        if options.local_handoff {
+            config = config.local_handoff(LocalHandoff::default());
+        }
         ZooKeeperBackend::connect(config)
             .await
             .with_context(|| format!("wardlock cannot connect to ZooKeeper at {address}"))
@@ -84,6 +116,8 @@ pub struct Env {
     dir: tempfile::TempDir,
     memory_runner: Arc<Runner>,
     zk_runner: Option<Arc<Runner>>,
+    /// The Curator JVM, started on first use.
+    curator: Arc<tokio::sync::Mutex<Option<Driver>>>,
 }
 
 impl Env {
@@ -95,7 +129,14 @@ impl Env {
     pub async fn new(args: Args, zk_address: Option<&str>) -> anyhow::Result<Env> {
         let dir = data_dir()?;
         let zk = match zk_address {
-            Some(address) => Some(ZkEnv::connect(address, args.session_timeout()).await?),
+            Some(address) => Some(
+                ZkEnv::connect(
+                    address,
+                    args.session_timeout(),
+                    BackendOptions::from_args(&args),
+                )
+                .await?,
+            ),
             None => None,
         };
         let memory = MemoryBackend::new();
@@ -110,7 +151,21 @@ impl Env {
             dir,
             memory_runner,
             zk_runner,
+            curator: Arc::default(),
         })
+    }
+
+    /// The Curator driver (started on first use), held until the guard drops.
+    ///
+    /// # Errors
+    /// When the run has no ZooKeeper or the JVM cannot start.
+    pub async fn curator(&self) -> anyhow::Result<tokio::sync::OwnedMutexGuard<Option<Driver>>> {
+        let mut driver = self.curator.clone().lock_owned().await;
+        if driver.is_none() {
+            let zk = self.zk()?;
+            *driver = Some(Driver::start(&zk.address, zk.session_timeout)?);
+        }
+        Ok(driver)
     }
 
     /// The ZooKeeper side.

@@ -10,7 +10,7 @@
 //! probes) comes from the `wardlock_tests` library.
 //!
 //! - [`cli`]: arguments; [`env`]: backends, guest runners, data directory;
-//! - [`systems`]: the five systems and how a phase of client loops runs on them;
+//! - [`systems`]: the six systems and how a phase of client loops runs on them;
 //! - [`workloads`]: one module per workload;
 //! - [`check`]: the exclusion check; [`stats`]: percentiles; [`zk_stats`]: the
 //!   server's counters; [`cpu`]: this process's CPU time; [`report`]: result rows and ratios; [`output`]: JSON
@@ -114,6 +114,15 @@ async fn run(
         match workload.run(&env, &selected).await {
             Ok(mut measured) => {
                 add_ratios(&mut measured);
+                if let Ok(zk) = env.zk() {
+                    for row in measured.iter_mut().filter(|r| {
+                        matches!(r.system, System::ZooKeeperNative | System::ZooKeeperGuest)
+                    }) {
+                        row.extra
+                            .push(("local_handoff", zk.options.local_handoff.into()));
+                        row.extra.push(("zk_sessions", zk.options.sessions.into()));
+                    }
+                }
                 if json && output::json_lines(&measured, &mut std::io::stdout().lock()).is_err() {
                     return ExitCode::FAILURE;
                 }

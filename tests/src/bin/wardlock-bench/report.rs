@@ -132,7 +132,16 @@ pub fn add_ratios(rows: &mut [Row]) {
         let (system, variant) = (rows[index].system, rows[index].variant);
         let floor = find(rows, System::ZkFloor, variant);
         let twin = system.native_twin().and_then(|t| find(rows, t, variant));
+        let curator = find(rows, System::Curator, variant);
         let row = &mut rows[index];
+        if let Some((curator_p50, curator_ops)) = curator
+            && system != System::Curator
+        {
+            let p50 = ratio(row.p50_us, curator_p50);
+            let ops = ratio(row.ops_per_s, curator_ops);
+            row.extra.push(("p50_vs_curator", round(p50, 3)));
+            row.extra.push(("ops_per_s_vs_curator", round(ops, 3)));
+        }
         if let Some((floor_p50, floor_ops)) = floor {
             row.p50_vs_floor = ratio(row.p50_us, floor_p50);
             row.ops_per_s_vs_floor = ratio(row.ops_per_s, floor_ops);

@@ -5,6 +5,7 @@
 //! Native clients run it in Rust ([`native`]); guest clients run it inside
 //! `bench-guest` instances ([`guest`]).
 
+pub mod curator;
 pub mod guest;
 pub mod native;
 pub mod zk_floor;
@@ -42,6 +43,10 @@ pub enum System {
     MemoryNative,
     /// `bench-guest` components on the in-memory backend, through the WIT.
     MemoryGuest,
+    /// Apache Curator (Debian's jars): `InterProcessMutex` /
+    /// `InterProcessReadWriteLock`, one `CuratorFramework` per client, all
+    /// clients threads of one JVM.
+    Curator,
 }
 
 impl System {
@@ -54,7 +59,7 @@ impl System {
     pub fn uses_zookeeper(self) -> bool {
         matches!(
             self,
-            System::ZkFloor | System::ZooKeeperNative | System::ZooKeeperGuest
+            System::ZkFloor | System::ZooKeeperNative | System::ZooKeeperGuest | System::Curator
         )
     }
 
@@ -96,8 +101,10 @@ pub struct Phase {
     pub results: Vec<LoopResult>,
     /// Server counters over the loops.
     pub zk: Option<ZkDelta>,
-    /// This process's CPU time over the loops.
+    /// This process's CPU time over the loops (plus the JVM's, for `curator`).
     pub cpu: Option<Duration>,
+    /// CPU time of another process running the loops (the Curator JVM).
+    pub other_cpu: Option<Duration>,
     _keep_alive: Vec<zookeeper_client::Client>,
 }
 
@@ -151,11 +158,12 @@ enum Clients {
     Floor(Vec<zk_floor::FloorClient>),
     Sessions(Vec<native::SessionLocker>),
     Guests(Arc<Runner>),
+    Curator(tokio::sync::OwnedMutexGuard<Option<curator::Driver>>),
 }
 
 /// A started phase.
 pub struct Running {
-    task: tokio::task::JoinHandle<anyhow::Result<Vec<LoopResult>>>,
+    task: tokio::task::JoinHandle<anyhow::Result<(Vec<LoopResult>, Option<Duration>)>>,
     keep_alive: Vec<zookeeper_client::Client>,
 }
 
@@ -187,6 +195,15 @@ impl Prepared {
             System::ZooKeeperGuest | System::MemoryGuest => {
                 Clients::Guests(env.guest_runner(system)?)
             }
+            System::Curator => {
+                let mut driver = env.curator().await?;
+                driver
+                    .as_mut()
+                    .context("no Curator driver")?
+                    .prepare(specs.len())
+                    .await?;
+                Clients::Curator(driver)
+            }
         };
         Ok(Prepared {
             clients,
@@ -205,11 +222,20 @@ impl Prepared {
             keep_alive,
         } = self;
         let task = match clients {
-            Clients::Floor(lockers) => tokio::spawn(native::run_all(lockers, specs, dir)),
-            Clients::Sessions(lockers) => tokio::spawn(native::run_all(lockers, specs, dir)),
-            Clients::Guests(runner) => {
-                tokio::spawn(async move { guest::run_all(&runner, specs).await })
+            Clients::Floor(lockers) => {
+                tokio::spawn(async move { Ok((native::run_all(lockers, specs, dir).await?, None)) })
             }
+            Clients::Sessions(lockers) => {
+                tokio::spawn(async move { Ok((native::run_all(lockers, specs, dir).await?, None)) })
+            }
+            Clients::Guests(runner) => {
+                tokio::spawn(async move { Ok((guest::run_all(&runner, specs).await?, None)) })
+            }
+            Clients::Curator(mut driver) => tokio::spawn(async move {
+                let driver = driver.as_mut().context("no Curator driver")?;
+                let (results, cpu) = driver.run(&specs, &dir).await?;
+                Ok((results, Some(cpu)))
+            }),
         };
         Running { task, keep_alive }
     }
@@ -221,11 +247,12 @@ impl Running {
     /// # Errors
     /// The first client's error.
     pub async fn finish(self) -> anyhow::Result<Phase> {
-        let results = self.task.await.context("phase task panicked")??;
+        let (results, other_cpu) = self.task.await.context("phase task panicked")??;
         Ok(Phase {
             results,
             zk: None,
             cpu: None,
+            other_cpu,
             _keep_alive: self.keep_alive,
         })
     }
@@ -242,7 +269,7 @@ pub async fn run_phase(env: &Env, system: System, specs: Vec<LoopSpec>) -> anyho
     let mark = env.zk_mark(system);
     let cpu = cpu::process_cpu();
     let mut phase = prepared.start().finish().await?;
-    phase.cpu = cpu::since(cpu);
+    phase.cpu = cpu::since(cpu).map(|cpu| cpu + phase.other_cpu.unwrap_or_default());
     phase.zk = env.zk_since(mark);
     Ok(phase)
 }

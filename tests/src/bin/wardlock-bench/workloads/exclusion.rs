@@ -23,6 +23,7 @@ pub async fn run(env: &Env, workload: Workload, systems: &[System]) -> anyhow::R
     let shape = Shape {
         clients: env.args.clients,
         ops: env.args.ops,
+        spread: false,
         plan: match workload {
             Workload::Rw => |client| Plan::Mixed {
                 write_percent: RW_WRITE_PERCENT,

@@ -20,6 +20,7 @@ pub const OPS_FACTOR: u64 = 10;
 pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let shape = Shape {
         clients: 1,
+        spread: false,
         ops: env.args.ops.saturating_mul(OPS_FACTOR),
         plan: |_| Plan::Exclusive,
         check: false,

@@ -8,6 +8,7 @@ mod instantiate;
 mod release_on_death;
 mod rounds;
 mod scale;
+mod spread;
 mod uncontended;
 
 use clap::ValueEnum;
@@ -30,6 +31,7 @@ pub enum Workload {
     HostCall,
     Instantiate,
     Scale,
+    Spread,
 }
 
 impl Workload {
@@ -41,9 +43,16 @@ impl Workload {
     /// The systems this workload measures, in output order.
     pub fn systems(self) -> &'static [System] {
         match self {
-            Workload::Uncontended | Workload::Contended | Workload::Rw | Workload::Herd => {
+            Workload::Uncontended | Workload::Contended | Workload::Rw | Workload::Spread => {
                 System::value_variants()
             }
+            Workload::Herd => &[
+                System::ZkFloor,
+                System::ZooKeeperNative,
+                System::ZooKeeperGuest,
+                System::MemoryNative,
+                System::MemoryGuest,
+            ],
             Workload::ReleaseOnDeath | Workload::Scale => {
                 &[System::ZooKeeperGuest, System::MemoryGuest]
             }
@@ -66,6 +75,7 @@ impl Workload {
             Workload::HostCall => host_call::run(env, systems).await,
             Workload::Instantiate => instantiate::run(env, systems).await,
             Workload::Scale => scale::run(env, systems).await,
+            Workload::Spread => spread::run(env, systems).await,
         }
     }
 }

@@ -45,7 +45,7 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
             System::ZooKeeperGuest => {
                 let zk = env.zk()?;
                 let other_host: Arc<dyn LockBackend> =
-                    Arc::new(ZkEnv::backend(&zk.address, zk.session_timeout).await?);
+                    Arc::new(ZkEnv::backend(&zk.address, zk.session_timeout, zk.options).await?);
                 let probe = ZkProbe::connect(&zk.address, WARDLOCK_ROOT).await;
                 let samples = deaths(env, system, &zk.backend, other_host.as_ref(), &probe).await?;
                 let (read, write) = round_trips(&probe.client).await?;

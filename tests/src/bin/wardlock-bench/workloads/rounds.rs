@@ -13,8 +13,10 @@ pub const ROUNDS: u64 = 10;
 
 /// What every phase runs.
 pub struct Shape {
-    /// Concurrent clients, all on the system's one lock.
+    /// Concurrent clients, all on the system's one lock (unless `spread`).
     pub clients: u64,
+    /// Each client on a lock of its own (`<lock>/<client>`) instead.
+    pub spread: bool,
     /// Ops per client over all rounds.
     pub ops: u64,
     /// The plan of client `c`.
@@ -44,14 +46,20 @@ pub async fn interleaved(
     let counter = |system: System| format!("{}-{}", workload.name(), system.name());
     let specs = |system: System, ops: u64| -> anyhow::Result<Vec<LoopSpec>> {
         let lock = lock_name(workload, system, "")?;
-        Ok((0..shape.clients)
-            .map(|client| LoopSpec {
-                lock: lock.clone(),
-                plan: (shape.plan)(client),
-                ops,
-                check: shape.check.then(|| counter(system)),
+        (0..shape.clients)
+            .map(|client| {
+                Ok(LoopSpec {
+                    lock: if shape.spread {
+                        lock_name(workload, system, &client.to_string())?
+                    } else {
+                        lock.clone()
+                    },
+                    plan: (shape.plan)(client),
+                    ops,
+                    check: shape.check.then(|| counter(system)),
+                })
             })
-            .collect())
+            .collect()
     };
     let reset = |systems: &[System]| -> anyhow::Result<()> {
         for &system in systems.iter().filter(|_| shape.check) {

@@ -16,6 +16,7 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let shape = Shape {
         clients: 1,
         ops: env.args.ops,
+        spread: false,
         plan: |_| Plan::Exclusive,
         check: false,
     };
