@@ -66,6 +66,28 @@ impl Workload {
     /// # Errors
     /// When a client fails, a guest does not end as expected or ZooKeeper fails.
     pub async fn run(self, env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+        // `herd` and `scale` know every waiter is queued on ZooKeeper by counting
+        // the server's watches; with host-local hand-off, local waiters set none.
+        let handoff = env.zk().is_ok_and(|zk| zk.options.local_handoff);
+        let counts_watches = matches!(self, Workload::Herd | Workload::Scale);
+        let kept: Vec<System> = systems
+            .iter()
+            .copied()
+            .filter(|s| {
+                let skip = counts_watches
+                    && handoff
+                    && matches!(s, System::ZooKeeperNative | System::ZooKeeperGuest);
+                if skip {
+                    progress(&format!(
+                        "{}: {} skipped (needs --no-local-handoff)",
+                        self.name(),
+                        s.name()
+                    ));
+                }
+                !skip
+            })
+            .collect();
+        let systems = kept.as_slice();
         match self {
             Workload::Uncontended => uncontended::run(env, systems).await,
             Workload::Contended => exclusion::run(env, self, systems).await,
