@@ -15,7 +15,7 @@ pub const ROUNDS: u64 = 10;
 pub struct Shape {
     /// Concurrent clients, all on the system's one lock (unless `spread`).
     pub clients: u64,
-    /// Each client on a lock of its own (`<lock>/<client>`) instead.
+    /// Each client on a lock of its own (`<lock>/c<client>`) instead.
     pub spread: bool,
     /// Ops per client over all rounds.
     pub ops: u64,
@@ -50,7 +50,7 @@ pub async fn interleaved(
             .map(|client| {
                 Ok(LoopSpec {
                     lock: if shape.spread {
-                        lock_name(workload, system, &client.to_string())?
+                        lock_name(workload, system, &format!("c{client}"))?
                     } else {
                         lock.clone()
                     },
