@@ -3,9 +3,24 @@
 use clap::Parser;
 use wardlock_host::cli::{Cli, execute};
 use wardlock_tests::Guest;
+use wardlock_tests::serve::cache_flags;
 
+/// `wardlock ARGS...` in-process; `run` and `serve` get the tests' compilation
+/// cache unless `args` choose one.
 pub(crate) async fn wardlock(args: &[&str]) -> anyhow::Result<i32> {
-    let cli = Cli::try_parse_from(std::iter::once("wardlock").chain(args.iter().copied()))?;
+    let mut argv = vec!["wardlock".to_owned()];
+    let mut args = args.iter().map(|a| a.to_string());
+    if let Some(command) = args.next() {
+        argv.push(command.clone());
+        if command == "run" || command == "serve" {
+            let rest: Vec<String> = args.by_ref().collect();
+            let rest_refs: Vec<&str> = rest.iter().map(String::as_str).collect();
+            argv.extend(cache_flags(&rest_refs));
+            argv.extend(rest);
+        }
+    }
+    argv.extend(args);
+    let cli = Cli::try_parse_from(argv)?;
     execute(cli).await
 }
 

@@ -113,19 +113,58 @@ async fn tokens_rise_across_hand_offs_and_hosts() {
     assert!(local > 0, "no local hand-off in {grants:?}");
 }
 
+/// How long each busy local guest holds the lock in the fairness tests.
+const BUSY_HOLD: Duration = Duration::from_millis(20);
+
 /// A waiter on another host, behind sixteen busy guests of one host, is granted
-/// after at most the hand-off bound (plus the grants made while the host's
-/// watch reported it: one round trip).
+/// after at most the hand-off count bound (plus the grants made while the
+/// host's watch reported it: one round trip).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_waiter_goes_after_the_hand_off_bound() {
     const BOUND: u32 = 8;
-    let server = ZkServer::start();
     let limits = LocalHandoff {
         max_handoffs: BOUND,
         // The count, not the time, is the bound under test.
         max_time: Duration::from_secs(60),
         linger: Duration::ZERO,
     };
+    let during = local_grants_while_a_remote_waiter_queues(limits).await;
+    // The holder at the time the waiter queued, the bound, and the grants made
+    // before the watch reported the waiter (one round trip: at most two holds of
+    // 20 ms each on a slow machine).
+    assert!(
+        during <= u64::from(BOUND) + 3,
+        "{during} local grants while a remote waiter queued (bound {BOUND})"
+    );
+}
+
+/// The same with the time bound: however many hand-offs the count would allow,
+/// the host releases its node `max_time` after a remote contender queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_waiter_goes_after_the_hand_off_time_bound() {
+    const MAX_TIME: Duration = Duration::from_millis(100);
+    let limits = LocalHandoff {
+        // The time, not the count, is the bound under test.
+        max_handoffs: 1_000_000,
+        max_time: MAX_TIME,
+        linger: Duration::ZERO,
+    };
+    let during = local_grants_while_a_remote_waiter_queues(limits).await;
+    // Holds of BUSY_HOLD fit MAX_TIME / BUSY_HOLD times into the bound; plus the
+    // holder when the waiter queued and one round trip's grants. A host without
+    // the time bound would hand off until the waiter's acquire timed out.
+    let fit = (MAX_TIME.as_millis() / BUSY_HOLD.as_millis()) as u64;
+    assert!(
+        during <= fit + 3,
+        "{during} local grants while a remote waiter queued ({MAX_TIME:?} bound: {fit} holds)"
+    );
+}
+
+/// Sixteen guests of one host loop on lock `fair` (holding [`BUSY_HOLD`]);
+/// once they hand off, a waiter on another host takes it once. Returns the
+/// local grants made while that waiter queued.
+async fn local_grants_while_a_remote_waiter_queues(limits: LocalHandoff) -> u64 {
+    let server = ZkServer::start();
     let busy = host(&server, limits).await;
     let remote = host(&server, limits).await;
     let local_grants = Arc::new(AtomicU64::new(0));
@@ -142,7 +181,7 @@ async fn a_remote_waiter_goes_after_the_hand_off_bound() {
                     .await
                     .expect("local grant");
                 local_grants.fetch_add(1, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                tokio::time::sleep(BUSY_HOLD).await;
                 session.release(grant.id).expect("release");
             }
         }));
@@ -158,24 +197,25 @@ async fn a_remote_waiter_goes_after_the_hand_off_bound() {
     }
     let session = remote.open_session("remote waiter");
     let before = local_grants.load(Ordering::SeqCst);
+    let asked = tokio::time::Instant::now();
     let grant = session
         .acquire(&name("fair"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("the remote waiter is granted");
+    let waited = asked.elapsed();
     let during = local_grants.load(Ordering::SeqCst) - before;
     session.release(grant.id).expect("release");
     stop.store(true, Ordering::SeqCst);
     for guest in guests {
         guest.await.expect("guest");
     }
-    eprintln!("{during} local grants while the remote waiter queued (bound {BOUND})");
-    // The holder at the time the waiter queued, the bound, and the grants made
-    // before the watch reported the waiter (one round trip: at most two holds of
-    // 20 ms each on a slow machine).
-    assert!(
-        during <= u64::from(BOUND) + 3,
-        "{during} local grants while a remote waiter queued (bound {BOUND})"
+    eprintln!(
+        "{{\"metric\":\"remote_wait\",\"max_handoffs\":{},\"max_time_ms\":{},\"local_grants_while_waiting\":{during},\"waited_ms\":{}}}",
+        limits.max_handoffs,
+        limits.max_time.as_millis(),
+        waited.as_millis()
     );
+    during
 }
 
 /// With a linger, a re-acquire on the same host reuses the host's node (no

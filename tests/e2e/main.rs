@@ -8,6 +8,7 @@
 //! real binary over HTTP).
 
 mod cli;
+mod compile;
 mod conformance;
 mod exclusion;
 mod failover;

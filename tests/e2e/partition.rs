@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{GrantStatus, LockBackend, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
+use wardlock_tests::fenced::FencedStore;
 use wardlock_tests::name;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
@@ -21,28 +22,6 @@ async fn backend(address: &str) -> ZooKeeperBackend {
         .root(ROOT)
         .session_timeout(SESSION_TIMEOUT);
     ZooKeeperBackend::connect(config).await.expect("backend")
-}
-
-/// A store that rejects a write whose token is below the last accepted one (the
-/// holder of the last token may keep writing).
-#[derive(Default)]
-struct FencedStore {
-    last: u64,
-    accepted: usize,
-    rejected: usize,
-}
-
-impl FencedStore {
-    fn write(&mut self, token: u64) -> bool {
-        if token >= self.last {
-            self.last = token;
-            self.accepted += 1;
-            true
-        } else {
-            self.rejected += 1;
-            false
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,7 @@ use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{GrantStatus, LockBackend, LockPolicy, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
+use wardlock_tests::fenced::FencedStore;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
@@ -262,6 +263,8 @@ async fn session_expiry_reports_lost_and_reconnects() {
         .await
         .expect("hold");
     assert_eq!(session.status(grant.id), GrantStatus::Held);
+    let mut store = FencedStore::default();
+    assert!(store.write(grant.token), "the holder writes while held");
     let old_id = backend.session_id().expect("session");
     expire_session(&backend, &proxy, &server).await;
     assert_eq!(session.status(grant.id), GrantStatus::Lost);
@@ -271,6 +274,10 @@ async fn session_expiry_reports_lost_and_reconnects() {
         .await
         .expect("acquire on a new session");
     assert!(next.token > grant.token);
+    assert!(store.write(next.token), "the new holder writes");
+    // A holder that ignored `lost` and wrote anyway is refused: 0 stale writes.
+    assert!(!store.write(grant.token), "a stale write was accepted");
+    assert_eq!((store.accepted, store.rejected), (2, 1));
     assert_ne!(
         backend.session_id(),
         Some(old_id),
@@ -386,19 +393,22 @@ async fn cli_counter_on_zookeeper_is_exact() {
     assert_eq!(counted, (0, "120".to_owned()));
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
     probe.wait_len("zk-counter", 0).await;
-    let error = wardlock(&[
-        "run",
-        "--zookeeper",
-        "127.0.0.1:1",
-        "--session-timeout",
-        "1",
-        Guest::Counter.path(),
-    ])
-    .await
-    .expect_err("no server there");
+    // Nothing listening: refused at once, not after the (default, 10 s)
+    // session timeout during which the client would retry.
+    let tried = Instant::now();
+    let error = wardlock(&["run", "--zookeeper", "127.0.0.1:1", Guest::Counter.path()])
+        .await
+        .expect_err("no server there");
+    let waited = tried.elapsed();
+    let error = format!("{error:#}");
     assert!(
-        format!("{error:#}").contains("cannot connect to ZooKeeper at 127.0.0.1:1"),
-        "{error:#}"
+        error.contains("cannot connect to ZooKeeper at 127.0.0.1:1")
+            && error.contains("connection refused by every host"),
+        "{error}"
+    );
+    assert!(
+        waited < Duration::from_secs(10),
+        "waited {waited:?}: the session timeout, not the refusal"
     );
 }
 

@@ -7,6 +7,7 @@
 //! conformance suite ([`conformance`]).
 
 pub mod conformance;
+pub mod fenced;
 pub mod interop;
 pub mod probe;
 pub mod proxy;
@@ -94,6 +95,25 @@ impl Guest {
     fn file_name(self) -> String {
         format!("{}.wasm", self.name())
     }
+}
+
+/// The compilation cache every `wardlock run` and `wardlock serve` of the tests
+/// uses (`--cache-dir`), so the suite never writes into the user's own cache
+/// (`~/.cache/wardlock`). Shared between test runs: entries are keyed by the
+/// compiler and its configuration, so a stale one is never used.
+pub fn cache_dir() -> &'static str {
+    static DIR: OnceLock<String> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("wardlock-test-cache-{}", user_id()));
+        dir.display().to_string()
+    })
+}
+
+/// The user id, to keep users' test caches apart on a shared machine.
+fn user_id() -> u32 {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .unwrap_or(0)
 }
 
 /// The engine shared by every test in this process.

@@ -39,6 +39,17 @@ pub fn wardlock_bin() -> &'static PathBuf {
     })
 }
 
+/// `--cache-dir <the tests' cache>` unless `args` choose a cache themselves.
+pub fn cache_flags(args: &[&str]) -> Vec<String> {
+    if args
+        .iter()
+        .any(|a| *a == "--no-cache" || a.starts_with("--cache-dir"))
+    {
+        return Vec::new();
+    }
+    vec!["--cache-dir".to_owned(), crate::cache_dir().to_owned()]
+}
+
 /// A free loopback port (bound and released; the server binds it next).
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
@@ -64,6 +75,7 @@ impl Server {
         let log = tempfile::NamedTempFile::new().expect("log file");
         let child = Command::new(wardlock_bin())
             .args(["serve", "--listen", &addr, "--admin", &admin])
+            .args(cache_flags(args))
             .args(args)
             .stdout(Stdio::null())
             .stderr(log.reopen().expect("log file"))

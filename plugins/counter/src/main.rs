@@ -7,11 +7,13 @@
 //!
 //! Exit codes: 0 success, 1 lock or I/O error, 2 bad arguments.
 
-use std::fs;
-use std::io::ErrorKind;
+mod value_file;
+
 use std::process::ExitCode;
 
 use wardlock_guest::Lock;
+
+use value_file::{read_value, write_value};
 
 const USAGE: &str = "usage: counter LOCK_NAME ITERATIONS FILE  (ITERATIONS >= 1)";
 
@@ -71,8 +73,7 @@ fn run(args: &Args) -> Result<Outcome, String> {
             .acquire()
             .map_err(|e| format!("acquiring {}: {e}", args.lock_name))?;
         let value = read_value(&args.file)? + 1;
-        fs::write(&args.file, value.to_string())
-            .map_err(|e| format!("writing {}: {e}", args.file))?;
+        write_value(&args.file, value)?;
         outcome = Outcome {
             last_value: value,
             last_token: guard.fencing_token(),
@@ -82,19 +83,4 @@ fn run(args: &Args) -> Result<Outcome, String> {
             .map_err(|e| format!("releasing {}: {e}", args.lock_name))?;
     }
     Ok(outcome)
-}
-
-/// Reads the counter; a missing or empty (whitespace-only) file is 0.
-fn read_value(path: &str) -> Result<u64, String> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(format!("reading {path}: {e}")),
-    };
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(0);
-    }
-    text.parse::<u64>()
-        .map_err(|e| format!("{path} does not hold an integer ({text:?}): {e}"))
 }

@@ -16,13 +16,16 @@
 //! Exit codes: 0 no violations, 1 violations or a lock/I/O error, 2 bad
 //! arguments.
 
+#[path = "../../counter/src/value_file.rs"]
+mod value_file;
+
 use std::collections::hash_map::RandomState;
-use std::fs;
 use std::hash::BuildHasher;
-use std::io::ErrorKind;
 use std::process::ExitCode;
 
 use wardlock_guest::Lock;
+
+use value_file::{read_value, write_value};
 
 const USAGE: &str =
     "usage: readers-writers LOCK_NAME ROUNDS FILE WRITE_PERCENT  (WRITE_PERCENT 0..=100)";
@@ -140,26 +143,6 @@ fn read_round(file: &str) -> Result<u64, String> {
         violations += 1;
     }
     Ok(violations)
-}
-
-/// Reads the value; a missing or empty (whitespace-only) file is 0.
-fn read_value(path: &str) -> Result<u64, String> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(format!("reading {path}: {e}")),
-    };
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(0);
-    }
-    text.parse::<u64>()
-        .map_err(|e| format!("{path} does not hold an integer ({text:?}): {e}"))
-}
-
-/// Replaces the file's contents with `value`.
-fn write_value(path: &str, value: u64) -> Result<(), String> {
-    fs::write(path, value.to_string()).map_err(|e| format!("writing {path}: {e}"))
 }
 
 fn lock_error(args: &Args, error: &wardlock_guest::Error) -> String {

@@ -77,7 +77,7 @@ impl Dialect {
     /// the server once empty) and retries when one vanishes under it. kazoo creates
     /// its parent once per lock object and fails if it is gone later, so with kazoo
     /// parents are PERSISTENT, as kazoo itself makes them.
-    pub fn parent_mode(self) -> zookeeper_client::CreateMode {
+    pub(crate) fn parent_mode(self) -> zookeeper_client::CreateMode {
         match self {
             Dialect::CuratorRw | Dialect::CuratorMutex => zookeeper_client::CreateMode::Container,
             Dialect::Kazoo => zookeeper_client::CreateMode::Persistent,
@@ -88,7 +88,7 @@ impl Dialect {
     ///
     /// # Errors
     /// [`BackendError::Unsupported`] for shared locks in `curator-mutex`.
-    pub fn node_prefix(self, uuid: Uuid, mode: Mode) -> Result<String, BackendError> {
+    pub(crate) fn node_prefix(self, uuid: Uuid, mode: Mode) -> Result<String, BackendError> {
         Ok(match (self, mode) {
             (Dialect::CuratorRw, Mode::Exclusive) => {
                 format!("_c_{}-{WRITE_MARKER}", uuid.as_hyphenated())

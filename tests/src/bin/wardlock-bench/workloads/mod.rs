@@ -2,6 +2,7 @@
 //! tests/BENCHMARKS.md.
 
 mod exclusion;
+mod fairness;
 mod herd;
 mod host_call;
 mod instantiate;
@@ -32,6 +33,7 @@ pub enum Workload {
     Instantiate,
     Scale,
     Spread,
+    Fairness,
 }
 
 impl Workload {
@@ -58,6 +60,7 @@ impl Workload {
             }
             Workload::HostCall => &[System::MemoryNative, System::MemoryGuest],
             Workload::Instantiate => &[System::MemoryGuest],
+            Workload::Fairness => &[System::ZooKeeperNative],
         }
     }
 
@@ -98,6 +101,7 @@ impl Workload {
             Workload::Instantiate => instantiate::run(env, systems).await,
             Workload::Scale => scale::run(env, systems).await,
             Workload::Spread => spread::run(env, systems).await,
+            Workload::Fairness => fairness::run(env, systems).await,
         }
     }
 }

@@ -128,7 +128,7 @@ async fn deaths(
 }
 
 /// p50 of a read (`exists /`) and of a write (`set_data`) round trip, in µs.
-async fn round_trips(client: &Client) -> anyhow::Result<(f64, f64)> {
+pub(super) async fn round_trips(client: &Client) -> anyhow::Result<(f64, f64)> {
     let scratch = format!("{WARDLOCK_ROOT}-rtt");
     let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
     client.create(&scratch, &[], &options).await?;
