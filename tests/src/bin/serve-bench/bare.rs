@@ -108,7 +108,7 @@ impl Served {
     ) -> anyhow::Result<hyper::Response<HyperOutgoingBody>> {
         let mut wasi = WasiCtx::builder();
         wasi.preopened_dir(&self.data, "/data", FsPerms::ReadWrite)
-            .context("preopen /data")?;
+            .map_err(|e| anyhow::anyhow!("cannot preopen /data: {e}"))?;
         let state = Bare {
             wasi: wasi.build(),
             http: WasiHttpCtx::new(),
