@@ -174,6 +174,10 @@ async fn lock_is_back_and_counted(server: &Server, outcome: &str) {
     let freed = Instant::now();
     let next = post(&server.addr, "/c").await.expect("request");
     assert_eq!((next.status, next.body.trim()), (200, "1"), "{next:?}");
+    eprintln!(
+        "{{\"metric\":\"lock_back\",\"outcome\":\"{outcome}\",\"ms\":{}}}",
+        freed.elapsed().as_millis()
+    );
     assert!(
         freed.elapsed() < LOCK_BACK_WITHIN,
         "lock back after {:?}",
@@ -188,7 +192,7 @@ async fn lock_is_back_and_counted(server: &Server, outcome: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_timeout_stops_the_instance_and_frees_its_lock() {
     stopped_request_frees_its_lock(
-        ["--request-timeout", "1"],
+        ["--request-timeout", "2"],
         504,
         "request timeout",
         "timeout",
@@ -390,7 +394,7 @@ async fn two_hosts_on_zookeeper_lose_no_update_and_stop_cleanly() {
     for server in [&mut one, &mut two] {
         let (status, took) = server.terminate(Duration::from_secs(5));
         assert!(status.success(), "{status}: {}", server.log());
-        eprintln!("stopped in {took:?}");
+        eprintln!("{{\"metric\":\"sigterm_stop\",\"ms\":{}}}", took.as_millis());
     }
     let drained = holding.await.expect("task").expect("request");
     assert_eq!(
