@@ -11,7 +11,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// The `wardlock` binary of this workspace, built once per test process (the
-/// tests crate cannot name another package's binary, so ask cargo for it).
+/// tests crate cannot name another package's binary, so ask cargo for it), in
+/// the profile this code was built in: debug for the tests, release for
+/// `serve-bench`.
 ///
 /// # Panics
 /// When cargo cannot build it.
@@ -20,6 +22,7 @@ pub fn wardlock_bin() -> &'static PathBuf {
     BIN.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../host/Cargo.toml");
+        let release = !cfg!(debug_assertions);
         let status = Command::new(cargo)
             .args([
                 "build",
@@ -29,13 +32,16 @@ pub fn wardlock_bin() -> &'static PathBuf {
                 "--manifest-path",
                 manifest,
             ])
+            .args(release.then_some("--release"))
             .status()
             .expect("run cargo build for the wardlock binary");
         assert!(status.success(), "cargo build --bin wardlock failed");
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")));
-        target.join("debug").join("wardlock")
+        target
+            .join(if release { "release" } else { "debug" })
+            .join("wardlock")
     })
 }
 

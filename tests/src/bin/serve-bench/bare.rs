@@ -1,9 +1,9 @@
 //! The floor of `serve-bench`: what `wasmtime serve` does for a request, with no
 //! wardlock at all — a hyper HTTP/1 server on loopback, one Store per request
 //! instantiated from a pre-linked `ProxyPre` (pooling allocator), WASI and
-//! `wasi:http` only. The component's `wardlock:lock` imports are stubbed with
-//! traps (`Linker::define_unknown_imports_as_traps`), so it serves exactly the
-//! requests that take no lock (`?lock=none`).
+//! `wasi:http` only. The component's `wardlock:*` imports are stubbed with
+//! traps ([`stub_wardlock`]), so it serves exactly the requests that take no
+//! lock (`?lock=none`).
 //!
 //! The engine is wardlock's own ([`Runtime::with_pooling`]: same code
 //! configuration, epoch yields), so the difference to `wardlock serve` is
@@ -20,7 +20,8 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use wardlock_host::runner::Runtime;
 use wasmtime::Store;
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, Linker, ResourceTable, ResourceType};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
@@ -71,7 +72,7 @@ pub async fn start(component: &Path, data: &Path) -> anyhow::Result<String> {
     let mut linker = Linker::<Bare>::new(runtime.engine());
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-    linker.define_unknown_imports_as_traps(&component)?;
+    stub_wardlock(&mut linker, &component)?;
     let pre = ProxyPre::new(linker.instantiate_pre(&component)?)?;
     let served = Arc::new(Served {
         runtime,
@@ -98,6 +99,39 @@ pub async fn start(component: &Path, data: &Path) -> anyhow::Result<String> {
         }
     });
     Ok(addr)
+}
+
+/// Defines every function of the component's `wardlock:*` imports as a trap
+/// and every resource as a host resource nobody creates. (wasmtime's
+/// `define_unknown_imports_as_traps` would stub the WASI interfaces the
+/// component imports at newer patch versions than the linker names, too.)
+fn stub_wardlock(linker: &mut Linker<Bare>, component: &Component) -> anyhow::Result<()> {
+    let engine = linker.engine().clone();
+    let ty = component.component_type();
+    for (name, import) in ty.imports(&engine) {
+        let ComponentItem::ComponentInstance(instance) = import.ty else {
+            continue;
+        };
+        if !name.starts_with("wardlock:") {
+            continue;
+        }
+        let mut stubs = linker.instance(name)?;
+        for (item, export) in instance.exports(&engine) {
+            match export.ty {
+                ComponentItem::ComponentFunc(_) => {
+                    let what = format!("{name}#{item}");
+                    stubs.func_new(item, move |_, _, _, _| {
+                        Err(wasmtime::format_err!("{what}: no wardlock in the bare server"))
+                    })?;
+                }
+                ComponentItem::Resource(_) => {
+                    stubs.resource(item, ResourceType::host::<()>(), |_, _| Ok(()))?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Served {

@@ -83,7 +83,13 @@ impl LocalLock {
     /// Hands the grant to waiters at the head of the queue, in order, while
     /// they fit.
     pub(super) fn grant_local(&mut self) {
-        while let Some(head) = self.waiters.front() {
+        loop {
+            // The time bound may have passed while the last holder held: no
+            // grant after it (checking only after a grant let one more in).
+            self.apply_fairness_bound();
+            let Some(head) = self.waiters.front() else {
+                return;
+            };
             if !self.grantable(head.mode) {
                 if let Some(node) = &mut self.node
                     && node.mode == Mode::Shared
@@ -107,7 +113,6 @@ impl LocalLock {
             if waiter.reply.send(Ok(Some(grant))).is_ok() {
                 self.holders.insert(waiter.id, waiter.mode);
             }
-            self.apply_fairness_bound();
         }
     }
 
