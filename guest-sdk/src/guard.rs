@@ -88,6 +88,7 @@ macro_rules! guard_methods {
     };
 }
 
+#[cfg(feature = "v2")]
 pub(crate) use guard_methods;
 
 guard_methods!(Guard);
