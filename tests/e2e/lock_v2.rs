@@ -269,3 +269,38 @@ async fn subscribe_learns_of_a_forced_zookeeper_expiry() {
         "the guest learnt {late:?} after the client saw {change:?}"
     );
 }
+
+/// The SDK's 0.2.0 API in a guest (`plugins/transfer`): two instances move
+/// units between the same two accounts in opposite directions, 200 times each,
+/// under `acquire_all`; both finish and no unit is lost or made up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_transfers_in_opposite_directions_conserve_the_total() {
+    let backend = MemoryBackend::new();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runner = runner_in(
+        Guest::Transfer,
+        Arc::new(backend.clone()),
+        dir.path(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let there = spawn_run(&runner, 0, &["a", "b", "200", "/data"]);
+    let back = spawn_run(&runner, 1, &["b", "a", "200", "/data"]);
+    for task in [there, back] {
+        let report = task.await.expect("guest task");
+        assert_success(&report);
+        assert!(
+            report.stdout_text().contains(" 200 rounds, audit "),
+            "{}",
+            report.stdout_text()
+        );
+    }
+    let balance = |account: &str| -> i64 {
+        std::fs::read_to_string(dir.path().join(account))
+            .expect("balance file")
+            .trim()
+            .parse()
+            .expect("an integer")
+    };
+    assert_eq!((balance("a"), balance("b")), (0, 0), "200 each way");
+    assert_eq!(backend.active_names(), 0);
+}

@@ -67,6 +67,8 @@ guests! {
     // Rust: the examples (`http-counter` is the `wardlock serve` one), the test guests.
     Counter = "counter", ReadersWriters = "readers-writers", HttpCounter = "http-counter",
     Misbehave = "misbehave", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
+    // The 0.2.0 SDK example (`wardlock_guest::v2`).
+    Transfer = "transfer",
     // The same examples in C, Python and JavaScript (see plugins/README.md).
     CounterC = "counter-c", ReadersWritersC = "readers-writers-c",
     CounterPython = "counter-python", ReadersWritersPython = "readers-writers-python",
@@ -162,15 +164,9 @@ pub fn lockctl_runner(backend: Arc<dyn LockBackend>) -> Arc<Runner> {
 /// Runs one `lockctl2` instance (the `wardlock:lock@0.2.0` probe) with
 /// `commands` and default policy, each instance limited to [`TEST_WAIT_LIMIT`].
 pub async fn lockctl2(backend: &MemoryBackend, commands: &[&str]) -> InstanceReport {
-    let args: Vec<String> = commands.iter().map(|c| c.to_string()).collect();
-    runner(
-        Guest::Lockctl2,
-        backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    )
-    .run(0, &args)
-    .await
+    spawn_lockctl2(backend, commands)
+        .await
+        .expect("lockctl2 task")
 }
 
 /// Runs [`lockctl2`] in the background, for tests that act while the guest
@@ -179,12 +175,13 @@ pub fn spawn_lockctl2(
     backend: &MemoryBackend,
     commands: &[&str],
 ) -> tokio::task::JoinHandle<InstanceReport> {
-    let backend = backend.clone();
-    let commands: Vec<String> = commands.iter().map(|c| c.to_string()).collect();
-    tokio::spawn(async move {
-        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
-        lockctl2(&backend, &commands).await
-    })
+    let runner = runner(
+        Guest::Lockctl2,
+        backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    spawn_run(&runner, 0, commands)
 }
 
 /// Runs one `lockctl` instance with `commands` and default policy.
@@ -255,12 +252,11 @@ pub fn spawn_lockctl(
     backend: &MemoryBackend,
     commands: &[&str],
 ) -> tokio::task::JoinHandle<InstanceReport> {
-    let backend = backend.clone();
-    let commands: Vec<String> = commands.iter().map(|c| c.to_string()).collect();
-    tokio::spawn(async move {
-        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
-        lockctl(&backend, &commands).await
-    })
+    spawn_run(
+        &runner(Guest::Lockctl, backend, LockPolicy::new(), None),
+        0,
+        commands,
+    )
 }
 
 /// A runner for `guest` on `backend`, capturing stdio, with the host directory
