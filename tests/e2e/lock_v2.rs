@@ -96,9 +96,9 @@ async fn bad_many_requests_are_typed_errors() {
     assert_eq!(out[3], "h1 h2", "{out:?}");
 }
 
-/// A guest waiting on `lock.subscribe()` learns of an injected expiry: the time
-/// from the injection to the guest's reaction (it takes the lock `ack`), as the
-/// host sees both, over several rounds.
+/// A guest waiting on `lock.subscribe()` learns of an injected expiry within
+/// 50 ms: the time from the injection to the guest's reaction (it takes the
+/// lock `ack`), as the host sees both, in each of ten rounds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribe_learns_of_an_injected_loss_at_once() {
     let backend = MemoryBackend::new();
@@ -139,9 +139,11 @@ async fn subscribe_learns_of_an_injected_loss_at_once() {
     latencies.sort();
     let median = latencies[latencies.len() / 2];
     println!("injected loss → guest reaction: median {median:?}, all {latencies:?}");
+    // Measured here: 0.08–2.7 ms a round, under other builds' load too.
+    let worst = latencies[latencies.len() - 1];
     assert!(
-        median <= Duration::from_millis(50),
-        "median {median:?} over 50 ms: {latencies:?}"
+        worst <= Duration::from_millis(50),
+        "a round over 50 ms: {latencies:?}"
     );
 }
 
