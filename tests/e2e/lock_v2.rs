@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wardlock_host::backend::memory::Fault;
-use wardlock_host::runner::RunnerConfig;
+use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::tap::{self, Tap};
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{
-    Guest, TEST_WAIT_LIMIT, assert_success, hold, lines, lockctl2, name, runner, runner_in,
-    runner_with, spawn_lockctl2, spawn_run, value_in, wait_counts,
+    Guest, TEST_WAIT_LIMIT, assert_outcome, assert_success, hold, lines, lockctl2, name, runner,
+    runner_in, runner_with, spawn_lockctl2, spawn_run, value_in, wait_counts,
 };
 use zookeeper_client::SessionState;
 
@@ -66,6 +66,27 @@ async fn many_timeout_leaves_nothing_held_or_queued() {
     assert_success(&report);
     assert_eq!(lines(&report)[0], "err timeout");
     native.release(blocker.id).expect("release b");
+}
+
+/// A guest stopped by its deadline while `acquire-many` waits for its second
+/// lock: the first is released and the wait withdrawn with the instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_cut_short_by_the_deadline_leaves_nothing() {
+    let backend = MemoryBackend::new();
+    let (native, _blocker) = hold(&backend, "b", Mode::Exclusive).await;
+    let report = runner(
+        Guest::Lockctl2,
+        &backend,
+        LockPolicy::new(),
+        Some(Duration::from_millis(300)),
+    )
+    .run(0, &["many - x:a x:b".to_string()])
+    .await;
+    assert_outcome!(report, Outcome::TimedOut(_));
+    assert!(backend.snapshot(&name("a")).is_empty(), "a was released");
+    let b = backend.snapshot(&name("b"));
+    assert_eq!(b.len(), 1, "no waiter left on b: {b:?}");
+    drop(native);
 }
 
 /// Bad lists are typed errors naming the problem, not traps.

@@ -138,3 +138,38 @@ async fn a_subscribed_handle_learns_of_loss_and_release() {
         .await
         .expect("woken by the release");
 }
+
+#[tokio::test]
+async fn pending_locks_count_against_the_handle_cap() {
+    let backend = MemoryBackend::new();
+    let holder = backend.open_session("holder");
+    let _held = holder
+        .acquire(&LockName::new("c").expect("name"), Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let mut guest = WardlockCtx::new(
+        &backend,
+        Arc::new(LockPolicy::new().with_max_handles(1)),
+        "guest",
+    );
+    let pending = guest
+        .acquire_async("c", Mode::Exclusive, None)
+        .await
+        .expect("queued");
+    assert!(matches!(
+        guest.acquire_async("d", Mode::Exclusive, None).await,
+        Err(LockError::LimitExceeded(_))
+    ));
+    assert!(matches!(
+        guest.try_acquire("d", Mode::Exclusive).await,
+        Err(LockError::LimitExceeded(_))
+    ));
+    guest.drop_pending(pending);
+    assert!(
+        guest
+            .try_acquire("d", Mode::Exclusive)
+            .await
+            .expect("room again")
+            .is_some()
+    );
+}
