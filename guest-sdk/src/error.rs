@@ -38,8 +38,8 @@ pub enum Error {
     /// The lock service cannot be reached or failed; the text says how.
     Unavailable(String),
     /// The request as a whole is malformed (an empty or duplicate list for
-    /// [`v2::acquire_all`](crate::v2::acquire_all), a pending result taken
-    /// twice); only the 0.2.0 interface (feature `v2`) reports it.
+    /// `v2::acquire_all`, a pending result taken twice); only the 0.2.0
+    /// interface (feature `v2`) reports it.
     InvalidRequest(String),
 }
 
