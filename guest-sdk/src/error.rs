@@ -37,6 +37,10 @@ pub enum Error {
     LimitExceeded(String),
     /// The lock service cannot be reached or failed; the text says how.
     Unavailable(String),
+    /// The request as a whole is malformed (an empty or duplicate list for
+    /// `v2::acquire_all`, a pending result taken twice); only the 0.2.0
+    /// interface (feature `v2`) reports it.
+    InvalidRequest(String),
 }
 
 impl From<RawError> for Error {
@@ -70,6 +74,7 @@ impl fmt::Display for Error {
             Error::Released => f.write_str("the lock was already released"),
             Error::LimitExceeded(text) => write!(f, "lock limit exceeded: {text}"),
             Error::Unavailable(text) => write!(f, "lock service unavailable: {text}"),
+            Error::InvalidRequest(text) => write!(f, "invalid lock request: {text}"),
         }
     }
 }

@@ -1,9 +1,6 @@
 //! A held lock that is released when it goes out of scope.
 
-use core::fmt;
-
 use crate::bindings::wardlock::lock::locks::Lock as RawLock;
-use crate::{Error, Mode, Status};
 
 /// A granted lock, held until the guard is released or dropped.
 ///
@@ -32,48 +29,66 @@ impl Guard {
     pub(crate) fn from_raw(raw: RawLock) -> Self {
         Self { raw }
     }
-
-    /// The lock name as given when it was acquired.
-    pub fn name(&self) -> String {
-        self.raw.name()
-    }
-
-    /// The mode this guard was requested with.
-    pub fn mode(&self) -> Mode {
-        self.raw.mode().into()
-    }
-
-    /// A number strictly greater for every later grant of this name, across
-    /// all instances and hosts sharing the backend.
-    ///
-    /// Pass it to the resource you protect so it can reject writes from a
-    /// stale holder whose lock has been lost in the meantime.
-    pub fn fencing_token(&self) -> u64 {
-        self.raw.fencing_token()
-    }
-
-    /// What the guard currently guarantees; see [`Status`].
-    pub fn status(&self) -> Status {
-        self.raw.status().into()
-    }
-
-    /// Releases the lock now and reports whether it was still held.
-    ///
-    /// Returns [`Error::Lost`] if the lock had been lost before: work done
-    /// under this guard may have overlapped another holder's.
-    pub fn release(self) -> Result<(), Error> {
-        self.raw.release()?;
-        Ok(())
-    }
 }
 
-/// Shows the lock's name, mode and fencing token (queried from the host).
-impl fmt::Debug for Guard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Guard")
-            .field("name", &self.name())
-            .field("mode", &self.mode())
-            .field("fencing_token", &self.fencing_token())
-            .finish()
-    }
+/// The methods and `Debug` of a guard over a raw `lock` resource `raw`, the
+/// same in every version of the interface (`v2::Guard` uses them too).
+macro_rules! guard_methods {
+    ($guard:ident) => {
+        impl $guard {
+            /// The lock name as given when it was acquired.
+            pub fn name(&self) -> String {
+                self.raw.name()
+            }
+
+            /// The mode this guard was requested with.
+            pub fn mode(&self) -> $crate::Mode {
+                self.raw.mode().into()
+            }
+
+            /// A number strictly greater for every later grant of this name, across
+            /// all instances and hosts sharing the backend.
+            ///
+            /// Pass it to the resource you protect so it can reject writes from a
+            /// stale holder whose lock has been lost in the meantime.
+            pub fn fencing_token(&self) -> u64 {
+                self.raw.fencing_token()
+            }
+
+            /// What the guard currently guarantees; see [`Status`](crate::Status).
+            pub fn status(&self) -> $crate::Status {
+                self.raw.status().into()
+            }
+
+            /// Releases the lock now and reports whether it was still held.
+            ///
+            /// Returns [`Error::Lost`](crate::Error::Lost) if the lock had been lost
+            /// before: work done under this guard may have overlapped another
+            /// holder's.
+            ///
+            /// # Errors
+            /// [`Error::Lost`](crate::Error::Lost), or
+            /// [`Error::Released`](crate::Error::Released) if released already.
+            pub fn release(self) -> Result<(), $crate::Error> {
+                self.raw.release()?;
+                Ok(())
+            }
+        }
+
+        /// Shows the lock's name, mode and fencing token (queried from the host).
+        impl core::fmt::Debug for $guard {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_struct("Guard")
+                    .field("name", &self.name())
+                    .field("mode", &self.mode())
+                    .field("fencing_token", &self.fencing_token())
+                    .finish()
+            }
+        }
+    };
 }
+
+#[cfg(feature = "v2")]
+pub(crate) use guard_methods;
+
+guard_methods!(Guard);

@@ -49,6 +49,15 @@
 //! the instance's last guard on that name goes. Asking for exclusive access to
 //! a name the instance holds only shared fails with [`Error::WouldDeadlock`].
 //!
+//! # Waiting without blocking, loss notification, several locks at once
+//!
+//! With the feature `v2` the module `v2` (`wardlock:lock@0.2.0`) adds
+//! `Guard::subscribe` (a `wasi:io/poll` pollable ready once the lock is no
+//! longer held), `Lock::acquire_async` (a `v2::Pending` acquisition to wait
+//! on beside timers and streams) and `v2::acquire_all` (several locks, all or
+//! nothing, deadlock-free in any order). A guest uses one API or the other for
+//! a given lock; both share the instance's locks on the host.
+//!
 //! # Raw bindings
 //!
 //! The [`bindings`] module exposes the code generated from the WIT contract
@@ -78,6 +87,8 @@ mod guard;
 mod lock;
 mod mode;
 mod status;
+#[cfg(feature = "v2")]
+pub mod v2;
 
 pub use error::Error;
 pub use guard::Guard;

@@ -82,6 +82,11 @@ impl Lock {
         self.mode
     }
 
+    /// The timeout in the host's whole milliseconds (rounded up).
+    pub(crate) fn timeout_ms(&self) -> Option<u64> {
+        self.timeout.map(duration_to_millis)
+    }
+
     /// Waits until the lock is granted (or the timeout passes) and returns a
     /// guard holding it.
     ///
@@ -99,7 +104,7 @@ impl Lock {
     pub fn acquire(&self) -> Result<Guard, Error> {
         let options = locks::Options {
             mode: self.mode.into(),
-            timeout_ms: self.timeout.map(duration_to_millis),
+            timeout_ms: self.timeout_ms(),
         };
         let raw = locks::acquire(&self.name, options)?;
         Ok(Guard::from_raw(raw))
@@ -125,7 +130,7 @@ impl Lock {
 
 /// Converts a timeout to the host's whole milliseconds, rounding up and
 /// saturating at `u64::MAX` (which is, in practice, "forever").
-fn duration_to_millis(timeout: Duration) -> u64 {
+pub(crate) fn duration_to_millis(timeout: Duration) -> u64 {
     let millis = timeout.as_nanos().div_ceil(1_000_000);
     u64::try_from(millis).unwrap_or(u64::MAX)
 }

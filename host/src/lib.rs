@@ -26,8 +26,10 @@ pub mod runner;
 
 pub use backend::memory::MemoryBackend;
 pub use backend::{
-    BackendError, Grant, GrantId, GrantStatus, Health, LockBackend, LockSession, Mode,
+    BackendError, Grant, GrantId, GrantStatus, Health, LockBackend, LockSession, Mode, StatusChange,
 };
-pub use capability::{LockError, LockHandle, WardlockCtx, WardlockView, add_to_linker};
+pub use capability::{
+    LockError, LockHandle, PendingLock, WardlockCtx, WardlockView, add_to_linker,
+};
 pub use name::{InvalidName, LockName};
 pub use policy::LockPolicy;

@@ -3,7 +3,8 @@
 //! ZooKeeper servers and ensembles that the tests start themselves (`zookeeper`,
 //! `handoff` (host-local hand-off),
 //! `partition`, `failover`, `hostile_names`, `interop` with Curator and kazoo,
-//! and both backends in `conformance` and `languages`); plus the `wardlock` CLI
+//! and both backends in `conformance` and `languages`); `lock_v2`: the 0.2.0
+//! interface (subscribe, acquire-async, acquire-many) through its own guest; plus the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
 //! real binary over HTTP).
 
@@ -18,6 +19,7 @@ mod hostile_names;
 mod interop;
 mod languages;
 mod lifetime;
+mod lock_v2;
 mod partition;
 mod semantics;
 mod serve;

@@ -265,9 +265,26 @@ async fn session_expiry_reports_lost_and_reconnects() {
     assert_eq!(session.status(grant.id), GrantStatus::Held);
     let mut store = FencedStore::default();
     assert!(store.write(grant.token), "the holder writes while held");
+    let changed = session.status_changed(grant.id, GrantStatus::Held);
     let old_id = backend.session_id().expect("session");
     expire_session(&backend, &proxy, &server).await;
     assert_eq!(session.status(grant.id), GrantStatus::Lost);
+    // A status subscriber was woken (by the suspension or the expiry), and a
+    // new one learns `lost` at once.
+    let first = tokio::time::timeout(TEST_WAIT_LIMIT, changed)
+        .await
+        .expect("subscriber woken");
+    assert!(
+        matches!(first, GrantStatus::Suspended | GrantStatus::Lost),
+        "{first:?}"
+    );
+    let now = tokio::time::timeout(
+        TEST_WAIT_LIMIT,
+        session.status_changed(grant.id, GrantStatus::Held),
+    )
+    .await
+    .expect("resolves at once");
+    assert_eq!(now, GrantStatus::Lost);
     let other = backend.open_session("next");
     let next = other
         .acquire(&name("expiring"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))

@@ -4,7 +4,8 @@
 //! (here) or on ZooKeeper ([`probe`]); real ZooKeeper servers and ensembles
 //! ([`zookeeper`]) and a controllable TCP proxy ([`proxy`]); Curator and kazoo
 //! drivers ([`interop`]); `wardlock serve` processes ([`serve`]); the backend
-//! conformance suite ([`conformance`]).
+//! conformance suite ([`conformance`]); a backend wrapper reporting when guests
+//! act ([`tap`]).
 
 pub mod conformance;
 pub mod fenced;
@@ -12,6 +13,7 @@ pub mod interop;
 pub mod probe;
 pub mod proxy;
 pub mod serve;
+pub mod tap;
 pub mod zookeeper;
 
 use std::collections::HashMap;
@@ -65,7 +67,9 @@ macro_rules! guests {
 guests! {
     // Rust: the examples (`http-counter` is the `wardlock serve` one), the test guests.
     Counter = "counter", ReadersWriters = "readers-writers", HttpCounter = "http-counter",
-    Misbehave = "misbehave", Lockctl = "lockctl", BenchGuest = "bench-guest",
+    Misbehave = "misbehave", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
+    // The 0.2.0 SDK example (`wardlock_guest::v2`).
+    Transfer = "transfer",
     // The same examples in C, Python and JavaScript (see plugins/README.md).
     CounterC = "counter-c", ReadersWritersC = "readers-writers-c",
     CounterPython = "counter-python", ReadersWritersPython = "readers-writers-python",
@@ -177,6 +181,29 @@ pub fn lockctl_runner(backend: Arc<dyn LockBackend>) -> Arc<Runner> {
     )
 }
 
+/// Runs one `lockctl2` instance (the `wardlock:lock@0.2.0` probe) with
+/// `commands` and default policy, each instance limited to [`TEST_WAIT_LIMIT`].
+pub async fn lockctl2(backend: &MemoryBackend, commands: &[&str]) -> InstanceReport {
+    spawn_lockctl2(backend, commands)
+        .await
+        .expect("lockctl2 task")
+}
+
+/// Runs [`lockctl2`] in the background, for tests that act while the guest
+/// holds or waits.
+pub fn spawn_lockctl2(
+    backend: &MemoryBackend,
+    commands: &[&str],
+) -> tokio::task::JoinHandle<InstanceReport> {
+    let runner = runner(
+        Guest::Lockctl2,
+        backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    spawn_run(&runner, 0, commands)
+}
+
 /// Runs one `lockctl` instance with `commands` and default policy.
 pub async fn lockctl(backend: &MemoryBackend, commands: &[&str]) -> InstanceReport {
     lockctl_with(backend, LockPolicy::new(), None, commands).await
@@ -245,12 +272,11 @@ pub fn spawn_lockctl(
     backend: &MemoryBackend,
     commands: &[&str],
 ) -> tokio::task::JoinHandle<InstanceReport> {
-    let backend = backend.clone();
-    let commands: Vec<String> = commands.iter().map(|c| c.to_string()).collect();
-    tokio::spawn(async move {
-        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
-        lockctl(&backend, &commands).await
-    })
+    spawn_run(
+        &runner(Guest::Lockctl, backend, LockPolicy::new(), None),
+        0,
+        commands,
+    )
 }
 
 /// A runner for `guest` on `backend`, capturing stdio, with the host directory

@@ -72,6 +72,22 @@ pub enum GrantStatus {
     Released,
 }
 
+/// The future [`LockSession::status_changed`] returns: a grant's new status.
+/// It owns what it needs (`'static`): it neither borrows nor keeps alive the
+/// session that made it.
+pub type StatusChange = std::pin::Pin<Box<dyn Future<Output = GrantStatus> + Send + 'static>>;
+
+/// The [`StatusChange`] of a status that cannot change any more (a released
+/// grant, a lost one): resolves at once with `now` when it differs from `seen`,
+/// never otherwise.
+pub fn settled(now: GrantStatus, seen: GrantStatus) -> StatusChange {
+    if now == seen {
+        Box::pin(std::future::pending())
+    } else {
+        Box::pin(std::future::ready(now))
+    }
+}
+
 /// A lock service. Implementations are shared by every guest instance of a host.
 pub trait LockBackend: Send + Sync + 'static {
     /// Opens a session owned by `owner` (a human-readable description such as
@@ -153,6 +169,19 @@ pub trait LockSession: Send + Sync {
 
     /// What `grant` currently guarantees.
     fn status(&self, grant: GrantId) -> GrantStatus;
+
+    /// Resolves with `grant`'s status once it differs from `seen`; at once
+    /// when it differs already (a grant this session does not hold is
+    /// [`GrantStatus::Released`]).
+    ///
+    /// Event driven: the change itself wakes the future (a release, an
+    /// injected fault, the backend noticing that its connection is suspended
+    /// or its session lost), never a polling loop. It is how a guest's
+    /// `lock.subscribe` learns that a lock stopped being held.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: the future only observes; dropping it changes nothing.
+    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange;
 
     /// Downgrades: takes a shared grant of the name and at the queue position of
     /// `exclusive` (an exclusive grant this session holds), granted at once. Once

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use super::error::LockError;
-use super::handle::LockHandle;
+use super::handle::{LockHandle, Watch};
 use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode};
 use crate::name::LockName;
 use crate::policy::LockPolicy;
@@ -61,7 +61,9 @@ enum Join {
 
 /// The lock state of one guest instance.
 pub struct WardlockCtx {
-    session: Box<dyn LockSession>,
+    /// Shared with the tasks of pending acquisitions (`acquire-async`), which
+    /// the instance's `pending-lock` resources abort when dropped.
+    session: Arc<dyn LockSession>,
     policy: Arc<LockPolicy>,
     records: HashMap<u64, GrantRecord>,
     /// The records currently serving each name, per mode (re-entrant acquires
@@ -71,7 +73,8 @@ pub struct WardlockCtx {
     /// `released`.
     ended_by_host: HashSet<u64>,
     next_record: u64,
-    /// Handles created and not yet dropped, released or not.
+    /// Handles created and not yet dropped, released or not, plus pending
+    /// acquisitions (`acquire-async`) not yet turned into handles.
     live_handles: usize,
 }
 
@@ -86,7 +89,7 @@ impl WardlockCtx {
     /// wrapped to watch its grants, as the runner's hold lease does).
     pub fn with_session(session: Box<dyn LockSession>, policy: Arc<LockPolicy>) -> Self {
         WardlockCtx {
-            session,
+            session: Arc::from(session),
             policy,
             records: HashMap::new(),
             by_name: HashMap::new(),
@@ -197,6 +200,23 @@ impl WardlockCtx {
         }
     }
 
+    /// Subscribes `handle` to its grant's status: from now on
+    /// [`LockHandle::until_not_held`] (the `lock.subscribe` pollable) resolves
+    /// once the handle is released or the grant is no longer `held`. Event
+    /// driven: the backend wakes it ([`LockSession::status_changed`]).
+    pub fn subscribe(&self, handle: &mut LockHandle) {
+        if !matches!(handle.watch, Watch::Idle) {
+            return;
+        }
+        handle.watch = match self.records.get(&handle.record) {
+            Some(record) if !self.ended_by_host.contains(&handle.record) => Watch::Waiting(
+                self.session
+                    .status_changed(record.grant.id, GrantStatus::Held),
+            ),
+            _ => Watch::Done,
+        };
+    }
+
     /// Releases everything this instance holds now, for embedders that keep a Store
     /// alive after the guest's work ends. Existing handles report `released`.
     pub fn release_all(&mut self) {
@@ -266,13 +286,7 @@ impl WardlockCtx {
             None => 0,
         };
         self.live_handles += 1;
-        LockHandle {
-            name: name.clone(),
-            mode,
-            token,
-            record: id,
-            released: false,
-        }
+        LockHandle::new(name.clone(), mode, token, id)
     }
 
     /// Shared while holding exclusive (record `exclusive`): a shared grant beside
@@ -309,13 +323,7 @@ impl WardlockCtx {
         *self.by_name.entry(name.clone()).or_default().slot(mode) = Some(id);
         self.live_handles += 1;
         tracing::debug!(lock = %name, %mode, token = grant.token, "granted");
-        LockHandle {
-            name,
-            mode,
-            token: grant.token,
-            record: id,
-            released: false,
-        }
+        LockHandle::new(name, mode, grant.token, id)
     }
 
     fn end_record(&mut self, id: u64) -> Result<(), LockError> {
@@ -336,6 +344,22 @@ impl WardlockCtx {
         Ok(())
     }
 }
+
+impl Drop for WardlockCtx {
+    /// Releases every grant at once, even while tasks of pending acquisitions
+    /// (which share the session) are still being aborted.
+    fn drop(&mut self) {
+        let ids: Vec<u64> = self.records.keys().copied().collect();
+        for id in ids {
+            let _ = self.end_record(id);
+        }
+    }
+}
+
+#[path = "ctx_many.rs"]
+mod many;
+#[path = "ctx_pending.rs"]
+mod pending;
 
 #[cfg(test)]
 #[path = "ctx_tests.rs"]

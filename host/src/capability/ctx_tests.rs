@@ -3,6 +3,9 @@
 use super::*;
 use crate::backend::memory::MemoryBackend;
 
+/// A hang guard, never a synchronisation.
+const LIMIT: Duration = Duration::from_secs(10);
+
 fn ctx(backend: &MemoryBackend, owner: &str) -> WardlockCtx {
     WardlockCtx::new(backend, Arc::new(LockPolicy::new()), owner)
 }
@@ -56,6 +59,117 @@ async fn release_all_makes_handles_report_released() {
             .try_acquire("r", Mode::Exclusive)
             .await
             .expect("try")
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn a_pending_lock_is_granted_in_the_background_and_taken_once() {
+    let backend = MemoryBackend::new();
+    let holder = backend.open_session("holder");
+    let name = LockName::new("p").expect("name");
+    let held = holder
+        .acquire(&name, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let mut guest = ctx(&backend, "guest");
+    let mut pending = guest
+        .acquire_async("p", Mode::Exclusive, None)
+        .await
+        .expect("queued");
+    assert!(guest.take_pending(&mut pending).is_none(), "still waiting");
+    assert_eq!(guest.live_handles, 1, "a pending lock counts as a handle");
+    holder.release(held.id).expect("release");
+    tokio::time::timeout(LIMIT, pending.until_finished())
+        .await
+        .expect("granted");
+    let handle = guest
+        .take_pending(&mut pending)
+        .expect("finished")
+        .expect("granted");
+    assert_eq!(guest.status(&handle), GrantStatus::Held);
+    assert_eq!(guest.live_handles, 1);
+    assert!(matches!(
+        guest.take_pending(&mut pending),
+        Some(Err(LockError::InvalidRequest(_)))
+    ));
+}
+
+#[tokio::test]
+async fn dropping_a_pending_lock_withdraws_its_wait() {
+    let backend = MemoryBackend::new();
+    let holder = backend.open_session("holder");
+    let name = LockName::new("w").expect("name");
+    let _held = holder
+        .acquire(&name, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let mut guest = ctx(&backend, "guest");
+    let pending = guest
+        .acquire_async("w", Mode::Shared, None)
+        .await
+        .expect("queued");
+    tokio::time::timeout(LIMIT, backend.wait_for(&name, |q| q.len() == 2))
+        .await
+        .expect("queued in the backend");
+    guest.drop_pending(pending);
+    assert_eq!(guest.live_handles, 0);
+    tokio::time::timeout(LIMIT, backend.wait_for(&name, |q| q.len() == 1))
+        .await
+        .expect("the wait is withdrawn");
+}
+
+#[tokio::test]
+async fn a_subscribed_handle_learns_of_loss_and_release() {
+    let backend = MemoryBackend::new();
+    let mut guest = ctx(&backend, "guest#1");
+    let mut lost = guest.acquire("s", Mode::Exclusive, None).await.expect("s");
+    guest.subscribe(&mut lost);
+    backend.inject("guest#", crate::backend::memory::Fault::Expire);
+    tokio::time::timeout(LIMIT, lost.until_not_held())
+        .await
+        .expect("woken by the expiry");
+    assert_eq!(guest.status(&lost), GrantStatus::Lost);
+    // A fresh grant, released through its handle.
+    let mut fresh = guest.acquire("u", Mode::Exclusive, None).await.expect("u");
+    guest.subscribe(&mut fresh);
+    guest.release(&mut fresh).expect("release");
+    tokio::time::timeout(LIMIT, fresh.until_not_held())
+        .await
+        .expect("woken by the release");
+}
+
+#[tokio::test]
+async fn pending_locks_count_against_the_handle_cap() {
+    let backend = MemoryBackend::new();
+    let holder = backend.open_session("holder");
+    let _held = holder
+        .acquire(&LockName::new("c").expect("name"), Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let mut guest = WardlockCtx::new(
+        &backend,
+        Arc::new(LockPolicy::new().with_max_handles(1)),
+        "guest",
+    );
+    let pending = guest
+        .acquire_async("c", Mode::Exclusive, None)
+        .await
+        .expect("queued");
+    assert!(matches!(
+        guest.acquire_async("d", Mode::Exclusive, None).await,
+        Err(LockError::LimitExceeded(_))
+    ));
+    assert!(matches!(
+        guest.try_acquire("d", Mode::Exclusive).await,
+        Err(LockError::LimitExceeded(_))
+    ));
+    guest.drop_pending(pending);
+    assert!(
+        guest
+            .try_acquire("d", Mode::Exclusive)
+            .await
+            .expect("room again")
             .is_some()
     );
 }

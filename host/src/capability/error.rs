@@ -31,6 +31,10 @@ pub enum LockError {
     /// The lock service failed.
     #[error("lock service unavailable: {0}")]
     Unavailable(String),
+    /// The request as a whole is malformed (an empty or duplicate
+    /// `acquire-many` list, a pending result taken twice); WIT 0.2.0 only.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
 }
 
 impl From<BackendError> for LockError {

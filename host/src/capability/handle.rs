@@ -1,6 +1,6 @@
 //! The host-side state behind a guest's `lock` resource.
 
-use crate::backend::Mode;
+use crate::backend::{Mode, StatusChange};
 use crate::name::LockName;
 
 /// One `lock` handle of a guest instance. Several handles may share one backend
@@ -13,9 +13,42 @@ pub struct LockHandle {
     /// Which grant record of the instance this handle counts towards.
     pub(crate) record: u64,
     pub(crate) released: bool,
+    /// What `lock.subscribe`'s pollable waits on (WIT 0.2.0).
+    pub(crate) watch: Watch,
+}
+
+/// A handle's subscription to its grant's status.
+pub(crate) enum Watch {
+    /// Nobody subscribed yet.
+    Idle,
+    /// Resolves once the grant stops being held.
+    Waiting(StatusChange),
+    /// The grant stopped being held (or never was): ready for good.
+    Done,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Watch::Idle => "Idle",
+            Watch::Waiting(_) => "Waiting",
+            Watch::Done => "Done",
+        })
+    }
 }
 
 impl LockHandle {
+    pub(crate) fn new(name: LockName, mode: Mode, token: u64, record: u64) -> Self {
+        LockHandle {
+            name,
+            mode,
+            token,
+            record,
+            released: false,
+            watch: Watch::Idle,
+        }
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &LockName {
         &self.name
@@ -34,5 +67,34 @@ impl LockHandle {
     /// True once the handle was released.
     pub fn is_released(&self) -> bool {
         self.released
+    }
+
+    /// Resolves once the handle is no longer held: released through it, or its
+    /// grant's status moved away from `held` (the future set up by
+    /// [`super::WardlockCtx::subscribe`]; without one it resolves at once).
+    ///
+    /// # Errors
+    /// None: it only waits.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: the subscription stays in the handle, so a dropped wait is
+    /// taken up again by the next.
+    pub async fn until_not_held(&mut self) {
+        if self.released {
+            return;
+        }
+        if let Watch::Waiting(change) = &mut self.watch {
+            change.as_mut().await;
+        }
+        self.watch = Watch::Done;
+    }
+}
+
+/// `lock.subscribe`'s pollable (`wasi:io/poll`): ready once the handle is no
+/// longer held.
+#[async_trait::async_trait]
+impl wasmtime_wasi::p2::Pollable for LockHandle {
+    async fn ready(&mut self) {
+        self.until_not_held().await;
     }
 }

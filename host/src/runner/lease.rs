@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode};
+use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange};
 use crate::name::LockName;
 
 #[derive(Default)]
@@ -96,6 +96,9 @@ impl Lease {
                             let mut held = self.shared.held();
                             if held.since.values().any(|s| *s + self.max_hold <= Instant::now()) {
                                 held.expired = true;
+                                drop(held);
+                                // Subscribers to a grant's status learn it is lost.
+                                self.shared.changed.notify_waiters();
                                 return;
                             }
                         }
@@ -172,6 +175,30 @@ impl LockSession for LeasedSession {
         }
         drop(held);
         self.inner.status(grant)
+    }
+
+    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
+        let inner = self.inner.status_changed(grant, seen);
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let lease_ended = async {
+                loop {
+                    // Register before looking, so an expiry in between is seen.
+                    let changed = shared.changed.notified();
+                    {
+                        let held = shared.held();
+                        if held.expired && held.since.contains_key(&grant) {
+                            return;
+                        }
+                    }
+                    changed.await;
+                }
+            };
+            tokio::select! {
+                now = inner => now,
+                () = lease_ended, if seen != GrantStatus::Lost => GrantStatus::Lost,
+            }
+        })
     }
 }
 

@@ -53,9 +53,11 @@ impl MemoryBackend {
                 match fault {
                     Fault::Suspend => {
                         state.suspended.insert(*session);
+                        state.publish_session(*session);
                     }
                     Fault::Resume => {
                         state.suspended.remove(session);
+                        state.publish_session(*session);
                     }
                     Fault::Expire => state.expire(*session),
                 }

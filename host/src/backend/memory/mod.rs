@@ -11,6 +11,7 @@
 mod faults;
 mod queue;
 mod session;
+mod watchers;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -61,6 +62,8 @@ struct State {
     lost: HashSet<u64>,
     /// How late every acquire reaches the service (injected).
     grant_delay: std::time::Duration,
+    /// Status channels of the grants someone subscribed to, by request id.
+    watchers: HashMap<u64, watchers::Watcher>,
 }
 
 impl MemoryBackend {
@@ -233,6 +236,7 @@ impl State {
             self.lost.insert(id);
         }
         self.suspended.remove(&session);
+        self.publish_session(session);
     }
 
     fn token_of(&self, name: &LockName, id: u64) -> Option<u64> {

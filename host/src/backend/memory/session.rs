@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use tokio::sync::oneshot;
 
 use super::Shared;
-use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode};
+use crate::backend::{
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, settled,
+};
 use crate::name::LockName;
 
 pub(super) struct MemorySession {
@@ -148,6 +150,7 @@ impl LockSession for MemorySession {
         if !state.lost.remove(&grant.0) {
             state.remove(&name, grant.0);
         }
+        state.publish_released(grant.0);
         drop(state);
         self.shared.notify_changed();
         Ok(())
@@ -169,14 +172,30 @@ impl LockSession for MemorySession {
         if !self.held().contains_key(&grant.0) {
             return GrantStatus::Released;
         }
-        let state = self.shared.lock();
-        if state.lost.contains(&grant.0) {
-            GrantStatus::Lost
-        } else if state.suspended.contains(&self.id) {
-            GrantStatus::Suspended
-        } else {
-            GrantStatus::Held
-        }
+        self.shared.lock().held_status(self.id, grant.0)
+    }
+
+    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
+        let watched = {
+            // The state lock first, then `held`: a release (which takes them
+            // one after the other, `held` first) either came before, and the
+            // grant is gone, or comes after and finds the watcher to tell.
+            let mut state = self.shared.lock();
+            let held = self.held().contains_key(&grant.0);
+            held.then(|| state.watch_grant(self.id, grant.0))
+        };
+        let Some(mut status) = watched else {
+            return settled(GrantStatus::Released, seen);
+        };
+        Box::pin(async move {
+            let changed = status.wait_for(|now| *now != seen).await.map(|now| *now);
+            match changed {
+                Ok(now) => now,
+                // The watcher went without a word (the backend is gone):
+                // nothing will change any more.
+                Err(_) => std::future::pending().await,
+            }
+        })
     }
 }
 
@@ -189,6 +208,7 @@ impl Drop for MemorySession {
                 if !state.lost.remove(id) {
                     state.remove(name, *id);
                 }
+                state.publish_released(*id);
             }
             state.owners.remove(&self.id);
             state.suspended.remove(&self.id);

@@ -16,6 +16,11 @@
 //!   the client's own connection timeout of 2/5);
 //! - `lost` from the moment the session timeout has passed since last heard: the
 //!   session is then ended locally for good (closed, its grants never come back).
+//!
+//! Every health this clock computes is also published ([`Liveness::watch_health`]),
+//! so subscribers to a grant's status are woken by the computation that noticed
+//! the change (the session monitor's, on each heartbeat tick and each client
+//! state change), not by polling of their own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -41,6 +46,8 @@ pub(super) struct Liveness {
     heard_ms: AtomicU64,
     timeout: Duration,
     ended: watch::Sender<bool>,
+    /// The health last computed, for subscribers.
+    health: watch::Sender<Health>,
 }
 
 impl Liveness {
@@ -52,6 +59,7 @@ impl Liveness {
             heard_ms: AtomicU64::new(0),
             timeout,
             ended: watch::Sender::new(false),
+            health: watch::Sender::new(Health::Live),
         }
     }
 
@@ -88,10 +96,14 @@ impl Liveness {
         if silence >= self.timeout {
             self.end();
             Health::Ended
-        } else if !connected || silence > self.timeout / 5 {
-            Health::Suspended
         } else {
-            Health::Live
+            let health = if !connected || silence > self.timeout / 5 {
+                Health::Suspended
+            } else {
+                Health::Live
+            };
+            self.publish(health);
+            health
         }
     }
 
@@ -99,6 +111,25 @@ impl Liveness {
     pub fn end(&self) {
         self.ended
             .send_if_modified(|ended| !std::mem::replace(ended, true));
+        self.publish(Health::Ended);
+    }
+
+    /// Publishes `health` to [`Liveness::watch_health`] subscribers if it is
+    /// news. Once ended, always ended.
+    fn publish(&self, health: Health) {
+        self.health.send_if_modified(|last| {
+            let news = *last != health && *last != Health::Ended;
+            if news {
+                *last = health;
+            }
+            news
+        });
+    }
+
+    /// The health last computed (by [`Liveness::health`] or [`Liveness::end`]),
+    /// changing as each computation finds it changed.
+    pub fn watch_health(&self) -> watch::Receiver<Health> {
+        self.health.subscribe()
     }
 
     /// True once ended locally.
@@ -139,6 +170,24 @@ mod tests {
             "ended for good"
         );
         assert!(live.is_ended());
+    }
+
+    #[test]
+    fn each_computed_change_is_published_and_ended_stays() {
+        let start = Instant::now();
+        let live = Liveness::new(Duration::from_secs(10), start);
+        let mut health = live.watch_health();
+        assert_eq!(*health.borrow_and_update(), Health::Live);
+        live.health(true, start + Duration::from_millis(100));
+        assert!(!health.has_changed().expect("open"), "no news");
+        live.health(false, start + Duration::from_millis(200));
+        assert!(health.has_changed().expect("open"));
+        assert_eq!(*health.borrow_and_update(), Health::Suspended);
+        live.end();
+        assert_eq!(*health.borrow_and_update(), Health::Ended);
+        live.heard(start + Duration::from_millis(300));
+        live.health(true, start + Duration::from_millis(300));
+        assert_eq!(*health.borrow(), Health::Ended);
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub(super) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
             now = state.changed() => {
                 if now.is_terminated() {
                     log_end(generation, now);
+                    // Subscribers to this session's grants learn they are lost.
+                    liveness.end();
                     forget(&shared, generation);
                     return;
                 }

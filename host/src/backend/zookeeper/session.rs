@@ -12,7 +12,9 @@ use super::liveness::Health;
 use super::local_request::{self, LocalHeld};
 use super::recipe::{self, OwnedNode, Waiting};
 use super::{Shards, Shared, downgrade, release, shard_for};
-use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode};
+use crate::backend::{
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, settled,
+};
 use crate::name::LockName;
 
 /// One guest's [`LockSession`] (a *lock session*: its grants and waits). Every
@@ -32,6 +34,9 @@ pub(super) struct ZkLockSession {
 struct Held {
     shared: Arc<Shared>,
     kind: HeldKind,
+    /// Dropped with the grant (released, or the lock session dropped): its
+    /// status subscribers then see `released`.
+    alive: tokio::sync::watch::Sender<()>,
 }
 
 #[derive(Clone)]
@@ -82,7 +87,15 @@ impl ZkLockSession {
         };
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
         let shared = shared.clone();
-        self.held().insert(id, Held { shared, kind });
+        let alive = tokio::sync::watch::Sender::new(());
+        self.held().insert(
+            id,
+            Held {
+                shared,
+                kind,
+                alive,
+            },
+        );
         Grant {
             id: GrantId(id),
             token,
@@ -155,12 +168,48 @@ impl LockSession for ZkLockSession {
         };
         match shared.connection.session_of(generation) {
             None => GrantStatus::Lost,
-            Some(session) => match session.health() {
-                Health::Live => GrantStatus::Held,
-                Health::Suspended => GrantStatus::Suspended,
-                Health::Ended => GrantStatus::Lost,
-            },
+            Some(session) => grant_status(session.health()),
         }
+    }
+
+    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
+        let watched = self.held().get(&grant.0).map(|held| {
+            let session = held.shared.connection.session_of(held.generation());
+            (held.alive.subscribe(), session)
+        });
+        let Some((mut alive, session)) = watched else {
+            return settled(GrantStatus::Released, seen);
+        };
+        // The health the session's own computations publish (see `liveness`):
+        // the monitor's heartbeat ticks and client state changes wake us.
+        let Some(mut health) = session.map(|s| {
+            // Compute once now, so the published value is current.
+            let _ = s.health();
+            s.liveness.watch_health()
+        }) else {
+            return settled(GrantStatus::Lost, seen);
+        };
+        Box::pin(async move {
+            loop {
+                let now = grant_status(*health.borrow_and_update());
+                if now != seen {
+                    return now;
+                }
+                tokio::select! {
+                    // `alive` is never sent to: this is the grant ending.
+                    _ = alive.changed() => return GrantStatus::Released,
+                    ended = health.changed() => if ended.is_err() {
+                        // The ZooKeeper session itself is gone: lost, then
+                        // released once the grant goes.
+                        if seen != GrantStatus::Lost {
+                            return GrantStatus::Lost;
+                        }
+                        let _ = alive.changed().await;
+                        return GrantStatus::Released;
+                    },
+                }
+            }
+        })
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
@@ -179,6 +228,15 @@ impl LockSession for ZkLockSession {
             }
         };
         Ok(self.record(&shared, kind))
+    }
+}
+
+/// What a grant of a live-or-not session guarantees, given the session's health.
+fn grant_status(health: Health) -> GrantStatus {
+    match health {
+        Health::Live => GrantStatus::Held,
+        Health::Suspended => GrantStatus::Suspended,
+        Health::Ended => GrantStatus::Lost,
     }
 }
 

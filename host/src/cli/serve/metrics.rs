@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode};
+use crate::backend::{
+    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode, StatusChange,
+};
 use crate::name::LockName;
 use async_trait::async_trait;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -328,6 +330,10 @@ impl LockSession for MeteredSession {
             self.metrics.lost.get_or_create(&held.labels).inc();
         }
         status
+    }
+
+    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
+        self.inner.status_changed(grant, seen)
     }
 }
 

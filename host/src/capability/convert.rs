@@ -1,0 +1,79 @@
+//! Conversions between the generated WIT types of each package version and
+//! the host's own ([`Mode`], [`GrantStatus`], [`LockError`]).
+
+use super::bindings::wardlock::lock::types as v1;
+use super::bindings_v2::wardlock::lock::types as v2;
+use super::error::LockError;
+use crate::backend::{GrantStatus, Mode};
+
+/// `mode` and `status` are the same in every version.
+macro_rules! mode_and_status {
+    ($types:ident) => {
+        impl From<$types::Mode> for Mode {
+            fn from(mode: $types::Mode) -> Self {
+                match mode {
+                    $types::Mode::Exclusive => Mode::Exclusive,
+                    $types::Mode::Shared => Mode::Shared,
+                }
+            }
+        }
+
+        impl From<Mode> for $types::Mode {
+            fn from(mode: Mode) -> Self {
+                match mode {
+                    Mode::Exclusive => $types::Mode::Exclusive,
+                    Mode::Shared => $types::Mode::Shared,
+                }
+            }
+        }
+
+        impl From<GrantStatus> for $types::Status {
+            fn from(status: GrantStatus) -> Self {
+                match status {
+                    GrantStatus::Held => $types::Status::Held,
+                    GrantStatus::Suspended => $types::Status::Suspended,
+                    GrantStatus::Lost => $types::Status::Lost,
+                    GrantStatus::Released => $types::Status::Released,
+                }
+            }
+        }
+    };
+}
+
+mode_and_status!(v1);
+mode_and_status!(v2);
+
+impl From<LockError> for v1::Error {
+    fn from(error: LockError) -> Self {
+        match error {
+            LockError::InvalidName(why) => v1::Error::InvalidName(why.to_string()),
+            // The payload is the whole sentence (it names the lock), written
+            // once, by `LockError`'s Display; the SDKs show it as it is.
+            LockError::Denied(_) => v1::Error::Denied(error.to_string()),
+            LockError::Timeout => v1::Error::Timeout,
+            LockError::WouldDeadlock(_) => v1::Error::WouldDeadlock,
+            LockError::Lost => v1::Error::Lost,
+            LockError::Released => v1::Error::Released,
+            LockError::LimitExceeded(why) => v1::Error::LimitExceeded(why),
+            LockError::Unavailable(why) => v1::Error::Unavailable(why),
+            // Only 0.2.0's calls make it; 0.1.0 has no case of its own for it.
+            LockError::InvalidRequest(why) => v1::Error::InvalidName(why),
+        }
+    }
+}
+
+impl From<LockError> for v2::Error {
+    fn from(error: LockError) -> Self {
+        match error {
+            LockError::InvalidName(why) => v2::Error::InvalidName(why.to_string()),
+            LockError::Denied(_) => v2::Error::Denied(error.to_string()),
+            LockError::Timeout => v2::Error::Timeout,
+            LockError::WouldDeadlock(_) => v2::Error::WouldDeadlock,
+            LockError::Lost => v2::Error::Lost,
+            LockError::Released => v2::Error::Released,
+            LockError::LimitExceeded(why) => v2::Error::LimitExceeded(why),
+            LockError::Unavailable(why) => v2::Error::Unavailable(why),
+            LockError::InvalidRequest(why) => v2::Error::InvalidRequest(why),
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! The generated WIT host traits of `wardlock:lock@0.2.0`, implemented on
+//! [`WardlockView`]: 0.1.0's calls (shared macros from `host_impl.rs`) plus
+//! `subscribe`, `acquire-async` / `pending-lock` and `acquire-many`.
+
+use std::time::Duration;
+
+use wasmtime::component::Resource;
+use wasmtime_wasi::p2::DynPollable;
+
+use super::WardlockView;
+use super::bindings_v2::wardlock::lock::{locks, types};
+use super::handle::LockHandle;
+use super::host_impl::{acquire_calls, lock_methods};
+use super::pending::PendingLock;
+
+impl types::Host for WardlockView<'_> {}
+
+impl locks::Host for WardlockView<'_> {
+    acquire_calls!();
+
+    async fn acquire_async(
+        &mut self,
+        name: String,
+        options: locks::Options,
+    ) -> wasmtime::Result<Result<Resource<PendingLock>, types::Error>> {
+        let timeout = options.timeout_ms.map(Duration::from_millis);
+        match self
+            .ctx
+            .acquire_async(&name, options.mode.into(), timeout)
+            .await
+        {
+            Ok(pending) => Ok(Ok(self.table.push(pending)?)),
+            Err(error) => Ok(Err(error.into())),
+        }
+    }
+
+    async fn acquire_many(
+        &mut self,
+        requests: Vec<locks::Request>,
+        timeout_ms: Option<u64>,
+    ) -> wasmtime::Result<Result<Vec<Resource<LockHandle>>, types::Error>> {
+        let requests: Vec<_> = requests
+            .into_iter()
+            .map(|r| (r.name, r.mode.into()))
+            .collect();
+        let timeout = timeout_ms.map(Duration::from_millis);
+        match self.ctx.acquire_many(&requests, timeout).await {
+            Ok(handles) => {
+                let mut pushed = Vec::with_capacity(handles.len());
+                for handle in handles {
+                    pushed.push(self.push(handle)?);
+                }
+                Ok(Ok(pushed))
+            }
+            Err(error) => Ok(Err(error.into())),
+        }
+    }
+}
+
+impl locks::HostLock for WardlockView<'_> {
+    lock_methods!();
+
+    async fn subscribe(
+        &mut self,
+        lock: Resource<LockHandle>,
+    ) -> wasmtime::Result<Resource<DynPollable>> {
+        let handle = self.table.get_mut(&lock)?;
+        self.ctx.subscribe(handle);
+        wasmtime_wasi::p2::subscribe(self.table, lock)
+    }
+}
+
+impl locks::HostPendingLock for WardlockView<'_> {
+    async fn subscribe(
+        &mut self,
+        pending: Resource<PendingLock>,
+    ) -> wasmtime::Result<Resource<DynPollable>> {
+        wasmtime_wasi::p2::subscribe(self.table, pending)
+    }
+
+    async fn get(
+        &mut self,
+        pending: Resource<PendingLock>,
+    ) -> wasmtime::Result<Option<Result<Resource<LockHandle>, types::Error>>> {
+        let pending = self.table.get_mut(&pending)?;
+        match self.ctx.take_pending(pending) {
+            None => Ok(None),
+            Some(Ok(handle)) => Ok(Some(Ok(self.push(handle)?))),
+            Some(Err(error)) => Ok(Some(Err(error.into()))),
+        }
+    }
+
+    async fn drop(&mut self, pending: Resource<PendingLock>) -> wasmtime::Result<()> {
+        let pending = self.table.delete(pending)?;
+        self.ctx.drop_pending(pending);
+        Ok(())
+    }
+}
