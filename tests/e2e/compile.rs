@@ -45,10 +45,19 @@ async fn the_first_run_fills_the_cache_and_the_next_one_reuses_it() {
     let cache = tempfile::tempdir().unwrap();
     let dir = cache.path().display().to_string();
     let flags = ["--cache-dir", dir.as_str()];
-    assert_eq!(run_counters(&flags, "cache", "3").await, (0, "24".to_owned()));
+    assert_eq!(
+        run_counters(&flags, "cache", "3").await,
+        (0, "24".to_owned())
+    );
     let first = entries(cache.path());
-    assert!(!first.is_empty(), "the first run left no cache entry in {dir}");
-    assert_eq!(run_counters(&flags, "cache", "3").await, (0, "24".to_owned()));
+    assert!(
+        !first.is_empty(),
+        "the first run left no cache entry in {dir}"
+    );
+    assert_eq!(
+        run_counters(&flags, "cache", "3").await,
+        (0, "24".to_owned())
+    );
     assert_eq!(
         entries(cache.path()),
         first,
@@ -60,10 +69,23 @@ async fn the_first_run_fills_the_cache_and_the_next_one_reuses_it() {
     std::fs::write(&blocked, b"not a directory").unwrap();
     let inside = blocked.join("cache").display().to_string();
     let flags = ["--cache-dir", inside.as_str()];
-    assert_eq!(run_counters(&flags, "cache", "1").await, (0, "8".to_owned()));
+    assert_eq!(
+        run_counters(&flags, "cache", "1").await,
+        (0, "8".to_owned())
+    );
 
-    let both = wardlock(&["run", "--no-cache", "--cache-dir", &dir, Guest::Counter.path()]).await;
-    let both = format!("{:#}", both.expect_err("--no-cache and --cache-dir conflict"));
+    let both = wardlock(&[
+        "run",
+        "--no-cache",
+        "--cache-dir",
+        &dir,
+        Guest::Counter.path(),
+    ])
+    .await;
+    let both = format!(
+        "{:#}",
+        both.expect_err("--no-cache and --cache-dir conflict")
+    );
     assert!(both.contains("--no-cache"), "{both}");
 }
 
@@ -89,7 +111,17 @@ async fn a_precompiled_component_runs_only_when_allowed() {
     let data = tempfile::tempdir().unwrap();
     let dir = format!("{}::/data", data.path().display());
     let code = wardlock(&[
-        "run", "--allow-precompiled", "-n", "4", "--dir", &dir, &cwasm, "--", "pre", "5", "/data/count",
+        "run",
+        "--allow-precompiled",
+        "-n",
+        "4",
+        "--dir",
+        &dir,
+        &cwasm,
+        "--",
+        "pre",
+        "5",
+        "/data/count",
     ])
     .await
     .expect("run the .cwasm");

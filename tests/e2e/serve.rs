@@ -394,7 +394,10 @@ async fn two_hosts_on_zookeeper_lose_no_update_and_stop_cleanly() {
     for server in [&mut one, &mut two] {
         let (status, took) = server.terminate(Duration::from_secs(5));
         assert!(status.success(), "{status}: {}", server.log());
-        eprintln!("{{\"metric\":\"sigterm_stop\",\"ms\":{}}}", took.as_millis());
+        eprintln!(
+            "{{\"metric\":\"sigterm_stop\",\"ms\":{}}}",
+            took.as_millis()
+        );
     }
     let drained = holding.await.expect("task").expect("request");
     assert_eq!(

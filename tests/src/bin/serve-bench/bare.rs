@@ -121,7 +121,9 @@ fn stub_wardlock(linker: &mut Linker<Bare>, component: &Component) -> anyhow::Re
                 ComponentItem::ComponentFunc(_) => {
                     let what = format!("{name}#{item}");
                     stubs.func_new(item, move |_, _, _, _| {
-                        Err(wasmtime::format_err!("{what}: no wardlock in the bare server"))
+                        Err(wasmtime::format_err!(
+                            "{what}: no wardlock in the bare server"
+                        ))
                     })?;
                 }
                 ComponentItem::Resource(_) => {

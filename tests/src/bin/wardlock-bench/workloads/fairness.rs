@@ -105,7 +105,8 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
         let probe = ZkProbe::connect(&zk.address, crate::env::WARDLOCK_ROOT).await;
         let (read_us, write_us) = round_trips(&probe.client).await?;
         let limits = LocalHandoff::default();
-        let bound_us = (HOLD + limits.max_time).as_secs_f64() * 1e6 + 3.0 * read_us + 2.0 * write_us;
+        let bound_us =
+            (HOLD + limits.max_time).as_secs_f64() * 1e6 + 3.0 * read_us + 2.0 * write_us;
         let p50 = samples.percentile_us(0.5).unwrap_or(f64::NAN);
         let p99 = samples.percentile_us(0.99).unwrap_or(f64::NAN);
         during.sort_unstable();
