@@ -8,6 +8,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 INSTANCES="${1:-8}"
 ITERATIONS="${2:-100}"
+# Where cargo puts the host binary (CARGO_TARGET_DIR when set).
+HOST_TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 echo "demo: building the counter guest (wasm32-wasip2)..." >&2
 COUNTER="$(bash "$ROOT/plugins/build.sh" --rust-only counter)"
@@ -17,7 +19,7 @@ echo "demo: building the wardlock host..." >&2
 DATA="$(mktemp -d)"
 trap 'rm -rf "$DATA"' EXIT
 echo "demo: wardlock run --instances $INSTANCES --dir $DATA::/data counter.wasm -- demo $ITERATIONS /data/count" >&2
-"$ROOT/target/debug/wardlock" run --instances "$INSTANCES" --dir "$DATA::/data" "$COUNTER" \
+"$HOST_TARGET/debug/wardlock" run --instances "$INSTANCES" --dir "$DATA::/data" "$COUNTER" \
     -- demo "$ITERATIONS" /data/count >/dev/null
 
 EXPECTED=$((INSTANCES * ITERATIONS))
