@@ -9,6 +9,7 @@
 //! real binary over HTTP).
 
 mod cli;
+mod compat;
 mod compile;
 mod conformance;
 mod exclusion;
