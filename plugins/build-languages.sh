@@ -126,23 +126,26 @@ compile_c() { # GUEST OUTPUT
 
 # --- Python: componentize-py -----------------------------------------------
 COMPONENTIZE_PY="$PLUGINS/python/.venv/bin/componentize-py"
+# The Python guest SDK (`import wardlock`).
+PYTHON_SDK="$ROOT/guest-sdk/python/wardlock.py"
 
 build_python() {
     require_version "componentize-py (in plugins/python/.venv)" "$COMPONENTIZE_PY_VERSION" "$COMPONENTIZE_PY"
     local guest
     for guest in ${GUESTS[python]}; do
-        build_guest python "$guest" "$PLUGINS/python/${guest//-/_}.py" "$PLUGINS/python/guest_common.py" "$PLUGINS/wit"
+        build_guest python "$guest" "$PLUGINS/python/${guest//-/_}.py" "$PLUGINS/python/guest_common.py" \
+            "$PYTHON_SDK" "$PLUGINS/wit"
     done
 }
 
 compile_python() { # GUEST OUTPUT
-    # The guest module and the helpers it shares alone on the Python path, so
-    # nothing else in plugins/python (or the build machine's site-packages) is
-    # bundled.
+    # The guest module, the helpers it shares and the SDK alone on the Python
+    # path, so nothing else in plugins/python (or the build machine's
+    # site-packages) is bundled.
     local module="${1//-/_}" app="$OUT/python-src/$1"
     rm -rf "$app"
     mkdir -p "$app"
-    cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$app/"
+    cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$PYTHON_SDK" "$app/"
     (cd "$app" && "$COMPONENTIZE_PY" -d "$PLUGINS/wit" -w command componentize -p . "$module" -o "$2")
 }
 
