@@ -151,13 +151,16 @@ compile_python() { # GUEST OUTPUT
 
 # --- JavaScript: componentize-js -------------------------------------------
 COMPONENTIZE_JS="$PLUGINS/js/node_modules/.bin/componentize-js"
+# The JavaScript guest SDK: the guests import it by its relative path
+# (`../../guest-sdk/js/wardlock.js`), which componentize-js bundles.
+JS_SDK="$ROOT/guest-sdk/js/wardlock.js"
 
 build_js() {
     command -v node >/dev/null || missing "node (Node.js 20 or later)"
     require_version "componentize-js (in plugins/js/node_modules)" "$COMPONENTIZE_JS_VERSION" "$COMPONENTIZE_JS"
     local guest
     for guest in ${GUESTS[js]}; do
-        build_guest js "$guest" "$PLUGINS/js/$guest.js" "$PLUGINS/js/wasi-file.js" "$PLUGINS/wit"
+        build_guest js "$guest" "$PLUGINS/js/$guest.js" "$PLUGINS/js/wasi-file.js" "$JS_SDK" "$PLUGINS/wit"
     done
 }
 
