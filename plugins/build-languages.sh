@@ -98,6 +98,8 @@ build_guest() { # LANGUAGE GUEST INPUT...
 
 # --- C: clang + wasi-libc, wit-bindgen c, wasm-tools component new ----------
 C_ADAPTER="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
+# The C guest SDK, header-only (`#include "wardlock.h"`).
+C_SDK="$ROOT/guest-sdk/c"
 
 build_c() {
     command -v clang >/dev/null || missing "clang (Debian package clang)"
@@ -110,7 +112,8 @@ build_c() {
     [[ -f "$C_ADAPTER" ]] || missing "the WASI command adapter $C_ADAPTER"
     local guest
     for guest in ${GUESTS[c]}; do
-        build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$PLUGINS/c/start.c" "$C_ADAPTER"
+        build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$PLUGINS/c/start.c" \
+            "$C_SDK/wardlock.h" "$C_ADAPTER"
     done
 }
 
@@ -118,7 +121,7 @@ compile_c() { # GUEST OUTPUT
     local bindings="$OUT/c-bindings" core="$OUT/$1-c.core.wasm"
     wit-bindgen c "$ROOT/wit" --world guest --out-dir "$bindings"
     # A reactor with its own `_start` (see c/start.c for why).
-    clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" \
+    clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" -I "$C_SDK" \
         -o "$core" "$PLUGINS/c/${1//-/_}.c" "$PLUGINS/c/start.c" "$bindings/guest.c" \
         "$bindings/guest_component_type.o" -Wl,--strip-debug
     wasm-tools component new "$core" --adapt "wasi_snapshot_preview1=$C_ADAPTER" -o "$2"
