@@ -7,8 +7,11 @@
 //     charge(order, lock.fencingToken);
 //   });                                   // released however `fn` ends
 //
-//   const lock = acquire('config', { mode: 'shared' });
-//   try { ... } finally { lock.release(); }   // or `using lock = acquire(...)`
+//   {
+//     using lock = acquire('config', { mode: 'shared' });
+//     ...
+//   }                                     // disposed: released
+//   // without `using`: try { ... } finally { lock[Symbol.dispose](); }
 //
 // Errors are `LockError`s whose `kind` is the WIT case (`'invalid-name'`,
 // `'timeout'`, `'lost'`, ...) and `detail` the host's text, if any. A guard

@@ -83,18 +83,15 @@ function main() {
   let value = 0n;
   let token = 0n;
   for (let i = 0n; i < count; i++) {
-    const lock = hold(lockName);
+    // Disposed (released, if still held) however the iteration ends.
+    using lock = hold(lockName);
+    value = readValue(path) + 1n;
+    writeValue(path, value);
+    token = lock.fencingToken;
     try {
-      value = readValue(path) + 1n;
-      writeValue(path, value);
-      token = lock.fencingToken;
-      try {
-        lock.release();
-      } catch (e) {
-        throw new GuestError(`releasing ${lockName}: ${e.message}`);
-      }
-    } finally {
-      lock[Symbol.dispose](); // a no-op once released
+      lock.release();
+    } catch (e) {
+      throw new GuestError(`releasing ${lockName}: ${e.message}`);
     }
   }
   console.log(`counter: ${lockName} +${count} (last value ${value}, last fencing token ${token})`);

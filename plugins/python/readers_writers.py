@@ -15,7 +15,7 @@ exclusion. At the end it prints `readers-writers: reads=R writes=W violations=X`
 Exit codes: 0 no violations, 1 violations, a lock or I/O error, or bad
 arguments (the usage is printed on stderr).
 
-Build: componentize-py -d plugins/wit -w command componentize -p plugins/python readers_writers -o readers-writers-python.wasm
+Build: componentize-py -d plugins/wit -w command componentize -p plugins/python -p guest-sdk/python readers_writers -o readers-writers-python.wasm
 (guest_common.py, beside this file, and the SDK guest-sdk/python/wardlock.py
 are bundled with it).
 """
