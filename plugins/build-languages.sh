@@ -43,6 +43,8 @@ source "$PLUGINS/toolchains.env"
 OUT="${1:?usage: build-languages.sh TARGET_DIR [required|optional]}/other-languages"
 MODE="${2:-required}"
 mkdir -p "$OUT"
+# Absolute, as the compilers run in other directories.
+OUT="$(cd "$OUT" && pwd)"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 # Exit status of a language's build (run in a subshell) whose toolchain is
@@ -155,7 +157,8 @@ compile_python() { # GUEST OUTPUT
 # --- JavaScript: componentize-js -------------------------------------------
 COMPONENTIZE_JS="$PLUGINS/js/node_modules/.bin/componentize-js"
 # The JavaScript guest SDK: the guests import it by its relative path
-# (`../../guest-sdk/js/wardlock.js`), which componentize-js bundles.
+# (`../../guest-sdk/js/wardlock.js`), which componentize-js bundles (see
+# compile_js).
 JS_SDK="$ROOT/guest-sdk/js/wardlock.js"
 
 build_js() {
@@ -168,14 +171,18 @@ build_js() {
 }
 
 compile_js() { # GUEST OUTPUT
+    # From the repository root: componentize-js lets the module load files
+    # (its relative imports) only from below its working directory, or from
+    # the guest's own directory when it is not below it; the SDK is outside
+    # plugins/js.
     if [[ "$1" == http-* ]]; then
         # A wasi:http/proxy-shaped guest for `wardlock serve`.
-        "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-http -o "$2"
+        (cd "$ROOT" && "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-http -o "$2")
     else
         # wardlock run links WASI 0.2 but not wasi:http, so leave out the
         # engine's fetch support.
-        "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-command \
-            --disable http fetch-event -o "$2"
+        (cd "$ROOT" && "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-command \
+            --disable http fetch-event -o "$2")
     fi
 }
 

@@ -38,7 +38,7 @@ GUEST = "counter"
 
 USAGE = "usage: counter LOCK_NAME ITERATIONS|trap|leak|error FILE  (ITERATIONS >= 1)"
 
-# Handles that must outlive `run` (ITERATIONS = `leak`).
+# Guards that must outlive `run` (ITERATIONS = `leak`) or last until the trap.
 LEAKED = []
 
 
@@ -49,7 +49,9 @@ class Run(exports.Run):
             fail(USAGE)
         lock_name, iterations, path = args
         if iterations == "trap":
-            hold(lock_name)
+            # Referenced, so the guard is not collected (and the lock
+            # released) before the trap.
+            LEAKED.append(hold(lock_name))
             print("holding", flush=True)
             os.abort()
         if iterations == "leak":
