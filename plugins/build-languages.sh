@@ -43,6 +43,8 @@ source "$PLUGINS/toolchains.env"
 OUT="${1:?usage: build-languages.sh TARGET_DIR [required|optional]}/other-languages"
 MODE="${2:-required}"
 mkdir -p "$OUT"
+# Absolute, as the compilers run in other directories.
+OUT="$(cd "$OUT" && pwd)"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 # Exit status of a language's build (run in a subshell) whose toolchain is
@@ -98,6 +100,8 @@ build_guest() { # LANGUAGE GUEST INPUT...
 
 # --- C: clang + wasi-libc, wit-bindgen c, wasm-tools component new ----------
 C_ADAPTER="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
+# The C guest SDK, header-only (`#include "wardlock.h"`).
+C_SDK="$ROOT/guest-sdk/c"
 
 build_c() {
     command -v clang >/dev/null || missing "clang (Debian package clang)"
@@ -110,7 +114,8 @@ build_c() {
     [[ -f "$C_ADAPTER" ]] || missing "the WASI command adapter $C_ADAPTER"
     local guest
     for guest in ${GUESTS[c]}; do
-        build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$PLUGINS/c/start.c" "$C_ADAPTER"
+        build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$PLUGINS/c/start.c" \
+            "$C_SDK/wardlock.h" "$C_ADAPTER"
     done
 }
 
@@ -118,7 +123,7 @@ compile_c() { # GUEST OUTPUT
     local bindings="$OUT/c-bindings" core="$OUT/$1-c.core.wasm"
     wit-bindgen c "$ROOT/wit" --world guest --out-dir "$bindings"
     # A reactor with its own `_start` (see c/start.c for why).
-    clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" \
+    clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" -I "$C_SDK" \
         -o "$core" "$PLUGINS/c/${1//-/_}.c" "$PLUGINS/c/start.c" "$bindings/guest.c" \
         "$bindings/guest_component_type.o" -Wl,--strip-debug
     wasm-tools component new "$core" --adapt "wasi_snapshot_preview1=$C_ADAPTER" -o "$2"
@@ -126,47 +131,58 @@ compile_c() { # GUEST OUTPUT
 
 # --- Python: componentize-py -----------------------------------------------
 COMPONENTIZE_PY="$PLUGINS/python/.venv/bin/componentize-py"
+# The Python guest SDK (`import wardlock`).
+PYTHON_SDK="$ROOT/guest-sdk/python/wardlock.py"
 
 build_python() {
     require_version "componentize-py (in plugins/python/.venv)" "$COMPONENTIZE_PY_VERSION" "$COMPONENTIZE_PY"
     local guest
     for guest in ${GUESTS[python]}; do
-        build_guest python "$guest" "$PLUGINS/python/${guest//-/_}.py" "$PLUGINS/python/guest_common.py" "$PLUGINS/wit"
+        build_guest python "$guest" "$PLUGINS/python/${guest//-/_}.py" "$PLUGINS/python/guest_common.py" \
+            "$PYTHON_SDK" "$PLUGINS/wit"
     done
 }
 
 compile_python() { # GUEST OUTPUT
-    # The guest module and the helpers it shares alone on the Python path, so
-    # nothing else in plugins/python (or the build machine's site-packages) is
-    # bundled.
+    # The guest module, the helpers it shares and the SDK alone on the Python
+    # path, so nothing else in plugins/python (or the build machine's
+    # site-packages) is bundled.
     local module="${1//-/_}" app="$OUT/python-src/$1"
     rm -rf "$app"
     mkdir -p "$app"
-    cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$app/"
+    cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$PYTHON_SDK" "$app/"
     (cd "$app" && "$COMPONENTIZE_PY" -d "$PLUGINS/wit" -w command componentize -p . "$module" -o "$2")
 }
 
 # --- JavaScript: componentize-js -------------------------------------------
 COMPONENTIZE_JS="$PLUGINS/js/node_modules/.bin/componentize-js"
+# The JavaScript guest SDK: the guests import it by its relative path
+# (`../../guest-sdk/js/wardlock.js`), which componentize-js bundles (see
+# compile_js).
+JS_SDK="$ROOT/guest-sdk/js/wardlock.js"
 
 build_js() {
     command -v node >/dev/null || missing "node (Node.js 20 or later)"
     require_version "componentize-js (in plugins/js/node_modules)" "$COMPONENTIZE_JS_VERSION" "$COMPONENTIZE_JS"
     local guest
     for guest in ${GUESTS[js]}; do
-        build_guest js "$guest" "$PLUGINS/js/$guest.js" "$PLUGINS/js/wasi-file.js" "$PLUGINS/wit"
+        build_guest js "$guest" "$PLUGINS/js/$guest.js" "$PLUGINS/js/wasi-file.js" "$JS_SDK" "$PLUGINS/wit"
     done
 }
 
 compile_js() { # GUEST OUTPUT
+    # From the repository root: componentize-js lets the module load files
+    # (its relative imports) only from below its working directory, or from
+    # the guest's own directory when it is not below it; the SDK is outside
+    # plugins/js.
     if [[ "$1" == http-* ]]; then
         # A wasi:http/proxy-shaped guest for `wardlock serve`.
-        "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-http -o "$2"
+        (cd "$ROOT" && "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-http -o "$2")
     else
         # wardlock run links WASI 0.2 but not wasi:http, so leave out the
         # engine's fetch support.
-        "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-command \
-            --disable http fetch-event -o "$2"
+        (cd "$ROOT" && "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-command \
+            --disable http fetch-event -o "$2")
     fi
 }
 

@@ -1,7 +1,7 @@
-/* Helpers shared by the C guests: lock error text and a counter file.
- *
- * Needs the bindings `wit-bindgen c <repo>/wit --world guest` generates
- * (guest.h, guest.c, guest_component_type.o). */
+/* Helpers shared by the C guests: reporting a lock error and a counter file.
+ * The lock calls themselves are the SDK's, guest-sdk/c/wardlock.h (on the
+ * include path, with the bindings `wit-bindgen c <repo>/wit --world guest`
+ * generates: guest.h, guest.c, guest_component_type.o). */
 #ifndef WARDLOCK_GUEST_COMMON_H
 #define WARDLOCK_GUEST_COMMON_H
 
@@ -13,58 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest.h"
+#include "wardlock.h"
 
-typedef wardlock_lock_locks_own_lock_t lock_t;
-typedef wardlock_lock_locks_error_t lock_error_t;
-
-/* Prints `<prefix>: <kind>[: <detail>]` for a lock error on stderr and frees it. */
-static void report_lock_error(const char *prefix, lock_error_t *error) {
-    static const char *const kinds[] = {
-        "invalid-name", "denied", "timeout", "would-block", "would-deadlock",
-        "lost", "released", "limit-exceeded", "unavailable",
-    };
-    const char *kind = error->tag < sizeof kinds / sizeof *kinds ? kinds[error->tag] : "unknown";
-    const guest_string_t *detail = NULL;
-    switch (error->tag) {
-    case WARDLOCK_LOCK_TYPES_ERROR_INVALID_NAME: detail = &error->val.invalid_name; break;
-    case WARDLOCK_LOCK_TYPES_ERROR_DENIED: detail = &error->val.denied; break;
-    case WARDLOCK_LOCK_TYPES_ERROR_LIMIT_EXCEEDED: detail = &error->val.limit_exceeded; break;
-    case WARDLOCK_LOCK_TYPES_ERROR_UNAVAILABLE: detail = &error->val.unavailable; break;
-    }
-    if (detail)
-        fprintf(stderr, "%s: %s: %.*s\n", prefix, kind, (int)detail->len, (const char *)detail->ptr);
-    else
-        fprintf(stderr, "%s: %s\n", prefix, kind);
-    wardlock_lock_locks_error_free(error);
-}
-
-/* Waits for `name` in `mode`; on failure reports it (prefixed by `who`) and
- * returns false. */
-static bool acquire_lock(const char *who, const char *name, wardlock_lock_locks_mode_t mode, lock_t *lock) {
-    guest_string_t wit_name;
-    guest_string_set(&wit_name, name);
-    wardlock_lock_locks_options_t opts = {.mode = mode, .timeout_ms = {.is_some = false}};
-    lock_error_t error;
-    if (wardlock_lock_locks_acquire(&wit_name, &opts, lock, &error))
-        return true;
-    char prefix[320];
-    snprintf(prefix, sizeof prefix, "%s: acquiring %s", who, name);
-    report_lock_error(prefix, &error);
-    return false;
-}
-
-/* Releases and drops `lock`; on failure reports it and returns false. */
-static bool release_lock(const char *who, const char *name, lock_t lock) {
-    lock_error_t error;
-    bool ok = wardlock_lock_locks_method_lock_release(wardlock_lock_locks_borrow_lock(lock), &error);
-    wardlock_lock_locks_lock_drop_own(lock);
-    if (ok)
-        return true;
-    char prefix[320];
-    snprintf(prefix, sizeof prefix, "%s: releasing %s", who, name);
-    report_lock_error(prefix, &error);
-    return false;
+/* Prints `<who>: <what> <name>: <error>` on stderr for a failed lock call,
+ * frees the error and returns 1 (the guest's exit code for it). */
+static int lock_failed(const char *who, const char *what, const char *name, wardlock_error_t *error) {
+    char text[300];
+    fprintf(stderr, "%s: %s %s: %s\n", who, what, name, wardlock_error_text(error, text, sizeof text));
+    wardlock_error_free(error);
+    return 1;
 }
 
 /* Parses a whole decimal number (digits only) into `out`. */

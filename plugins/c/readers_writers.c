@@ -80,15 +80,16 @@ int main(int argc, char **argv) {
     uint64_t reads = 0, writes = 0, violations = 0;
     for (uint64_t round = 0; round < rounds; round++) {
         bool writer = percentile() < write_percent;
-        lock_t lock;
-        if (!acquire_lock(WHO, name,
-                          writer ? WARDLOCK_LOCK_TYPES_MODE_EXCLUSIVE : WARDLOCK_LOCK_TYPES_MODE_SHARED,
-                          &lock))
+        WARDLOCK_SCOPED(lock); /* dropped (released) on every way out */
+        wardlock_error_t err;
+        if (!wardlock_acquire(name, writer ? WARDLOCK_EXCLUSIVE : WARDLOCK_SHARED, WARDLOCK_NO_TIMEOUT,
+                              &lock, &err))
+            return lock_failed(WHO, "acquiring", name, &err);
+        if (!(writer ? write_round(path, &violations) : read_round(path, &violations)))
             return 1;
-        bool ok = writer ? write_round(path, &violations) : read_round(path, &violations);
         *(writer ? &writes : &reads) += 1;
-        if (!release_lock(WHO, name, lock) || !ok)
-            return 1;
+        if (!wardlock_release(&lock, &err))
+            return lock_failed(WHO, "releasing", name, &err);
     }
     printf("%s: reads=%" PRIu64 " writes=%" PRIu64 " violations=%" PRIu64 "\n", WHO, reads, writes,
            violations);

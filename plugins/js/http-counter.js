@@ -5,11 +5,12 @@
 //                  /data/<name> (0 if absent), write it + 1 and answer 200 with
 //                  the new value and the grant's token in `fencing-token`.
 //
-// Bad paths or lock names get 400 with the lock error's text.
+// Bad paths or lock names get 400 with the lock error's text, other lock
+// errors (a timeout, a lock lost before its release) 503, anything else 500.
 
-import { acquire } from 'wardlock:lock/locks@0.1.0';
 import { Fields, OutgoingBody, OutgoingResponse, ResponseOutparam } from 'wasi:http/types@0.2.12';
-import { describeLockError, readValue, writeValue } from './wasi-file.js';
+import { LockError, withLock } from '../../guest-sdk/js/wardlock.js';
+import { readValue, writeValue } from './wasi-file.js';
 
 const encoder = new TextEncoder();
 
@@ -28,25 +29,16 @@ function reply(out, status, text, token) {
 }
 
 function increment(name) {
-  let lock;
   try {
-    lock = acquire(name, { mode: 'exclusive' });
+    return withLock(name, {}, (lock) => {
+      const path = `/data/${name}`;
+      const value = readValue(path) + 1n;
+      writeValue(path, value);
+      return [200, String(value), lock.fencingToken];
+    });
   } catch (e) {
-    const tag = e?.payload?.tag;
-    const status = tag === 'invalid-name' || tag === 'denied' ? 400 : 503;
-    return [status, describeLockError(e)];
-  }
-  try {
-    const path = `/data/${name}`;
-    const value = readValue(path) + 1n;
-    writeValue(path, value);
-    const token = lock.fencingToken();
-    lock.release();
-    return [200, String(value), token];
-  } catch (e) {
-    return [500, describeLockError(e)];
-  } finally {
-    lock[Symbol.dispose]();
+    if (!(e instanceof LockError)) return [500, e.message];
+    return [e.kind === 'invalid-name' || e.kind === 'denied' ? 400 : 503, e.message];
   }
 }
 

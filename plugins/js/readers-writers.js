@@ -16,8 +16,8 @@
 // arguments (the usage is printed on stderr).
 
 import { getArguments } from 'wasi:cli/environment@0.2.12';
-import { acquire } from 'wardlock:lock/locks@0.1.0';
-import { GuestError, UsageError, describeLockError, readValue, runMain, writeValue } from './wasi-file.js';
+import { LockError, withLock } from '../../guest-sdk/js/wardlock.js';
+import { GuestError, UsageError, readValue, runMain, writeValue } from './wasi-file.js';
 
 const USAGE = 'usage: readers-writers LOCK_NAME ROUNDS FILE WRITE_PERCENT  (WRITE_PERCENT 0..=100)';
 
@@ -59,23 +59,13 @@ function readRound(path) {
   return violations;
 }
 
-/** Runs `step` under `lockName` held in `mode`, releasing it afterwards. */
+/** Runs `step` under `lockName` held in `mode`; lock errors name the lock. */
 function locked(lockName, mode, step) {
-  let lock;
   try {
-    lock = acquire(lockName, { mode });
+    return withLock(lockName, { mode }, step);
   } catch (e) {
-    throw new GuestError(`lock ${lockName}: ${describeLockError(e)}`);
-  }
-  try {
-    const result = step();
-    lock.release();
-    return result;
-  } catch (e) {
-    if (e instanceof GuestError) throw e;
-    throw new GuestError(`lock ${lockName}: ${describeLockError(e)}`);
-  } finally {
-    lock[Symbol.dispose]();
+    if (e instanceof LockError) throw new GuestError(`lock ${lockName}: ${e.message}`);
+    throw e;
   }
 }
 

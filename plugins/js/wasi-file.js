@@ -1,6 +1,7 @@
-// Helpers shared by the JavaScript guests: lock errors as text and a counter
-// file read and written through `wasi:filesystem` (the JS engine has no file
-// API of its own). Bundled into each component by componentize-js.
+// Helpers shared by the JavaScript guests: a counter file read and written
+// through `wasi:filesystem` (the JS engine has no file API of its own), and
+// ending a guest with a message. Lock helpers are the SDK's,
+// guest-sdk/js/wardlock.js. Bundled into each component by componentize-js.
 
 import { getDirectories } from 'wasi:filesystem/preopens@0.2.12';
 
@@ -9,13 +10,6 @@ export class GuestError extends Error {}
 
 /** Bad arguments: the message is the usage line. */
 export class UsageError extends GuestError {}
-
-/** `timeout`, `invalid-name: <why>`, ... for a thrown `wardlock:lock/types.error`. */
-export function describeLockError(error) {
-  const payload = error?.payload;
-  if (payload?.tag === undefined) return String(error?.message ?? error);
-  return payload.val === undefined ? payload.tag : `${payload.tag}: ${payload.val}`;
-}
 
 let preopens;
 

@@ -1,6 +1,7 @@
-"""Helpers shared by the Python guests: the counter file, lock errors as text,
-and failing with a message. Bundled into each component next to the guest's
-module (build-languages.sh copies both).
+"""Helpers shared by the Python guests: the counter file and failing with a
+message (lock errors come typed, and as text, from the SDK,
+guest-sdk/python/wardlock.py). Bundled into each component next to the
+guest's module and the SDK (build-languages.sh copies all three).
 
 `guest` is the name that prefixes every message (`counter: reading ...`).
 """
@@ -33,14 +34,6 @@ def write_value(guest: str, path: str, value: int) -> None:
             f.write(str(value))
     except OSError as e:
         fail(f"{guest}: writing {path}: {e}")
-
-
-def describe(error) -> str:
-    """`timeout`, `invalid-name: <why>`, ... for a `wardlock:lock/types.error`."""
-    kind = type(error).__name__.removeprefix("Error_")
-    kind = "".join("-" + c.lower() if c.isupper() else c for c in kind).lstrip("-")
-    detail = getattr(error, "value", None)
-    return f"{kind}: {detail}" if detail else kind
 
 
 def fail(message: str):

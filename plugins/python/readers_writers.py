@@ -15,18 +15,18 @@ exclusion. At the end it prints `readers-writers: reads=R writes=W violations=X`
 Exit codes: 0 no violations, 1 violations, a lock or I/O error, or bad
 arguments (the usage is printed on stderr).
 
-Build: componentize-py -d plugins/wit -w command componentize -p plugins/python readers_writers -o readers-writers-python.wasm
-(guest_common.py, beside this file, is bundled with it).
+Build: componentize-py -d plugins/wit -w command componentize -p plugins/python -p guest-sdk/python readers_writers -o readers-writers-python.wasm
+(guest_common.py, beside this file, and the SDK guest-sdk/python/wardlock.py
+are bundled with it).
 """
 
 import random
 import sys
 
+import wardlock
 from componentize_py_types import Err
-from guest_common import describe, fail, read_value, write_value
+from guest_common import fail, read_value, write_value
 from wit_world import exports
-from wit_world.imports import locks
-from wit_world.imports.types import Mode
 
 GUEST = "readers-writers"
 USAGE = "usage: readers-writers LOCK_NAME ROUNDS FILE WRITE_PERCENT  (WRITE_PERCENT 0..=100)"
@@ -43,17 +43,18 @@ class Run(exports.Run):
         # concurrent instances interleave readers and writers differently.
         rng = random.Random()
         reads = writes = violations = 0
-        for _ in range(rounds):
-            if rng.randrange(100) < write_percent:
-                with acquire(lock_name, Mode.EXCLUSIVE) as lock:
-                    violations += write_round(path)
-                    writes += 1
-                    release(lock)
-            else:
-                with acquire(lock_name, Mode.SHARED) as lock:
-                    violations += read_round(path)
-                    reads += 1
-                    release(lock)
+        try:
+            for _ in range(rounds):
+                if rng.randrange(100) < write_percent:
+                    with wardlock.exclusive(lock_name):
+                        violations += write_round(path)
+                        writes += 1
+                else:
+                    with wardlock.shared(lock_name):
+                        violations += read_round(path)
+                        reads += 1
+        except wardlock.LockError as e:
+            fail(f"{GUEST}: lock {lock_name}: {e}")
         print(f"readers-writers: reads={reads} writes={writes} violations={violations}", flush=True)
         if violations:
             raise Err(None)
@@ -92,20 +93,6 @@ def changed(expected: int, found: int, message: str) -> int:
         warn(message)
         return 1
     return 0
-
-
-def acquire(lock_name: str, mode: Mode) -> locks.Lock:
-    try:
-        return locks.acquire(lock_name, locks.Options(mode=mode, timeout_ms=None))
-    except Err as e:
-        fail(f"{GUEST}: lock {lock_name}: {describe(e.value)}")
-
-
-def release(lock: locks.Lock) -> None:
-    try:
-        lock.release()
-    except Err as e:
-        fail(f"{GUEST}: lock {lock.name()}: {describe(e.value)}")
 
 
 def warn(message: str) -> None:

@@ -18,8 +18,8 @@ use wardlock_tests::conformance::Subject;
 use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{
-    Guest, assert_outcome, assert_success, hold, runner_in, spawn_acquire, spawn_run, tally,
-    value_in,
+    Guest, assert_outcome, assert_success, granted, hold, runner_in, spawn_acquire, spawn_run,
+    tally, value_in,
 };
 
 /// A guest language other than Rust.
@@ -201,6 +201,46 @@ pub async fn leaked_handle_released_at_end(s: &Subject, language: Language) {
     assert_eq!(report.stdout_text().trim(), "leaked");
 }
 
+/// The SDK's scoped release: an error inside the scope (Python's `with`,
+/// JavaScript's `withLock`, C's `WARDLOCK_SCOPED` block) releases the lock while
+/// the guest goes on, and the guest catches it as the typed invalid-name error
+/// (`wardlock.InvalidName`, `LockError` with `kind === 'invalid-name'`,
+/// `WARDLOCK_ERROR_INVALID_NAME`). The counter with ITERATIONS = `error` queues
+/// behind a native holder, a native waiter behind it; the waiter gets the lock
+/// while the guest still runs (it asks for the lock again after its scope and
+/// queues behind the waiter), so the guest released it, not its end.
+pub async fn error_in_scope_releases(s: &Subject, language: Language) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lock = language.lock("error");
+    let runner = runner(s, language.counter(), dir.path());
+    let (holder, held) = hold(&*s.backend, &lock, Mode::Exclusive).await;
+    let guest = spawn_run(&runner, 0, &[&lock, "error", "/data/unused"]);
+    s.probe.wait_len(&lock, 2).await;
+    let waiter = spawn_acquire(s.backend.open_session("waiter"), &lock, Mode::Exclusive);
+    s.probe.wait_len(&lock, 3).await;
+    holder.release(held.id).expect("release");
+    let (session, grant) = granted("the waiter behind the guest's scope", waiter).await;
+    assert!(grant.token > held.token);
+    // Had the scope kept the lock, the guest's second acquire would be
+    // re-entrant and the guest would end instead of queueing here.
+    s.probe.wait_len(&lock, 2).await;
+    assert!(
+        !guest.is_finished(),
+        "the guest ended while the waiter held the lock"
+    );
+    session.release(grant.id).expect("release");
+    let report = guest.await.expect("guest task");
+    assert_success(&report);
+    let out = report.stdout_text();
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["caught invalid-name", "reacquired"],
+        "{out}"
+    );
+    s.probe.wait_len(&lock, 0).await;
+    assert!(!dir.path().join("unused").exists());
+}
+
 /// Bad arguments end the guest with an error and a usage line, taking no lock.
 pub async fn bad_arguments_are_refused(s: &Subject, language: Language) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -255,6 +295,7 @@ macro_rules! language_checks {
             readers_share_writers_wait,
             trap_releases,
             leaked_handle_released_at_end,
+            error_in_scope_releases,
             bad_arguments_are_refused,
         );
     };

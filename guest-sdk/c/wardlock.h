@@ -1,0 +1,185 @@
+/* C guest SDK for wardlock: header-only helpers over the bindings
+ * `wit-bindgen c <repo>/wit --world guest` generates (guest.h, guest.c,
+ * guest_component_type.o; compile with -I pointing at them and at this
+ * directory).
+ *
+ *     wardlock_guard_t lock;
+ *     wardlock_error_t err;
+ *     if (!wardlock_acquire("orders", WARDLOCK_EXCLUSIVE, 5000, &lock, &err)) {
+ *         char text[300];
+ *         fprintf(stderr, "orders: %s\n", wardlock_error_text(&err, text, sizeof text));
+ *         wardlock_error_free(&err);
+ *         return 1;
+ *     }
+ *     charge(order, wardlock_token(&lock));
+ *     if (!wardlock_release(&lock, &err)) { ... lost meanwhile ... }
+ *
+ * Scoped release: declare the guard with WARDLOCK_SCOPED (clang and GCC's
+ * `cleanup` attribute) and every way out of its block (return, break, goto)
+ * drops it, which releases the lock:
+ *
+ *     {
+ *         WARDLOCK_SCOPED(lock);
+ *         if (!wardlock_acquire("orders", WARDLOCK_EXCLUSIVE, WARDLOCK_NO_TIMEOUT, &lock, &err))
+ *             return fail(&err);
+ *         if (!step())
+ *             return 1;              // released here
+ *         ...
+ *     }                              // and here
+ *
+ * Without the attribute, the same with one exit: `goto cleanup;` on every
+ * failure, and `cleanup: wardlock_drop(&lock);` (a no-op on a guard that
+ * was released, or never acquired when initialised with WARDLOCK_GUARD_INIT).
+ * A guard never dropped is released by the host when the instance ends. */
+#ifndef WARDLOCK_H
+#define WARDLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "guest.h"
+
+typedef wardlock_lock_types_mode_t wardlock_mode_t;
+typedef wardlock_lock_types_status_t wardlock_status_t;
+/* A failed call's reason: `tag` is a WARDLOCK_ERROR_* value; free it with
+ * wardlock_error_free (the cases with a text own a string). */
+typedef wardlock_lock_types_error_t wardlock_error_t;
+
+#define WARDLOCK_EXCLUSIVE WARDLOCK_LOCK_TYPES_MODE_EXCLUSIVE
+#define WARDLOCK_SHARED WARDLOCK_LOCK_TYPES_MODE_SHARED
+
+#define WARDLOCK_HELD WARDLOCK_LOCK_TYPES_STATUS_HELD
+#define WARDLOCK_SUSPENDED WARDLOCK_LOCK_TYPES_STATUS_SUSPENDED
+#define WARDLOCK_LOST WARDLOCK_LOCK_TYPES_STATUS_LOST
+#define WARDLOCK_RELEASED WARDLOCK_LOCK_TYPES_STATUS_RELEASED
+
+#define WARDLOCK_ERROR_INVALID_NAME WARDLOCK_LOCK_TYPES_ERROR_INVALID_NAME
+#define WARDLOCK_ERROR_DENIED WARDLOCK_LOCK_TYPES_ERROR_DENIED
+#define WARDLOCK_ERROR_TIMEOUT WARDLOCK_LOCK_TYPES_ERROR_TIMEOUT
+#define WARDLOCK_ERROR_WOULD_BLOCK WARDLOCK_LOCK_TYPES_ERROR_WOULD_BLOCK
+#define WARDLOCK_ERROR_WOULD_DEADLOCK WARDLOCK_LOCK_TYPES_ERROR_WOULD_DEADLOCK
+#define WARDLOCK_ERROR_LOST WARDLOCK_LOCK_TYPES_ERROR_LOST
+#define WARDLOCK_ERROR_RELEASED WARDLOCK_LOCK_TYPES_ERROR_RELEASED
+#define WARDLOCK_ERROR_LIMIT_EXCEEDED WARDLOCK_LOCK_TYPES_ERROR_LIMIT_EXCEEDED
+#define WARDLOCK_ERROR_UNAVAILABLE WARDLOCK_LOCK_TYPES_ERROR_UNAVAILABLE
+
+/* timeout_ms for waiting until granted (or the instance's deadline). */
+#define WARDLOCK_NO_TIMEOUT (-1)
+
+/* A granted lock: `held` until released or dropped. */
+typedef struct {
+    wardlock_lock_locks_own_lock_t handle;
+    bool held;
+} wardlock_guard_t;
+
+#define WARDLOCK_GUARD_INIT {.held = false}
+
+/* Drops the guard's handle, which releases the lock without an answer; a
+ * no-op on a guard not held. */
+static inline void wardlock_drop(wardlock_guard_t *guard) {
+    if (guard->held) {
+        guard->held = false;
+        wardlock_lock_locks_lock_drop_own(guard->handle);
+    }
+}
+
+/* Declares `wardlock_guard_t NAME`, dropped when its block is left. */
+#define WARDLOCK_SCOPED(name) \
+    __attribute__((cleanup(wardlock_drop))) wardlock_guard_t name = WARDLOCK_GUARD_INIT
+
+/* Waits until `name` is granted in `mode`, at most `timeout_ms` milliseconds
+ * (WARDLOCK_NO_TIMEOUT: no limit). True with `*guard` held; false with `*err`
+ * set (free it) and `*guard` not held. */
+static inline bool wardlock_acquire(const char *name, wardlock_mode_t mode, int64_t timeout_ms,
+                                    wardlock_guard_t *guard, wardlock_error_t *err) {
+    guest_string_t wit_name;
+    guest_string_set(&wit_name, name);
+    wardlock_lock_locks_options_t opts = {
+        .mode = mode,
+        .timeout_ms = {.is_some = timeout_ms >= 0, .val = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0},
+    };
+    guard->held = wardlock_lock_locks_acquire(&wit_name, &opts, &guard->handle, err);
+    return guard->held;
+}
+
+/* Takes `name` only if it can be granted without waiting. True unless the
+ * call failed (`*err` set); then `guard->held` says whether it was taken. */
+static inline bool wardlock_try_acquire(const char *name, wardlock_mode_t mode, wardlock_guard_t *guard,
+                                        wardlock_error_t *err) {
+    guest_string_t wit_name;
+    guest_string_set(&wit_name, name);
+    wardlock_lock_locks_option_own_lock_t taken;
+    guard->held = false;
+    if (!wardlock_lock_locks_try_acquire(&wit_name, mode, &taken, err))
+        return false;
+    guard->held = taken.is_some;
+    guard->handle = taken.val;
+    return true;
+}
+
+/* Releases and drops the guard. False with `*err` set when the lock had been
+ * lost meanwhile (WARDLOCK_ERROR_LOST) or was not held
+ * (WARDLOCK_ERROR_RELEASED); the guard is not held afterwards either way. */
+static inline bool wardlock_release(wardlock_guard_t *guard, wardlock_error_t *err) {
+    if (!guard->held) {
+        err->tag = WARDLOCK_ERROR_RELEASED;
+        return false;
+    }
+    bool ok = wardlock_lock_locks_method_lock_release(wardlock_lock_locks_borrow_lock(guard->handle), err);
+    wardlock_drop(guard);
+    return ok;
+}
+
+/* The grant's fencing token (the guard must be held): strictly greater for
+ * every later conflicting grant of the name, so the resource you protect can
+ * refuse stale writers. */
+static inline uint64_t wardlock_token(const wardlock_guard_t *guard) {
+    return wardlock_lock_locks_method_lock_fencing_token(wardlock_lock_locks_borrow_lock(guard->handle));
+}
+
+/* What the guard guarantees now; WARDLOCK_RELEASED once not held. */
+static inline wardlock_status_t wardlock_status(const wardlock_guard_t *guard) {
+    if (!guard->held)
+        return WARDLOCK_RELEASED;
+    return wardlock_lock_locks_method_lock_status(wardlock_lock_locks_borrow_lock(guard->handle));
+}
+
+/* The WIT name of the error's case: "invalid-name", "timeout", ... */
+static inline const char *wardlock_error_kind(const wardlock_error_t *err) {
+    static const char *const kinds[] = {
+        "invalid-name", "denied", "timeout", "would-block", "would-deadlock",
+        "lost", "released", "limit-exceeded", "unavailable",
+    };
+    return err->tag < sizeof kinds / sizeof *kinds ? kinds[err->tag] : "unknown";
+}
+
+/* The host's text for the cases that carry one (invalid-name, denied,
+ * limit-exceeded, unavailable), else NULL. Not NUL-terminated: see `len`. */
+static inline const guest_string_t *wardlock_error_detail(const wardlock_error_t *err) {
+    switch (err->tag) {
+    case WARDLOCK_ERROR_INVALID_NAME: return &err->val.invalid_name;
+    case WARDLOCK_ERROR_DENIED: return &err->val.denied;
+    case WARDLOCK_ERROR_LIMIT_EXCEEDED: return &err->val.limit_exceeded;
+    case WARDLOCK_ERROR_UNAVAILABLE: return &err->val.unavailable;
+    default: return NULL;
+    }
+}
+
+/* Writes `kind` or `kind: detail` into `buf` (truncated to `size`) and
+ * returns `buf`. */
+static inline const char *wardlock_error_text(const wardlock_error_t *err, char *buf, size_t size) {
+    const guest_string_t *detail = wardlock_error_detail(err);
+    if (detail)
+        snprintf(buf, size, "%s: %.*s", wardlock_error_kind(err), (int)detail->len, (const char *)detail->ptr);
+    else
+        snprintf(buf, size, "%s", wardlock_error_kind(err));
+    return buf;
+}
+
+/* Frees the text an error owns; the error must not be used afterwards. */
+static inline void wardlock_error_free(wardlock_error_t *err) {
+    wardlock_lock_types_error_free(err);
+}
+
+#endif

@@ -1,0 +1,232 @@
+"""Python guest SDK for wardlock: named, distributed locks as context managers.
+
+A thin layer over the bindings componentize-py generates from `wit/lock.wit`
+(`wit_world.imports.locks`), so Python guests read like Python::
+
+    import wardlock
+
+    with wardlock.exclusive("orders", timeout=5) as lock:
+        charge(order, fencing_token=lock.fencing_token)
+    # released here, whether the block returned or raised
+
+    guard = wardlock.try_shared("config")       # None when it would wait
+    if guard is not None:
+        with guard:
+            ...
+
+Leaving a `with` block releases the lock. When the block ended normally the
+release is checked (a lock lost meanwhile raises `Lost`, so the work done under
+it is not silently trusted); when the block raised, the lock is released
+quietly and the block's exception goes on unchanged. A guard that is never
+released is released by the host when the instance ends, whatever way it ends.
+
+Errors are `LockError` subclasses, one per case of the WIT `error` variant
+(`InvalidName`, `Denied`, `Timeout`, `WouldDeadlock`, `Lost`, `Released`,
+`LimitExceeded`, `Unavailable`; `WouldBlock` is never produced by the host).
+Each has `kind` (the WIT case name, `"invalid-name"`) and `detail` (the host's
+text, or None); `str(error)` is `kind` or `kind: detail`.
+
+Build: put this file beside the guest's module on componentize-py's path
+(`plugins/build-languages.sh` copies it there).
+"""
+
+import math
+from typing import Optional
+
+from componentize_py_types import Err
+from wit_world.imports import locks as _locks
+from wit_world.imports import types as _types
+from wit_world.imports.types import Mode, Status
+
+__all__ = [
+    "Mode", "Status", "Guard", "acquire", "exclusive", "shared", "try_acquire",
+    "try_exclusive", "try_shared", "LockError", "InvalidName", "Denied", "Timeout",
+    "WouldBlock", "WouldDeadlock", "Lost", "Released", "LimitExceeded", "Unavailable",
+]
+
+
+class LockError(Exception):
+    """A lock call failed; subclasses name the case. Nothing is left half-acquired."""
+
+    kind = "lock-error"
+
+    def __init__(self, detail: Optional[str] = None):
+        super().__init__(f"{self.kind}: {detail}" if detail else self.kind)
+        self.detail = detail
+
+
+class InvalidName(LockError):
+    """The lock name is not acceptable; `detail` says why."""
+    kind = "invalid-name"
+
+
+class Denied(LockError):
+    """This component is not granted the name; `detail` is the host's sentence."""
+    kind = "denied"
+
+
+class Timeout(LockError):
+    """The timeout passed before the lock was granted."""
+    kind = "timeout"
+
+
+class WouldBlock(LockError):
+    """Never produced by the wardlock host (`try_*` returns None instead)."""
+    kind = "would-block"
+
+
+class WouldDeadlock(LockError):
+    """Exclusive was asked for a name this instance holds only shared."""
+    kind = "would-deadlock"
+
+
+class Lost(LockError):
+    """The lock was lost (backend session expired): the guard is useless."""
+    kind = "lost"
+
+
+class Released(LockError):
+    """The guard was already released."""
+    kind = "released"
+
+
+class LimitExceeded(LockError):
+    """A per-instance limit was reached; `detail` names it."""
+    kind = "limit-exceeded"
+
+
+class Unavailable(LockError):
+    """The lock service cannot be reached or failed; `detail` says how."""
+    kind = "unavailable"
+
+
+# The generated `Error_<Case>` class name -> the SDK's exception class.
+_ERRORS = {
+    "Error_" + cls.__name__: cls
+    for cls in (InvalidName, Denied, Timeout, WouldBlock, WouldDeadlock, Lost, Released,
+                LimitExceeded, Unavailable)
+}
+
+
+def _typed(err: Err) -> LockError:
+    """The `LockError` for a raw `Err(wit_world.imports.types.Error_*)`."""
+    case = err.value
+    return _ERRORS[type(case).__name__](getattr(case, "value", None))
+
+
+class Guard:
+    """A granted lock, held until `release()` or the end of its `with` block."""
+
+    def __init__(self, raw: _locks.Lock):
+        self._raw: Optional[_locks.Lock] = raw
+        # Read once: the name and mode never change, and a dropped handle
+        # cannot be asked any more.
+        self.name: str = raw.name()
+        self.mode: Mode = raw.mode()
+
+    @property
+    def fencing_token(self) -> int:
+        """Strictly greater for every later conflicting grant of this name:
+        hand it to the resource you protect so it can refuse stale writers."""
+        return self._handle().fencing_token()
+
+    @property
+    def status(self) -> Status:
+        """What the guard guarantees now (`Status.HELD`, `SUSPENDED`, `LOST`,
+        `RELEASED`); check it before steps that must not run unprotected."""
+        if self._raw is None:
+            return Status.RELEASED
+        return self._raw.status()
+
+    def release(self) -> None:
+        """Releases the lock now. Raises `Lost` if it had been lost meanwhile
+        and `Released` if this guard was released already."""
+        raw = self._handle()
+        try:
+            raw.release()
+        except Err as e:
+            raise _typed(e) from None
+        finally:
+            self._drop()
+
+    def __enter__(self) -> "Guard":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if self._raw is None:
+            return
+        if exc_type is None:
+            self.release()
+        else:
+            # Dropping the handle releases it without an answer: the block's
+            # own exception is the one worth seeing.
+            self._drop()
+
+    def __repr__(self) -> str:
+        return f"<wardlock.Guard {self.name!r} {self.mode.name.lower()} {self.status.name.lower()}>"
+
+    def _handle(self) -> _locks.Lock:
+        if self._raw is None:
+            raise Released()
+        return self._raw
+
+    def _drop(self) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            raw.__exit__(None, None, None)
+
+
+def _millis(timeout: Optional[float]) -> Optional[int]:
+    """Seconds to the host's whole milliseconds, rounded up (a non-zero
+    timeout never becomes "fail at once"); None waits for ever."""
+    if timeout is None:
+        return None
+    if timeout < 0:
+        raise ValueError(f"timeout must not be negative: {timeout}")
+    return math.ceil(timeout * 1000)
+
+
+def acquire(name: str, mode: Mode = Mode.EXCLUSIVE, timeout: Optional[float] = None) -> Guard:
+    """Waits until `name` is granted in `mode` (at most `timeout` seconds, else
+    `Timeout`; None waits until granted or the instance's deadline)."""
+    try:
+        raw = _locks.acquire(name, _locks.Options(mode=mode, timeout_ms=_millis(timeout)))
+    except Err as e:
+        raise _typed(e) from None
+    return Guard(raw)
+
+
+def exclusive(name: str, timeout: Optional[float] = None) -> Guard:
+    """`name` as a write lock: no other holder while the guard lives."""
+    return acquire(name, Mode.EXCLUSIVE, timeout)
+
+
+def shared(name: str, timeout: Optional[float] = None) -> Guard:
+    """`name` as a read lock: other shared holders, no exclusive one."""
+    return acquire(name, Mode.SHARED, timeout)
+
+
+def try_acquire(name: str, mode: Mode = Mode.EXCLUSIVE) -> Optional[Guard]:
+    """`name` in `mode` if it can be granted without waiting, else None."""
+    try:
+        raw = _locks.try_acquire(name, mode)
+    except Err as e:
+        raise _typed(e) from None
+    return None if raw is None else Guard(raw)
+
+
+def try_exclusive(name: str) -> Optional[Guard]:
+    """`try_acquire(name, Mode.EXCLUSIVE)`."""
+    return try_acquire(name, Mode.EXCLUSIVE)
+
+
+def try_shared(name: str) -> Optional[Guard]:
+    """`try_acquire(name, Mode.SHARED)`."""
+    return try_acquire(name, Mode.SHARED)
+
+
+# `_types` is imported so the error classes above stay tied to the WIT cases
+# they mirror: a case added there without one here fails at build time.
+assert set(_ERRORS) == {
+    name for name in dir(_types) if name.startswith("Error_")
+}, "wardlock.py: the WIT error cases and the LockError subclasses differ"
