@@ -67,6 +67,7 @@ macro_rules! conformance_checks {
             guest_counter_is_exact,
             guest_trap_hands_over,
             guest_sees_wit_semantics,
+            status_subscriber_wakes_on_release,
         );
     };
 }
@@ -379,5 +380,44 @@ async fn guest_sees_wit_semantics(s: &Subject) {
     assert!(out[10].starts_with("h5 "), "{out:?}");
     for lock in ["conf/sem", "conf/sem-r", "conf/sem-free"] {
         s.probe.wait_len(lock, 0).await;
+    }
+}
+
+/// `status_changed` (what a guest's `lock.subscribe` waits on) stays pending
+/// while the grant is held — for an exclusive and a shared grant — and wakes
+/// with `released` when it goes; a grant the session does not hold answers
+/// `released` at once.
+async fn status_subscriber_wakes_on_release(s: &Subject) {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    use wardlock_host::GrantStatus;
+
+    let session = s.backend.open_session("subscriber");
+    for (mode, lock) in [
+        (Mode::Exclusive, name("conf/subscribe-x")),
+        (Mode::Shared, name("conf/subscribe-s")),
+    ] {
+        let grant = session
+            .acquire(&lock, mode, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("acquire");
+        let mut changed = session.status_changed(grant.id, GrantStatus::Held);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(
+            changed.as_mut().poll(&mut cx).is_pending(),
+            "{mode}: a held grant's subscriber resolved at once"
+        );
+        session.release(grant.id).expect("release");
+        let woke = tokio::time::timeout(TEST_WAIT_LIMIT, changed)
+            .await
+            .expect("the release wakes the subscriber");
+        assert_eq!(woke, GrantStatus::Released, "{mode}");
+        let after = tokio::time::timeout(
+            TEST_WAIT_LIMIT,
+            session.status_changed(grant.id, GrantStatus::Held),
+        )
+        .await
+        .expect("resolves at once");
+        assert_eq!(after, GrantStatus::Released, "{mode}");
     }
 }
