@@ -388,8 +388,7 @@ async fn guest_sees_wit_semantics(s: &Subject) {
 /// with `released` when it goes; a grant the session does not hold answers
 /// `released` at once.
 async fn status_subscriber_wakes_on_release(s: &Subject) {
-    use std::future::Future;
-    use std::task::{Context, Poll, Waker};
+    use std::task::{Context, Waker};
     use wardlock_host::GrantStatus;
 
     let session = s.backend.open_session("subscriber");
