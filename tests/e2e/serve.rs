@@ -142,30 +142,48 @@ async fn until_granted(server: &Server, grants: f64) {
     until_metric(server, "wardlock_grants_total", &[], grants).await;
 }
 
-/// Serves with `limit` (a flag and its value), sends a request that would hold
-/// the lock for 30 s, expects `status` with `reason` in the body, then checks
-/// the lock is back at once and the request counted as `outcome`.
+/// Serves with `backend` flags (none: the in-memory backend) and `limit` (a
+/// flag and its value), sends a request that would hold the lock for 30 s,
+/// expects `status` with `reason` in the body, then checks the lock is back at
+/// once and the request counted as `outcome`.
 async fn stopped_request_frees_its_lock(
+    backend: &[&str],
     limit: [&str; 2],
     status: u16,
     reason: &str,
     outcome: &str,
 ) {
     let (_dir, data) = data_dir();
-    let server = Server::start(&[
+    let mut args = backend.to_vec();
+    args.extend([
         "--dir",
         &data,
         limit[0],
         limit[1],
         Guest::HttpCounter.path(),
-    ])
-    .await;
+    ]);
+    let server = Server::start(&args).await;
     let stuck = post(&server.addr, "/c?hold-ms=30000")
         .await
         .expect("request");
     assert_eq!(stuck.status, status, "{stuck:?}");
     assert!(stuck.body.contains(reason), "{:?}", stuck.body);
     lock_is_back_and_counted(&server, outcome).await;
+}
+
+/// Serves with `backend` flags; a client that hangs up while its request holds
+/// the lock frees it for the next request at once.
+async fn hang_up_frees_its_lock(backend: &[&str]) {
+    let (_dir, data) = data_dir();
+    let mut args = backend.to_vec();
+    args.extend(["--dir", &data, Guest::HttpCounter.path()]);
+    let server = Server::start(&args).await;
+    let hanging = post_and_hold(&server.addr, "/c?hold-ms=30000")
+        .await
+        .expect("connect");
+    until_granted(&server, 1.0).await;
+    drop(hanging);
+    lock_is_back_and_counted(&server, "client_gone").await;
 }
 
 /// The lock of a request just stopped is free for the next request at once, and
@@ -192,6 +210,7 @@ async fn lock_is_back_and_counted(server: &Server, outcome: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_timeout_stops_the_instance_and_frees_its_lock() {
     stopped_request_frees_its_lock(
+        &[],
         ["--request-timeout", "2"],
         504,
         "request timeout",
@@ -202,19 +221,45 @@ async fn request_timeout_stops_the_instance_and_frees_its_lock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_hang_up_stops_the_instance_and_frees_its_lock() {
-    let (_dir, data) = data_dir();
-    let server = Server::start(&["--dir", &data, Guest::HttpCounter.path()]).await;
-    let hanging = post_and_hold(&server.addr, "/c?hold-ms=30000")
-        .await
-        .expect("connect");
-    until_granted(&server, 1.0).await;
-    drop(hanging);
-    lock_is_back_and_counted(&server, "client_gone").await;
+    hang_up_frees_its_lock(&[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_hold_takes_the_lock_back() {
-    stopped_request_frees_its_lock(["--max-hold", "0.5"], 503, "hold lease", "lease_expired").await;
+    stopped_request_frees_its_lock(
+        &[],
+        ["--max-hold", "0.5"],
+        503,
+        "hold lease",
+        "lease_expired",
+    )
+    .await;
+}
+
+/// The same on ZooKeeper (one server for the three): the stopped request's
+/// node goes at once, not at the session timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_zookeeper_a_stopped_request_frees_its_lock_at_once() {
+    let zk = ZkServer::start();
+    let address = zk.address();
+    let backend = ["--zookeeper", address.as_str()];
+    stopped_request_frees_its_lock(
+        &backend,
+        ["--request-timeout", "2"],
+        504,
+        "request timeout",
+        "timeout",
+    )
+    .await;
+    hang_up_frees_its_lock(&backend).await;
+    stopped_request_frees_its_lock(
+        &backend,
+        ["--max-hold", "0.5"],
+        503,
+        "hold lease",
+        "lease_expired",
+    )
+    .await;
 }
 
 /// `plugins/http-counter/fenced_store.py`, stopped by `Drop`.
