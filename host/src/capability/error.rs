@@ -45,6 +45,7 @@ impl From<BackendError> for LockError {
             BackendError::Unavailable(why)
             | BackendError::Unsupported(why)
             | BackendError::InvalidConfig(why) => LockError::Unavailable(why),
+            BackendError::InvalidRequest(why) => LockError::InvalidRequest(why),
         }
     }
 }
