@@ -23,5 +23,6 @@ mod lifetime;
 mod lock_v2;
 mod partition;
 mod semantics;
+mod semaphore;
 mod serve;
 mod zookeeper;

@@ -11,9 +11,10 @@ use super::handoff::local_token;
 use super::liveness::Health;
 use super::local_request::{self, LocalHeld};
 use super::recipe::{self, OwnedNode, Waiting};
-use super::{Shards, Shared, downgrade, release, shard_for};
+use super::{Shards, Shared, downgrade, release, semaphore, shard_for};
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, settled,
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, check_permits,
+    settled,
 };
 use crate::name::LockName;
 
@@ -127,6 +128,21 @@ impl ZkLockSession {
     }
 }
 
+impl ZkLockSession {
+    /// Takes a permit of semaphore `name` on its shard (see `semaphore`).
+    async fn take_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+        deadline: Option<tokio::time::Instant>,
+        waiting: Waiting,
+    ) -> Result<Option<Grant>, BackendError> {
+        let shared = shard_for(&self.shards, name);
+        let node = semaphore::acquire(shared, name, permits, &self.data, deadline, waiting).await?;
+        Ok(node.map(|node| self.record(shared, HeldKind::Node(node))))
+    }
+}
+
 #[async_trait]
 impl LockSession for ZkLockSession {
     async fn acquire(
@@ -147,6 +163,34 @@ impl LockSession for ZkLockSession {
         mode: Mode,
     ) -> Result<Option<Grant>, BackendError> {
         self.take(name, mode, None, Waiting::DontWait).await
+    }
+
+    /// A permit has a lease node of its own, even with host-local hand-off
+    /// on (hand-off shares one node among exclusive or shared holders; a
+    /// lease is neither).
+    async fn acquire_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        check_permits(name, permits)?;
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        self.take_permit(name, permits, deadline, Waiting::Wait)
+            .await?
+            .ok_or_else(|| {
+                BackendError::Unavailable("semaphore recipe ended without a grant".into())
+            })
+    }
+
+    async fn try_acquire_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+    ) -> Result<Option<Grant>, BackendError> {
+        check_permits(name, permits)?;
+        self.take_permit(name, permits, None, Waiting::DontWait)
+            .await
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
