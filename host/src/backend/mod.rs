@@ -214,10 +214,11 @@ pub trait LockSession: Send + Sync {
     ///
     /// Fencing token: permits do not conflict with each other, so the lock
     /// rule gives nothing; instead a permit's token is strictly greater than
-    /// the token of every permit of the same semaphore granted before this
-    /// request was queued (memory: a backend-wide counter taken at grant;
-    /// ZooKeeper: the `czxid` of the lease node, created while the semaphore's
-    /// internal mutex is held, so lease nodes are created in grant order).
+    /// the token of every permit of the same semaphore granted before it
+    /// (memory: a backend-wide counter taken at grant; ZooKeeper: the `czxid`
+    /// of the lease node, which is created under the semaphore's internal
+    /// mutex, held until the lease is granted, so leases are created in grant
+    /// order; this holds among clients that take the mutex, as Curator does).
     ///
     /// # Errors
     /// [`BackendError::InvalidRequest`] when `permits` is 0, or differs from
