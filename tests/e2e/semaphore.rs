@@ -26,7 +26,7 @@ const EVENTS: &str = "/events";
 const PERMITS: u32 = 3;
 /// How long a holder works while holding (as the Java driver does), so that
 /// holders overlap: not a synchronisation.
-const HOLD: Duration = Duration::from_millis(20);
+const HOLD: Duration = Duration::from_millis(50);
 
 async fn host(address: &str) -> ZooKeeperBackend {
     let config = ZooKeeperConfig::new(address).root(ROOT);

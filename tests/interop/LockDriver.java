@@ -12,7 +12,7 @@
 //   KIND semaphore (InterProcessSemaphoreV2 at PATH), COMMAND:
 //            leases THREADS N PERMITS EVENTS  print "ready"; THREADS threads, each with its own semaphore of
 //                            PERMITS leases, N times: acquire a lease (30 s at most), create
-//                            PERSISTENT_SEQUENTIAL EVENTS/e- with "+<holder>", hold 20 ms, create
+//                            PERSISTENT_SEQUENTIAL EVENTS/e- with "+<holder>", hold 50 ms, create
 //                            "-<holder>", return the lease; then print "done <THREADS*N>"
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -153,7 +153,7 @@ public class LockDriver {
             if (lease == null) throw new IllegalStateException(holder + ": no lease within 30 s");
             try {
                 event(client, events, "+" + holder);
-                Thread.sleep(20);
+                Thread.sleep(50);
                 event(client, events, "-" + holder);
             } finally {
                 semaphore.returnLease(lease);
