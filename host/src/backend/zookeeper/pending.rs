@@ -36,11 +36,6 @@ impl PendingNode {
         self.path = Some(path.to_owned());
     }
 
-    /// The backend state the node belongs to.
-    pub(super) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
     /// The attempt ended in a grant: the node now belongs to the grant.
     pub(super) fn disarm(&mut self) {
         self.armed = false;

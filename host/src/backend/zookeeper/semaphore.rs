@@ -106,6 +106,7 @@ pub(super) async fn acquire(
         // Declared after the mutex: dropped (its delete sent) before it.
         let mut pending = PendingNode::new(shared, generation, &leases, &prefix);
         let lease = Lease {
+            shared,
             session: &session,
             leases: &leases,
             prefix: &prefix,
@@ -124,6 +125,7 @@ pub(super) async fn acquire(
 
 /// One lease node to create, on one session, under the internal mutex.
 struct Lease<'a> {
+    shared: &'a Arc<Shared>,
     session: &'a Arc<ZkSession>,
     leases: &'a str,
     prefix: &'a str,
@@ -139,12 +141,12 @@ impl Lease<'_> {
         pending: &mut PendingNode,
     ) -> Result<Taken, BackendError> {
         let Lease {
+            shared,
             session,
             leases,
             prefix,
             data,
         } = *self;
-        let shared = &pending.shared().clone();
         let mut created = None;
         for _ in 0..CREATE_ATTEMPTS {
             if session.liveness.is_ended() {
