@@ -208,7 +208,8 @@ pub trait LockSession: Send + Sync {
     ///
     /// A permit is a [`Grant`] like a lock's: released by
     /// [`LockSession::release`] or with the session, reported by
-    /// [`LockSession::status`] and [`LockSession::status_changed`]. A
+    /// [`LockSession::status`] and [`LockSession::status_changed`]; it cannot
+    /// be downgraded ([`BackendError::InvalidRequest`]). A
     /// semaphore's names are the locks' names: a name is used either as a lock
     /// or as a semaphore, never both at once.
     ///

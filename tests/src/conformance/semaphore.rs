@@ -24,6 +24,11 @@ pub(super) async fn semaphore_admits_its_permits(s: &Subject) {
     let pa = a.acquire_permit(&sem, 2, None).await.expect("a's permit");
     let pb = b.acquire_permit(&sem, 2, None).await.expect("b's permit");
     assert!(pb.token > pa.token, "tokens {} then {}", pa.token, pb.token);
+    let downgrade = b.downgrade(pb.id).await;
+    assert!(
+        matches!(downgrade, Err(BackendError::InvalidRequest(_))),
+        "{downgrade:?}"
+    );
     assert_eq!(a.status(pa.id), GrantStatus::Held);
     assert_eq!(c.try_acquire_permit(&sem, 2).await.expect("try"), None);
     assert_eq!(

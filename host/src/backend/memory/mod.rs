@@ -37,7 +37,7 @@ pub struct MemoryBackend {
 pub struct QueueEntry {
     /// The session's owner description.
     pub owner: String,
-    /// The mode requested or held.
+    /// The mode requested or held (`Shared` for a semaphore's permits).
     pub mode: Mode,
     /// `Some(token)` for holders, `None` for waiters.
     pub token: Option<u64>,

@@ -46,19 +46,21 @@ enum HeldKind {
     Node(OwnedNode),
     /// A share of this host's node, handed over by the host-local lock task.
     Local(LocalHeld),
+    /// A semaphore permit: its lease node (see `semaphore`).
+    Permit(OwnedNode),
 }
 
 impl Held {
     fn generation(&self) -> u64 {
         match &self.kind {
-            HeldKind::Node(node) => node.generation,
+            HeldKind::Node(node) | HeldKind::Permit(node) => node.generation,
             HeldKind::Local(local) => local.generation,
         }
     }
 
     fn release(self) {
         match self.kind {
-            HeldKind::Node(node) => {
+            HeldKind::Node(node) | HeldKind::Permit(node) => {
                 release::delete_node(&self.shared, node.generation, node.prefix, node.path);
             }
             HeldKind::Local(local) => local.release(),
@@ -83,7 +85,7 @@ impl ZkLockSession {
     fn record(&self, shared: &Arc<Shared>, kind: HeldKind) -> Grant {
         let token = match &kind {
             // A node of its own is grant 0 under it (see `handoff`).
-            HeldKind::Node(node) => local_token(node.token, 0),
+            HeldKind::Node(node) | HeldKind::Permit(node) => local_token(node.token, 0),
             HeldKind::Local(local) => local.token,
         };
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
@@ -139,7 +141,7 @@ impl ZkLockSession {
     ) -> Result<Option<Grant>, BackendError> {
         let shared = shard_for(&self.shards, name);
         let node = semaphore::acquire(shared, name, permits, &self.data, deadline, waiting).await?;
-        Ok(node.map(|node| self.record(shared, HeldKind::Node(node))))
+        Ok(node.map(|node| self.record(shared, HeldKind::Permit(node))))
     }
 }
 
@@ -269,6 +271,11 @@ impl LockSession for ZkLockSession {
             }
             HeldKind::Local(local) => {
                 HeldKind::Local(local_request::downgrade(&shared, &local).await?)
+            }
+            HeldKind::Permit(_) => {
+                return Err(BackendError::InvalidRequest(
+                    "a semaphore permit cannot be downgraded".into(),
+                ));
             }
         };
         Ok(self.record(&shared, kind))
