@@ -3,7 +3,8 @@
 //! ZooKeeper servers and ensembles that the tests start themselves (`zookeeper`,
 //! `handoff` (host-local hand-off),
 //! `partition`, `failover`, `hostile_names`, `interop` with Curator and kazoo,
-//! and both backends in `conformance` and `languages`); `lock_v2`: the 0.2.0
+//! and both backends in `conformance` and `languages`); `semaphore`: semaphores
+//! natively and shared with Curator's `InterProcessSemaphoreV2`; `lock_v2`: the 0.2.0
 //! interface (subscribe, acquire-async, acquire-many) through its own guest; plus the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
 //! real binary over HTTP).
@@ -23,5 +24,6 @@ mod lifetime;
 mod lock_v2;
 mod partition;
 mod semantics;
+mod semaphore;
 mod serve;
 mod zookeeper;

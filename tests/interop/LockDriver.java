@@ -9,6 +9,11 @@
 //            downgrade       (rw-write) lock write, lock read, unlock write, print "downgraded",
 //                            wait for a line, unlock read, print "released"
 //            hold-forever    lock, print "holding", never return (the test kills the process)
+//   KIND semaphore (InterProcessSemaphoreV2 at PATH), COMMAND:
+//            leases THREADS N PERMITS EVENTS  print "ready"; THREADS threads, each with its own semaphore of
+//                            PERMITS leases, N times: acquire a lease (30 s at most), create
+//                            PERSISTENT_SEQUENTIAL EVENTS/e- with "+<holder>", hold 50 ms, create
+//                            "-<holder>", return the lease; then print "done <THREADS*N>"
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -22,6 +27,9 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.zookeeper.CreateMode;
 import org.apache.curator.retry.RetryNTimes;
 
 public class LockDriver {
@@ -41,6 +49,32 @@ public class LockDriver {
         if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
             System.err.println("cannot connect to " + connect);
             System.exit(1);
+        }
+        if (kind.equals("semaphore") && command.equals("leases")) {
+            int threads = Integer.parseInt(args[4]);
+            int n = Integer.parseInt(args[5]);
+            int permits = Integer.parseInt(args[6]);
+            String events = args[7];
+            Thread[] running = new Thread[threads];
+            boolean[] failed = new boolean[1];
+            say("ready");
+            for (int t = 0; t < threads; t++) {
+                String holder = "java" + t;
+                running[t] = new Thread(() -> {
+                    try {
+                        leases(client, path, permits, n, events, holder);
+                    } catch (Exception e) {
+                        e.printStackTrace();
+                        synchronized (failed) { failed[0] = true; }
+                    }
+                });
+                running[t].start();
+            }
+            for (Thread thread : running) thread.join();
+            if (failed[0]) System.exit(1);
+            say("done " + (threads * n));
+            client.close();
+            return;
         }
         InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
         InterProcessLock lock;
@@ -109,6 +143,27 @@ public class LockDriver {
                 System.exit(2);
         }
         client.close();
+    }
+
+    private static void leases(CuratorFramework client, String path, int permits, int n,
+                               String events, String holder) throws Exception {
+        InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, permits);
+        for (int i = 0; i < n; i++) {
+            Lease lease = semaphore.acquire(30, TimeUnit.SECONDS);
+            if (lease == null) throw new IllegalStateException(holder + ": no lease within 30 s");
+            try {
+                event(client, events, "+" + holder);
+                Thread.sleep(50);
+                event(client, events, "-" + holder);
+            } finally {
+                semaphore.returnLease(lease);
+            }
+        }
+    }
+
+    private static void event(CuratorFramework client, String events, String what) throws Exception {
+        client.create().creatingParentsIfNeeded().withMode(CreateMode.PERSISTENT_SEQUENTIAL)
+                .forPath(events + "/e-", what.getBytes(StandardCharsets.UTF_8));
     }
 
     private static void say(String line) {

@@ -13,6 +13,10 @@ use crate::{
     spawn_acquire, spawn_run, token_of,
 };
 
+mod semaphore;
+
+use self::semaphore::{semaphore_abandoned_waits_leave_nothing, semaphore_admits_its_permits};
+
 /// A backend under test and a probe observing it.
 pub struct Subject {
     pub backend: Arc<dyn LockBackend>,
@@ -68,6 +72,8 @@ macro_rules! conformance_checks {
             guest_trap_hands_over,
             guest_sees_wit_semantics,
             status_subscriber_wakes_on_release,
+            semaphore_admits_its_permits,
+            semaphore_abandoned_waits_leave_nothing,
         );
     };
 }

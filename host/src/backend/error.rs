@@ -24,4 +24,9 @@ pub enum BackendError {
     /// (e.g. `zookeeper::ConfigError`) and convert them into this.
     #[error("invalid lock backend configuration: {0}")]
     InvalidConfig(String),
+    /// The request itself is malformed (the text names what is wrong, e.g. a
+    /// semaphore asked for zero permits, or for another permit count than
+    /// its current holders and waiters use); retrying does not help.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
 }

@@ -45,6 +45,21 @@ impl From<BackendError> for LockError {
             BackendError::Unavailable(why)
             | BackendError::Unsupported(why)
             | BackendError::InvalidConfig(why) => LockError::Unavailable(why),
+            BackendError::InvalidRequest(why) => LockError::InvalidRequest(why),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_backend_request_stays_a_typed_invalid_request() {
+        let why = "semaphore \"s\" asked for 0 permits".to_owned();
+        assert_eq!(
+            LockError::from(BackendError::InvalidRequest(why.clone())),
+            LockError::InvalidRequest(why)
+        );
     }
 }

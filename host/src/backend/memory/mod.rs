@@ -10,6 +10,8 @@
 
 mod faults;
 mod queue;
+#[cfg(test)]
+mod semaphore_tests;
 mod session;
 mod watchers;
 
@@ -21,7 +23,7 @@ use tokio::sync::{oneshot, watch};
 pub use self::faults::Fault;
 use self::queue::{Entry, Queue};
 use self::session::MemorySession;
-use super::{LockBackend, LockSession, Mode};
+use super::{BackendError, LockBackend, LockSession, Mode};
 use crate::name::LockName;
 
 /// The in-memory lock service. Cheap to clone; clones share the same locks.
@@ -35,7 +37,7 @@ pub struct MemoryBackend {
 pub struct QueueEntry {
     /// The session's owner description.
     pub owner: String,
-    /// The mode requested or held.
+    /// The mode requested or held (`Shared` for a semaphore's permits).
     pub mode: Mode,
     /// `Some(token)` for holders, `None` for waiters.
     pub token: Option<u64>,
@@ -152,12 +154,40 @@ impl Shared {
 }
 
 impl State {
-    /// Appends a request for `name` and grants what can be granted. Returns the
-    /// request id and, if it was granted at once, its token.
-    fn enqueue(&mut self, name: &LockName, session: u64, mode: Mode) -> (u64, Option<u64>) {
+    /// Appends a request for `name` (a lock in `mode`, or with `permits` a
+    /// permit of a semaphore of that many) and grants what can be granted.
+    /// Returns the request id and, if it was granted at once, its token.
+    ///
+    /// # Errors
+    /// [`BackendError::InvalidRequest`] when `name` is queued as the other
+    /// kind (lock or semaphore) or as a semaphore of another permit count.
+    fn enqueue(
+        &mut self,
+        name: &LockName,
+        session: u64,
+        mode: Mode,
+        permits: Option<u32>,
+    ) -> Result<(u64, Option<u64>), BackendError> {
+        let queue = self
+            .queues
+            .entry(name.clone())
+            .or_insert_with(|| permits.map(Queue::semaphore).unwrap_or_default());
+        if queue.permits() != permits {
+            let now = match queue.permits() {
+                Some(n) => format!("a semaphore of {n} permits"),
+                None => "a lock".to_owned(),
+            };
+            let asked = match permits {
+                Some(n) => format!("a semaphore of {n} permits"),
+                None => format!("a {mode} lock"),
+            };
+            return Err(BackendError::InvalidRequest(format!(
+                "\"{name}\" is in use as {now}; asked for {asked}"
+            )));
+        }
         self.next_id += 1;
         let id = self.next_id;
-        self.queues.entry(name.clone()).or_default().push(Entry {
+        queue.push(Entry {
             id,
             session,
             mode,
@@ -169,7 +199,7 @@ impl State {
             .get(name)
             .and_then(|q| q.get(id))
             .and_then(|e| e.token);
-        (id, token)
+        Ok((id, token))
     }
 
     /// Removes request `id` from `name` (held or waiting), grants whoever is next

@@ -23,9 +23,25 @@ pub(super) struct Entry {
 #[derive(Debug, Default)]
 pub(super) struct Queue {
     entries: VecDeque<Entry>,
+    /// `Some(n)`: the name is a semaphore of `n` permits, its entries permits
+    /// (their mode is ignored); `None`: a lock.
+    permits: Option<u32>,
 }
 
 impl Queue {
+    /// A semaphore's queue, of `permits` permits.
+    pub fn semaphore(permits: u32) -> Self {
+        Queue {
+            entries: VecDeque::new(),
+            permits: Some(permits),
+        }
+    }
+
+    /// `Some(n)` for a semaphore of `n` permits, `None` for a lock.
+    pub fn permits(&self) -> Option<u32> {
+        self.permits
+    }
+
     pub fn push(&mut self, entry: Entry) {
         self.entries.push_back(entry);
     }
@@ -64,7 +80,13 @@ impl Queue {
     /// Exclusive: granted only at the head. Shared: granted while no exclusive
     /// request (held or waiting) is ahead of it, so a waiting writer holds back the
     /// readers that came after it.
+    ///
+    /// A semaphore of `n` permits grants waiters in arrival order while fewer
+    /// than `n` hold a permit.
     pub fn grant_ready(&mut self, next_token: &mut u64) -> Vec<u64> {
+        if let Some(permits) = self.permits {
+            return self.grant_permits(permits, next_token);
+        }
         let mut granted = Vec::new();
         for (index, entry) in self.entries.iter_mut().enumerate() {
             let grantable = match entry.mode {
@@ -82,6 +104,23 @@ impl Queue {
             if entry.mode == Mode::Exclusive {
                 break;
             }
+        }
+        granted
+    }
+
+    fn grant_permits(&mut self, permits: u32, next_token: &mut u64) -> Vec<u64> {
+        let holders = self.entries.iter().filter(|e| e.token.is_some()).count();
+        let free = usize::try_from(permits)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(holders);
+        let mut granted = Vec::new();
+        for entry in self.entries.iter_mut().filter(|e| e.token.is_none()) {
+            if granted.len() == free {
+                break;
+            }
+            *next_token += 1;
+            entry.token = Some(*next_token);
+            granted.push(entry.id);
         }
         granted
     }
@@ -116,6 +155,23 @@ mod tests {
         q.remove(3);
         assert_eq!(q.grant_ready(&mut token), vec![4]);
         assert_eq!(token, 4, "one token per grant");
+    }
+
+    #[test]
+    fn a_semaphore_grants_its_permits_in_arrival_order() {
+        let mut q = Queue::semaphore(2);
+        let mut token = 0;
+        for id in 1..=4 {
+            q.push(entry(id, Mode::Shared));
+        }
+        assert_eq!(q.grant_ready(&mut token), vec![1, 2]);
+        assert_eq!(q.grant_ready(&mut token), Vec::<u64>::new());
+        q.remove(2);
+        assert_eq!(q.grant_ready(&mut token), vec![3]);
+        q.remove(1);
+        q.remove(3);
+        assert_eq!(q.grant_ready(&mut token), vec![4]);
+        assert_eq!(token, 4, "one token per permit, increasing in grant order");
     }
 
     #[test]

@@ -9,7 +9,8 @@ use tokio::sync::oneshot;
 
 use super::Shared;
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, settled,
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, check_permits,
+    settled,
 };
 use crate::name::LockName;
 
@@ -68,18 +69,20 @@ impl Drop for PendingRequest<'_> {
     }
 }
 
-#[async_trait]
-impl LockSession for MemorySession {
-    async fn acquire(
+impl MemorySession {
+    /// Queues a request (a lock in `mode`, or a permit of a semaphore of
+    /// `permits`) and waits for its grant.
+    async fn take(
         &self,
         name: &LockName,
         mode: Mode,
+        permits: Option<u32>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
         self.injected_delay().await;
         let (id, woken) = {
             let mut state = self.shared.lock();
-            let (id, token) = state.enqueue(name, self.id, mode);
+            let (id, token) = state.enqueue(name, self.id, mode, permits)?;
             if let Some(token) = token {
                 drop(state);
                 self.shared.notify_changed();
@@ -117,15 +120,17 @@ impl LockSession for MemorySession {
         }
     }
 
-    async fn try_acquire(
+    /// Takes what [`MemorySession::take`] would, only if that needs no waiting.
+    async fn try_take(
         &self,
         name: &LockName,
         mode: Mode,
+        permits: Option<u32>,
     ) -> Result<Option<Grant>, BackendError> {
         self.injected_delay().await;
         let granted = {
             let mut state = self.shared.lock();
-            let (id, token) = state.enqueue(name, self.id, mode);
+            let (id, token) = state.enqueue(name, self.id, mode, permits)?;
             match token {
                 Some(token) => Some((id, token)),
                 None => {
@@ -138,6 +143,45 @@ impl LockSession for MemorySession {
             self.shared.notify_changed();
             self.record_grant(name, id, token)
         }))
+    }
+}
+
+#[async_trait]
+impl LockSession for MemorySession {
+    async fn acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        self.take(name, mode, None, timeout).await
+    }
+
+    async fn try_acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+    ) -> Result<Option<Grant>, BackendError> {
+        self.try_take(name, mode, None).await
+    }
+
+    async fn acquire_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        check_permits(name, permits)?;
+        self.take(name, Mode::Shared, Some(permits), timeout).await
+    }
+
+    async fn try_acquire_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+    ) -> Result<Option<Grant>, BackendError> {
+        check_permits(name, permits)?;
+        self.try_take(name, Mode::Shared, Some(permits)).await
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
@@ -162,7 +206,15 @@ impl LockSession for MemorySession {
             .get(&exclusive.0)
             .cloned()
             .ok_or(BackendError::UnknownGrant(exclusive.0))?;
-        let granted = self.shared.lock().downgrade(&name, exclusive.0, self.id);
+        let granted = {
+            let mut state = self.shared.lock();
+            if state.queues.get(&name).and_then(|q| q.permits()).is_some() {
+                return Err(BackendError::InvalidRequest(format!(
+                    "a permit of semaphore \"{name}\" cannot be downgraded"
+                )));
+            }
+            state.downgrade(&name, exclusive.0, self.id)
+        };
         let (id, token) = granted.ok_or(BackendError::Lost)?;
         self.shared.notify_changed();
         Ok(self.record_grant(&name, id, token))

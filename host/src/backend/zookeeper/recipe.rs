@@ -55,6 +55,9 @@ pub(super) enum Waiting {
 pub(super) struct Request<'a> {
     pub shared: &'a Arc<Shared>,
     pub parent: String,
+    /// The node layout (the configured one, or `curator-mutex` for a
+    /// semaphore's internal mutex).
+    pub dialect: super::Dialect,
     pub mode: Mode,
     pub data: &'a [u8],
     pub waiting: Waiting,
@@ -91,16 +94,33 @@ pub(super) async fn acquire(
     let request = Request {
         shared,
         parent: config.lock_path(name),
+        dialect: config.dialect,
         mode,
         data,
         waiting,
     };
-    let dialect = config.dialect;
+    acquire_at(&request, deadline).await
+}
+
+/// Takes the lock `request` describes (at its parent, in its dialect), as
+/// [`acquire`] does: the semaphore's internal mutex uses it directly.
+///
+/// # Errors
+/// As [`acquire`].
+///
+/// # Cancellation safety
+/// As [`acquire`].
+pub(super) async fn acquire_at(
+    request: &Request<'_>,
+    deadline: Option<Instant>,
+) -> Result<Option<OwnedNode>, BackendError> {
+    let shared = request.shared;
+    let (dialect, mode) = (request.dialect, request.mode);
     loop {
         let session = until(deadline, connect(shared, deadline)).await??;
         let prefix = dialect.node_prefix(Uuid::new_v4(), mode)?;
         let mut pending = PendingNode::new(shared, session.generation, &request.parent, &prefix);
-        let outcome = until(deadline, attempt(&request, &session, &prefix, &mut pending)).await??;
+        let outcome = until(deadline, attempt(request, &session, &prefix, &mut pending)).await??;
         match outcome {
             Attempt::Held(node) => {
                 pending.disarm();
@@ -114,7 +134,7 @@ pub(super) async fn acquire(
 
 /// The current session, retrying a failing connect while the deadline allows
 /// (a failover or restart may take a moment).
-async fn connect(
+pub(super) async fn connect(
     shared: &Arc<Shared>,
     deadline: Option<Instant>,
 ) -> Result<Arc<ZkSession>, BackendError> {
@@ -148,7 +168,7 @@ async fn attempt(
     let path = format!("{parent}/{node}");
     pending.created(&path);
     let mut listing: Listing = created.listing;
-    let dialect = shared.connection.config().dialect;
+    let dialect = request.dialect;
     loop {
         let blocker = match turn(&queue(dialect, &listing.children), &node, request.mode) {
             Turn::Held => {
@@ -181,15 +201,22 @@ async fn attempt(
 /// left behind if the node is gone. False: the session ended, start over.
 async fn wait_for_change(session: &ZkSession, blocker: &str) -> Result<bool, BackendError> {
     match session.client.get_and_watch_data(blocker).await {
-        Ok((_, _, watcher)) => {
-            tokio::select! {
-                event = watcher.changed() => Ok(!(event.event_type == EventType::Session
-                    && event.session_state.is_terminated())),
-                () = session.liveness.until_ended() => Ok(false),
-            }
-        }
+        Ok((_, _, watcher)) => Ok(watch_fired(session, watcher).await),
         Err(ZkError::NoNode) => Ok(true),
         Err(error) => retry::after(session, error).await,
+    }
+}
+
+/// Waits until `watcher` fires; false when the session ended meanwhile (start
+/// over).
+pub(super) async fn watch_fired(
+    session: &ZkSession,
+    watcher: zookeeper_client::OneshotWatcher,
+) -> bool {
+    tokio::select! {
+        event = watcher.changed() => !(event.event_type == EventType::Session
+            && event.session_state.is_terminated()),
+        () = session.liveness.until_ended() => false,
     }
 }
 

@@ -11,9 +11,10 @@ use super::handoff::local_token;
 use super::liveness::Health;
 use super::local_request::{self, LocalHeld};
 use super::recipe::{self, OwnedNode, Waiting};
-use super::{Shards, Shared, downgrade, release, shard_for};
+use super::{Shards, Shared, downgrade, release, semaphore, shard_for};
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, settled,
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, check_permits,
+    settled,
 };
 use crate::name::LockName;
 
@@ -45,19 +46,21 @@ enum HeldKind {
     Node(OwnedNode),
     /// A share of this host's node, handed over by the host-local lock task.
     Local(LocalHeld),
+    /// A semaphore permit: its lease node (see `semaphore`).
+    Permit(OwnedNode),
 }
 
 impl Held {
     fn generation(&self) -> u64 {
         match &self.kind {
-            HeldKind::Node(node) => node.generation,
+            HeldKind::Node(node) | HeldKind::Permit(node) => node.generation,
             HeldKind::Local(local) => local.generation,
         }
     }
 
     fn release(self) {
         match self.kind {
-            HeldKind::Node(node) => {
+            HeldKind::Node(node) | HeldKind::Permit(node) => {
                 release::delete_node(&self.shared, node.generation, node.prefix, node.path);
             }
             HeldKind::Local(local) => local.release(),
@@ -82,7 +85,7 @@ impl ZkLockSession {
     fn record(&self, shared: &Arc<Shared>, kind: HeldKind) -> Grant {
         let token = match &kind {
             // A node of its own is grant 0 under it (see `handoff`).
-            HeldKind::Node(node) => local_token(node.token, 0),
+            HeldKind::Node(node) | HeldKind::Permit(node) => local_token(node.token, 0),
             HeldKind::Local(local) => local.token,
         };
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
@@ -127,6 +130,21 @@ impl ZkLockSession {
     }
 }
 
+impl ZkLockSession {
+    /// Takes a permit of semaphore `name` on its shard (see `semaphore`).
+    async fn take_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+        deadline: Option<tokio::time::Instant>,
+        waiting: Waiting,
+    ) -> Result<Option<Grant>, BackendError> {
+        let shared = shard_for(&self.shards, name);
+        let node = semaphore::acquire(shared, name, permits, &self.data, deadline, waiting).await?;
+        Ok(node.map(|node| self.record(shared, HeldKind::Permit(node))))
+    }
+}
+
 #[async_trait]
 impl LockSession for ZkLockSession {
     async fn acquire(
@@ -147,6 +165,34 @@ impl LockSession for ZkLockSession {
         mode: Mode,
     ) -> Result<Option<Grant>, BackendError> {
         self.take(name, mode, None, Waiting::DontWait).await
+    }
+
+    /// A permit has a lease node of its own, even with host-local hand-off
+    /// on (hand-off shares one node among exclusive or shared holders; a
+    /// lease is neither).
+    async fn acquire_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        check_permits(name, permits)?;
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        self.take_permit(name, permits, deadline, Waiting::Wait)
+            .await?
+            .ok_or_else(|| {
+                BackendError::Unavailable("semaphore recipe ended without a grant".into())
+            })
+    }
+
+    async fn try_acquire_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+    ) -> Result<Option<Grant>, BackendError> {
+        check_permits(name, permits)?;
+        self.take_permit(name, permits, None, Waiting::DontWait)
+            .await
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
@@ -225,6 +271,11 @@ impl LockSession for ZkLockSession {
             }
             HeldKind::Local(local) => {
                 HeldKind::Local(local_request::downgrade(&shared, &local).await?)
+            }
+            HeldKind::Permit(_) => {
+                return Err(BackendError::InvalidRequest(
+                    "a semaphore permit cannot be downgraded".into(),
+                ));
             }
         };
         Ok(self.record(&shared, kind))
