@@ -8,18 +8,14 @@ use wardlock_tests::serve::cache_flags;
 /// `wardlock ARGS...` in-process; `run` and `serve` get the tests' compilation
 /// cache unless `args` choose one.
 pub(crate) async fn wardlock(args: &[&str]) -> anyhow::Result<i32> {
-    let mut argv = vec!["wardlock".to_owned()];
-    let mut args = args.iter().map(|a| a.to_string());
-    if let Some(command) = args.next() {
-        argv.push(command.clone());
-        if command == "run" || command == "serve" {
-            let rest: Vec<String> = args.by_ref().collect();
-            let rest_refs: Vec<&str> = rest.iter().map(String::as_str).collect();
-            argv.extend(cache_flags(&rest_refs));
-            argv.extend(rest);
+    let mut argv: Vec<String> = vec!["wardlock".to_owned()];
+    if let Some((command, rest)) = args.split_first() {
+        argv.push(command.to_string());
+        if matches!(*command, "run" | "serve") {
+            argv.extend(cache_flags(rest));
         }
+        argv.extend(rest.iter().map(|a| a.to_string()));
     }
-    argv.extend(args);
     let cli = Cli::try_parse_from(argv)?;
     execute(cli).await
 }
