@@ -14,5 +14,6 @@ wasmtime::component::bindgen!({
         "wasi:io/poll": wasmtime_wasi::p2::bindings::io::poll,
         "wardlock:lock/locks.lock": crate::capability::handle::LockHandle,
         "wardlock:lock/locks.pending-lock": crate::capability::pending::PendingLock,
+        "wardlock:lock/locks.permit": crate::capability::permit::PermitHandle,
     },
 });

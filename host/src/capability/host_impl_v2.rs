@@ -12,6 +12,7 @@ use super::bindings_v2::wardlock::lock::{locks, types};
 use super::handle::LockHandle;
 use super::host_impl::{acquire_calls, lock_methods};
 use super::pending::PendingLock;
+use super::permit::PermitHandle;
 
 impl types::Host for WardlockView<'_> {}
 
@@ -55,6 +56,64 @@ impl locks::Host for WardlockView<'_> {
             Err(error) => Ok(Err(error.into())),
         }
     }
+
+    // WAVE-STUB (helper A): permits.
+    async fn acquire_permit(
+        &mut self,
+        _name: String,
+        _permits: u32,
+        _timeout_ms: Option<u64>,
+    ) -> wasmtime::Result<Result<Resource<PermitHandle>, types::Error>> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+
+    async fn try_acquire_permit(
+        &mut self,
+        _name: String,
+        _permits: u32,
+    ) -> wasmtime::Result<Result<Option<Resource<PermitHandle>>, types::Error>> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+
+    // WAVE-STUB (helper B): revocation.
+    async fn request_revocation(
+        &mut self,
+        _name: String,
+    ) -> wasmtime::Result<Result<u32, types::Error>> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+}
+
+// WAVE-STUB (helper A): permits.
+impl locks::HostPermit for WardlockView<'_> {
+    async fn name(&mut self, _p: Resource<PermitHandle>) -> wasmtime::Result<String> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+    async fn permits(&mut self, _p: Resource<PermitHandle>) -> wasmtime::Result<u32> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+    async fn fencing_token(&mut self, _p: Resource<PermitHandle>) -> wasmtime::Result<u64> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+    async fn status(&mut self, _p: Resource<PermitHandle>) -> wasmtime::Result<types::Status> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+    async fn release(
+        &mut self,
+        _p: Resource<PermitHandle>,
+    ) -> wasmtime::Result<Result<(), types::Error>> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+    async fn subscribe(
+        &mut self,
+        _p: Resource<PermitHandle>,
+    ) -> wasmtime::Result<Resource<DynPollable>> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+    async fn drop(&mut self, p: Resource<PermitHandle>) -> wasmtime::Result<()> {
+        self.table.delete(p)?;
+        Ok(())
+    }
 }
 
 impl locks::HostLock for WardlockView<'_> {
@@ -67,6 +126,21 @@ impl locks::HostLock for WardlockView<'_> {
         let handle = self.table.get_mut(&lock)?;
         self.ctx.subscribe(handle);
         wasmtime_wasi::p2::subscribe(self.table, lock)
+    }
+
+    // WAVE-STUB (helper B): revocation.
+    async fn revocation_requested(
+        &mut self,
+        _lock: Resource<LockHandle>,
+    ) -> wasmtime::Result<bool> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
+    }
+
+    async fn subscribe_revocation(
+        &mut self,
+        _lock: Resource<LockHandle>,
+    ) -> wasmtime::Result<Resource<DynPollable>> {
+        Err(wasmtime::Error::msg("WAVE-STUB"))
     }
 }
 

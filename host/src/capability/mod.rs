@@ -34,6 +34,7 @@ mod handle;
 mod host_impl;
 mod host_impl_v2;
 mod pending;
+mod permit;
 
 use wasmtime::component::{HasData, Linker, ResourceTable};
 
@@ -41,6 +42,7 @@ pub use ctx::WardlockCtx;
 pub use error::LockError;
 pub use handle::LockHandle;
 pub use pending::PendingLock;
+pub use permit::PermitHandle;
 
 /// The lock capability's borrowed view of one instance's state: its
 /// [`WardlockCtx`] and the resource table holding its `lock` handles.
