@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
-use wardlock_host::backend::StatusChange;
+use wardlock_host::backend::{Request, StatusChange};
 use wardlock_host::{
     BackendError, Grant, GrantId, GrantStatus, LockBackend, LockName, LockSession, Mode,
 };
@@ -50,14 +50,14 @@ struct TapSession {
 
 #[async_trait]
 impl LockSession for TapSession {
-    async fn acquire(
+    async fn acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
+        let name = request.name;
         let _ = self.report.send((name.to_string(), Instant::now()));
-        let grant = self.inner.acquire(name, mode, timeout).await;
+        let grant = self.inner.acquire_request(request, timeout).await;
         if grant.is_ok() {
             let _ = self
                 .report
@@ -66,13 +66,12 @@ impl LockSession for TapSession {
         grant
     }
 
-    async fn try_acquire(
+    async fn try_acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
     ) -> Result<Option<Grant>, BackendError> {
-        let _ = self.report.send((name.to_string(), Instant::now()));
-        self.inner.try_acquire(name, mode).await
+        let _ = self.report.send((request.name.to_string(), Instant::now()));
+        self.inner.try_acquire_request(request).await
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {

@@ -8,6 +8,7 @@
 
 mod error;
 pub mod memory;
+mod request;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
@@ -16,6 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use error::BackendError;
+pub use request::{Request, RequestKind};
 
 use crate::name::LockName;
 
@@ -133,6 +135,40 @@ pub enum Health {
 /// needs I/O); dropping an [`LockSession::acquire`] future withdraws its wait.
 #[async_trait]
 pub trait LockSession: Send + Sync {
+    /// Waits until `request` (a lock in a mode, or a semaphore permit) is
+    /// granted, or until `timeout` passes. What backends implement; callers
+    /// use [`LockSession::acquire`] and [`LockSession::acquire_permit`].
+    ///
+    /// # Errors
+    /// [`BackendError::Timeout`] when `timeout` passed first;
+    /// [`BackendError::Unavailable`] when the lock service failed;
+    /// [`BackendError::Lost`] when the session ended while waiting;
+    /// for permits, those of [`LockSession::acquire_permit`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: dropping the future before it completes leaves nothing queued
+    /// and nothing held, even if the grant raced with the drop.
+    async fn acquire_request(
+        &self,
+        request: Request<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError>;
+
+    /// Grants `request` only if that needs no waiting; `Ok(None)` otherwise.
+    /// What backends implement; callers use [`LockSession::try_acquire`] and
+    /// [`LockSession::try_acquire_permit`].
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when the lock service failed; for
+    /// permits, those of [`LockSession::acquire_permit`] but `Timeout`.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe, as [`LockSession::acquire_request`].
+    async fn try_acquire_request(
+        &self,
+        request: Request<'_>,
+    ) -> Result<Option<Grant>, BackendError>;
+
     /// Waits until `name` is granted in `mode`, or until `timeout` passes.
     ///
     /// # Errors
@@ -141,14 +177,16 @@ pub trait LockSession: Send + Sync {
     /// [`BackendError::Lost`] when the session ended while waiting.
     ///
     /// # Cancellation safety
-    /// Cancel safe: dropping the future before it completes leaves nothing queued
-    /// and nothing held, even if the grant raced with the drop.
+    /// Cancel safe, as [`LockSession::acquire_request`].
     async fn acquire(
         &self,
         name: &LockName,
         mode: Mode,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError>;
+    ) -> Result<Grant, BackendError> {
+        self.acquire_request(Request::lock(name, mode), timeout)
+            .await
+    }
 
     /// Takes `name` in `mode` only if that needs no waiting; `Ok(None)` otherwise.
     ///
@@ -156,9 +194,14 @@ pub trait LockSession: Send + Sync {
     /// [`BackendError::Unavailable`] when the lock service failed.
     ///
     /// # Cancellation safety
-    /// Cancel safe, as [`LockSession::acquire`].
-    async fn try_acquire(&self, name: &LockName, mode: Mode)
-    -> Result<Option<Grant>, BackendError>;
+    /// Cancel safe, as [`LockSession::acquire_request`].
+    async fn try_acquire(
+        &self,
+        name: &LockName,
+        mode: Mode,
+    ) -> Result<Option<Grant>, BackendError> {
+        self.try_acquire_request(Request::lock(name, mode)).await
+    }
 
     /// Releases a grant. Returns without waiting for the lock service to confirm:
     /// a backend that needs I/O finishes (and retries) the release in the background.
@@ -228,11 +271,10 @@ pub trait LockSession: Send + Sync {
     /// [`BackendError::Timeout`] when `timeout` passed first;
     /// [`BackendError::Unavailable`] when the lock service failed;
     /// [`BackendError::Lost`] when the session ended while waiting;
-    /// [`BackendError::Unsupported`] when the backend has no semaphores (the
-    /// default).
+    /// [`BackendError::Unsupported`] when the backend has no semaphores.
     ///
     /// # Cancellation safety
-    /// Cancel safe, as [`LockSession::acquire`]: dropping the future leaves
+    /// Cancel safe, as [`LockSession::acquire_request`]: dropping the future leaves
     /// nothing queued and nothing held (on ZooKeeper: no lease node and no
     /// internal mutex node).
     async fn acquire_permit(
@@ -241,10 +283,8 @@ pub trait LockSession: Send + Sync {
         permits: u32,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        let _ = (name, permits, timeout);
-        Err(BackendError::Unsupported(
-            "this lock backend has no semaphores".into(),
-        ))
+        self.acquire_request(Request::permit(name, permits), timeout)
+            .await
     }
 
     /// Takes a permit of semaphore `name` only if that needs no waiting;
@@ -260,10 +300,8 @@ pub trait LockSession: Send + Sync {
         name: &LockName,
         permits: u32,
     ) -> Result<Option<Grant>, BackendError> {
-        let _ = (name, permits);
-        Err(BackendError::Unsupported(
-            "this lock backend has no semaphores".into(),
-        ))
+        self.try_acquire_request(Request::permit(name, permits))
+            .await
     }
 }
 

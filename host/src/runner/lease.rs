@@ -15,8 +15,9 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange};
-use crate::name::LockName;
+use crate::backend::{
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Request, StatusChange,
+};
 
 #[derive(Default)]
 struct Held {
@@ -124,23 +125,21 @@ impl LeasedSession {
 
 #[async_trait]
 impl LockSession for LeasedSession {
-    async fn acquire(
+    async fn acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        let grant = self.inner.acquire(name, mode, timeout).await?;
+        let grant = self.inner.acquire_request(request, timeout).await?;
         self.granted(&grant);
         Ok(grant)
     }
 
-    async fn try_acquire(
+    async fn try_acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
     ) -> Result<Option<Grant>, BackendError> {
-        let grant = self.inner.try_acquire(name, mode).await?;
+        let grant = self.inner.try_acquire_request(request).await?;
         if let Some(grant) = &grant {
             self.granted(grant);
         }
@@ -205,8 +204,9 @@ impl LockSession for LeasedSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::LockBackend;
     use crate::backend::memory::MemoryBackend;
+    use crate::backend::{LockBackend, Mode};
+    use crate::name::LockName;
 
     const BOUND: Duration = Duration::from_millis(300);
 
@@ -241,5 +241,21 @@ mod tests {
         session.release(grant.id).expect("held");
         let expired = tokio::time::timeout(BOUND * 2, lease.expired()).await;
         assert!(expired.is_err(), "a released grant expired");
+    }
+
+    /// A semaphore permit goes through the lease like a lock (the wrapper
+    /// forwards every kind of request), and is timed like one.
+    #[tokio::test]
+    async fn a_permit_is_leased_like_a_lock() {
+        let backend = MemoryBackend::new();
+        let (session, lease) = Lease::wrap(backend.open_session("t"), BOUND);
+        let name = LockName::new("pool").expect("valid name");
+        let permit = session
+            .acquire_permit(&name, 2, None)
+            .await
+            .expect("a permit through the lease");
+        assert_eq!(session.status(permit.id), GrantStatus::Held);
+        lease.expired().await;
+        assert_eq!(session.status(permit.id), GrantStatus::Lost);
     }
 }

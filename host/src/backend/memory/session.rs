@@ -9,8 +9,8 @@ use tokio::sync::oneshot;
 
 use super::Shared;
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, check_permits,
-    settled,
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind,
+    StatusChange, check_permits, settled,
 };
 use crate::name::LockName;
 
@@ -148,40 +148,21 @@ impl MemorySession {
 
 #[async_trait]
 impl LockSession for MemorySession {
-    async fn acquire(
+    async fn acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        self.take(name, mode, None, timeout).await
+        let (mode, permits) = queue_entry(request)?;
+        self.take(request.name, mode, permits, timeout).await
     }
 
-    async fn try_acquire(
+    async fn try_acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
     ) -> Result<Option<Grant>, BackendError> {
-        self.try_take(name, mode, None).await
-    }
-
-    async fn acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        check_permits(name, permits)?;
-        self.take(name, Mode::Shared, Some(permits), timeout).await
-    }
-
-    async fn try_acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-    ) -> Result<Option<Grant>, BackendError> {
-        check_permits(name, permits)?;
-        self.try_take(name, Mode::Shared, Some(permits)).await
+        let (mode, permits) = queue_entry(request)?;
+        self.try_take(request.name, mode, permits).await
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
@@ -248,6 +229,18 @@ impl LockSession for MemorySession {
                 Err(_) => std::future::pending().await,
             }
         })
+    }
+}
+
+/// How `request` waits in a memory queue: a lock in its mode; a permit as a
+/// shared entry that counts against the semaphore's `permits`.
+fn queue_entry(request: Request<'_>) -> Result<(Mode, Option<u32>), BackendError> {
+    match request.kind {
+        RequestKind::Lock(mode) => Ok((mode, None)),
+        RequestKind::Permit(permits) => {
+            check_permits(request.name, permits)?;
+            Ok((Mode::Shared, Some(permits)))
+        }
     }
 }
 

@@ -13,8 +13,8 @@ use super::local_request::{self, LocalHeld};
 use super::recipe::{self, OwnedNode, Waiting};
 use super::{Shards, Shared, downgrade, release, semaphore, shard_for};
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, StatusChange, check_permits,
-    settled,
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind,
+    StatusChange, check_permits, settled,
 };
 use crate::name::LockName;
 
@@ -131,6 +131,27 @@ impl ZkLockSession {
 }
 
 impl ZkLockSession {
+    /// Takes what `request` asks for: a lock ([`Self::take`]) or a permit.
+    ///
+    /// A permit has a lease node of its own, even with host-local hand-off
+    /// on (hand-off shares one node among exclusive or shared holders; a
+    /// lease is neither).
+    async fn take_request(
+        &self,
+        request: Request<'_>,
+        deadline: Option<tokio::time::Instant>,
+        waiting: Waiting,
+    ) -> Result<Option<Grant>, BackendError> {
+        match request.kind {
+            RequestKind::Lock(mode) => self.take(request.name, mode, deadline, waiting).await,
+            RequestKind::Permit(permits) => {
+                check_permits(request.name, permits)?;
+                self.take_permit(request.name, permits, deadline, waiting)
+                    .await
+            }
+        }
+    }
+
     /// Takes a permit of semaphore `name` on its shard (see `semaphore`).
     async fn take_permit(
         &self,
@@ -147,52 +168,22 @@ impl ZkLockSession {
 
 #[async_trait]
 impl LockSession for ZkLockSession {
-    async fn acquire(
+    async fn acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        self.take(name, mode, deadline, Waiting::Wait)
+        self.take_request(request, deadline, Waiting::Wait)
             .await?
             .ok_or_else(|| BackendError::Unavailable("lock recipe ended without a grant".into()))
     }
 
-    async fn try_acquire(
+    async fn try_acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
     ) -> Result<Option<Grant>, BackendError> {
-        self.take(name, mode, None, Waiting::DontWait).await
-    }
-
-    /// A permit has a lease node of its own, even with host-local hand-off
-    /// on (hand-off shares one node among exclusive or shared holders; a
-    /// lease is neither).
-    async fn acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        check_permits(name, permits)?;
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        self.take_permit(name, permits, deadline, Waiting::Wait)
-            .await?
-            .ok_or_else(|| {
-                BackendError::Unavailable("semaphore recipe ended without a grant".into())
-            })
-    }
-
-    async fn try_acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-    ) -> Result<Option<Grant>, BackendError> {
-        check_permits(name, permits)?;
-        self.take_permit(name, permits, None, Waiting::DontWait)
-            .await
+        self.take_request(request, None, Waiting::DontWait).await
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {

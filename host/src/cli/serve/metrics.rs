@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode, StatusChange,
+    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode, Request,
+    RequestKind, StatusChange,
 };
-use crate::name::LockName;
 use async_trait::async_trait;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -225,10 +225,10 @@ impl Drop for Waiting {
 }
 
 impl MeteredSession {
-    fn labels(&self, mode: Mode) -> LockLabels {
+    fn labels(&self, kind: RequestKind) -> LockLabels {
         LockLabels {
             plugin: self.plugin.clone(),
-            mode: mode.as_str().to_owned(),
+            mode: kind.as_str().to_owned(),
         }
     }
 
@@ -272,18 +272,17 @@ impl MeteredSession {
 
 #[async_trait]
 impl LockSession for MeteredSession {
-    async fn acquire(
+    async fn acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        let labels = self.labels(mode);
+        let labels = self.labels(request.kind);
         let gauge = self.metrics.waiters.get_or_create(&labels).clone();
         gauge.inc();
         let waiting = Waiting(gauge);
         let started = Instant::now();
-        let result = self.inner.acquire(name, mode, timeout).await;
+        let result = self.inner.acquire_request(request, timeout).await;
         drop(waiting);
         match &result {
             Ok(grant) => self.granted(grant, labels, started.elapsed()),
@@ -292,14 +291,13 @@ impl LockSession for MeteredSession {
         result
     }
 
-    async fn try_acquire(
+    async fn try_acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
     ) -> Result<Option<Grant>, BackendError> {
-        let result = self.inner.try_acquire(name, mode).await;
+        let result = self.inner.try_acquire_request(request).await;
         if let Ok(Some(grant)) = &result {
-            self.granted(grant, self.labels(mode), Duration::ZERO);
+            self.granted(grant, self.labels(request.kind), Duration::ZERO);
         }
         result
     }
@@ -307,7 +305,11 @@ impl LockSession for MeteredSession {
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
         let result = self.inner.downgrade(exclusive).await;
         if let Ok(grant) = &result {
-            self.granted(grant, self.labels(Mode::Shared), Duration::ZERO);
+            self.granted(
+                grant,
+                self.labels(RequestKind::Lock(Mode::Shared)),
+                Duration::ZERO,
+            );
         }
         result
     }
@@ -342,6 +344,44 @@ impl Drop for MeteredSession {
         let held: Vec<_> = self.held().drain().map(|(_, held)| held).collect();
         for held in held {
             self.ended(held);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::memory::MemoryBackend;
+    use crate::name::LockName;
+
+    /// A semaphore permit goes through the metered session (the wrapper
+    /// forwards every kind of request) and is counted with `mode="permit"`.
+    #[tokio::test]
+    async fn a_permit_is_counted_apart_from_locks() {
+        let metrics = Metrics::new();
+        let backend = MeteredBackend::new(Arc::new(MemoryBackend::new()), "p", metrics.clone());
+        let session = backend.open_session("t");
+        let name = LockName::new("pool").expect("valid name");
+        let permit = session
+            .acquire_permit(&name, 2, None)
+            .await
+            .expect("a permit through the metered session");
+        session
+            .acquire(
+                &LockName::new("l").expect("valid name"),
+                Mode::Exclusive,
+                None,
+            )
+            .await
+            .expect("a lock");
+        session.release(permit.id).expect("held");
+        let text = metrics.encode();
+        for line in [
+            r#"wardlock_grants_total{plugin="p",mode="permit"} 1"#,
+            r#"wardlock_grants_total{plugin="p",mode="exclusive"} 1"#,
+            r#"wardlock_hold_seconds_count{plugin="p",mode="permit"} 1"#,
+        ] {
+            assert!(text.contains(line), "no `{line}` in:\n{text}");
         }
     }
 }
