@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 use wardlock_host::backend::{Request, StatusChange};
-use wardlock_host::{
-    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockName, LockSession, Mode,
-};
+use wardlock_host::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession};
 
 /// One request seen by a [`Tap`]: the lock name and when it arrived; an
 /// `acquire` that succeeds is reported again as `granted <name>`.
