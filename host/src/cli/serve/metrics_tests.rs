@@ -1,0 +1,36 @@
+//! Unit tests of the metered session.
+
+use super::*;
+use crate::backend::memory::MemoryBackend;
+use crate::name::LockName;
+
+/// A semaphore permit goes through the metered session (the wrapper
+/// forwards every kind of request) and is counted with `mode="permit"`.
+#[tokio::test]
+async fn a_permit_is_counted_apart_from_locks() {
+    let metrics = Metrics::new();
+    let backend = MeteredBackend::new(Arc::new(MemoryBackend::new()), "p", metrics.clone());
+    let session = backend.open_session("t");
+    let name = LockName::new("pool").expect("valid name");
+    let permit = session
+        .acquire_permit(&name, 2, None)
+        .await
+        .expect("a permit through the metered session");
+    session
+        .acquire(
+            &LockName::new("l").expect("valid name"),
+            Mode::Exclusive,
+            None,
+        )
+        .await
+        .expect("a lock");
+    session.release(permit.id).expect("held");
+    let text = metrics.encode();
+    for line in [
+        r#"wardlock_grants_total{plugin="p",mode="permit"} 1"#,
+        r#"wardlock_grants_total{plugin="p",mode="exclusive"} 1"#,
+        r#"wardlock_hold_seconds_count{plugin="p",mode="permit"} 1"#,
+    ] {
+        assert!(text.contains(line), "no `{line}` in:\n{text}");
+    }
+}
