@@ -200,6 +200,8 @@ impl LockSession for LeasedSession {
             }
         })
     }
+
+    crate::forward_revocation!(inner);
 }
 
 #[cfg(test)]

@@ -65,6 +65,8 @@ pub(super) struct LocalGrant {
     /// The session generation of the host's node.
     pub generation: u64,
     pub token: u64,
+    /// The host's node (revocation watches it).
+    pub path: String,
 }
 
 /// What a guest asks of a host-local lock.

@@ -20,6 +20,8 @@ pub(super) struct LocalHeld {
     pub id: u64,
     pub generation: u64,
     pub token: u64,
+    /// The host's node that covers the grant.
+    pub path: String,
     /// The task, which hands the lock on when this grant is released.
     pub task: mpsc::UnboundedSender<Message>,
 }
@@ -88,7 +90,12 @@ pub(super) async fn acquire(
         armed: true,
     };
     let answer = until(deadline, answer).await?.map_err(|_| task_ended())??;
-    let Some(LocalGrant { generation, token }) = answer else {
+    let Some(LocalGrant {
+        generation,
+        token,
+        path,
+    }) = answer
+    else {
         return Ok(None);
     };
     withdraw.armed = false;
@@ -96,6 +103,7 @@ pub(super) async fn acquire(
         id,
         generation,
         token,
+        path,
         task: task.clone(),
     }))
 }
@@ -126,12 +134,17 @@ pub(super) async fn downgrade(
         id: new_id,
         armed: true,
     };
-    let LocalGrant { generation, token } = answer.await.map_err(|_| task_ended())??;
+    let LocalGrant {
+        generation,
+        token,
+        path,
+    } = answer.await.map_err(|_| task_ended())??;
     withdraw.armed = false;
     Ok(LocalHeld {
         id: new_id,
         generation,
         token,
+        path,
         task: task.clone(),
     })
 }

@@ -66,6 +66,7 @@ impl HostNode {
         let grant = LocalGrant {
             generation: self.owned.generation,
             token: local_token(self.owned.token, self.grants),
+            path: self.owned.path.clone(),
         };
         self.grants += 1;
         if self.grants >= GRANTS_PER_NODE {

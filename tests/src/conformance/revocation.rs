@@ -1,0 +1,48 @@
+//! The conformance suite's revocation check (issue 13): it holds on every
+//! backend, ZooKeeper with host-local hand-off included (where the host's
+//! holders share one node, so one write asks them all).
+
+use wardlock_host::Mode;
+
+use super::Subject;
+use crate::{TEST_WAIT_LIMIT, name, spawn_acquire};
+
+/// A revocation request reaches every current holder (two readers), not a
+/// waiter: each holder's `revoked` future wakes and `revocation_requested`
+/// turns true, while the locks stay held until released; then the waiting
+/// writer is granted. Nobody holding: 0 asked.
+pub(super) async fn revocation_reaches_every_holder(s: &Subject) {
+    let lock = name("conf/revoke");
+    let a = s.backend.open_session("a");
+    let b = s.backend.open_session("b");
+    let asker = s.backend.open_session("asker");
+    let ra = a.acquire(&lock, Mode::Shared, None).await.expect("a reads");
+    let rb = b.acquire(&lock, Mode::Shared, None).await.expect("b reads");
+    assert!(!a.revocation_requested(ra.id).await, "nobody asked yet");
+    let woken_a = a.revoked(ra.id);
+    let woken_b = b.revoked(rb.id);
+    let writer = spawn_acquire(s.backend.open_session("w"), "conf/revoke", Mode::Exclusive);
+    s.probe.wait_len("conf/revoke", 3).await;
+    let asked = asker
+        .request_revocation(&lock)
+        .await
+        .expect("request revocation");
+    // Two holders; with host-local hand-off they share one node (asked once).
+    assert!((1..=2).contains(&asked), "asked {asked}");
+    tokio::time::timeout(TEST_WAIT_LIMIT, woken_a)
+        .await
+        .expect("a's revoked future woke");
+    tokio::time::timeout(TEST_WAIT_LIMIT, woken_b)
+        .await
+        .expect("b's revoked future woke");
+    assert!(a.revocation_requested(ra.id).await);
+    assert!(b.revocation_requested(rb.id).await);
+    assert!(!writer.is_finished(), "cooperative: the readers still hold");
+    a.release(ra.id).expect("release a");
+    b.release(rb.id).expect("release b");
+    let (w, granted) = writer.await.expect("writer task");
+    let granted = granted.expect("writer granted once the readers gave up");
+    w.release(granted.id).expect("release w");
+    s.probe.wait_len("conf/revoke", 0).await;
+    assert_eq!(asker.request_revocation(&lock).await, Ok(0), "nobody holds");
+}
