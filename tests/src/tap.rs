@@ -14,7 +14,8 @@ use wardlock_host::{
 
 /// One request seen by a [`Tap`]: the lock name and when it arrived; an
 /// `acquire` that succeeds is reported again as `granted <name>`, a
-/// revocation request as `revoke <name>`.
+/// revocation request as `revoke <name>` when it arrives and `asked <name>`
+/// when the backend answered it.
 pub type Tapped = (String, Instant);
 
 /// Wraps a backend; every `acquire`, `try_acquire` and `request_revocation`
@@ -103,7 +104,9 @@ impl LockSession for TapSession {
 
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         let _ = self.report.send((format!("revoke {name}"), Instant::now()));
-        self.inner.request_revocation(name).await
+        let asked = self.inner.request_revocation(name).await;
+        let _ = self.report.send((format!("asked {name}"), Instant::now()));
+        asked
     }
 }
 

@@ -307,8 +307,10 @@ pub trait LockSession: Send + Sync {
     /// asked (0 when nobody holds `name`); waits for none of them to release.
     /// On ZooKeeper it writes `__REVOKE__` ([`REVOKE_MESSAGE`]) into each
     /// holder's node, as Curator's `Revoker` does, so other hosts' holders and
-    /// Curator's revocable locks hear it too; a holder whose node went
-    /// meanwhile is not counted. A semaphore's permits are not lock holders
+    /// Curator's revocable locks hear it too, and counts the nodes written: a
+    /// node whose holder went meanwhile is not counted, and the holders of one
+    /// host sharing a node through host-local hand-off count once (all of them
+    /// are asked; the node takes no more local holders). A semaphore's permits are not lock holders
     /// and are never asked.
     ///
     /// # Errors

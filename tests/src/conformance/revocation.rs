@@ -10,7 +10,8 @@ use crate::{TEST_WAIT_LIMIT, name, spawn_acquire};
 /// A revocation request reaches every current holder (two readers), not a
 /// waiter: each holder's `revoked` future wakes and `revocation_requested`
 /// turns true, while the locks stay held until released; then the waiting
-/// writer is granted. Nobody holding: 0 asked.
+/// writer is granted, and is not asked (with hand-off: it gets a new node,
+/// the revoked one drained). Nobody holding: 0 asked.
 pub(super) async fn revocation_reaches_every_holder(s: &Subject) {
     let lock = name("conf/revoke");
     let a = s.backend.open_session("a");
@@ -42,6 +43,10 @@ pub(super) async fn revocation_reaches_every_holder(s: &Subject) {
     b.release(rb.id).expect("release b");
     let (w, granted) = writer.await.expect("writer task");
     let granted = granted.expect("writer granted once the readers gave up");
+    assert!(
+        !w.revocation_requested(granted.id).await,
+        "a holder granted after the request was not asked"
+    );
     w.release(granted.id).expect("release w");
     s.probe.wait_len("conf/revoke", 0).await;
     assert_eq!(asker.request_revocation(&lock).await, Ok(0), "nobody holds");

@@ -31,6 +31,17 @@ impl LocalHeld {
     pub fn release(&self) {
         let _ = self.task.send(Message::Release { id: self.id });
     }
+
+    /// What to do when this grant's revocation watch sees `__REVOKE__`: tell
+    /// the task, which drains the node (see `revoke`).
+    pub fn on_revoked(&self) -> super::revoke::OnAsked {
+        let task = self.task.clone();
+        Box::new(move |path: &str| {
+            let _ = task.send(Message::Revoked {
+                path: path.to_owned(),
+            });
+        })
+    }
 }
 
 /// Withdraws a request from its task unless disarmed (the acquire was

@@ -9,9 +9,12 @@
 //! watch existed. One task per watched grant re-reads the node after each data
 //! change and ends with the grant, the node or the ZooKeeper session.
 //!
-//! With host-local hand-off one node serves every local holder of the lock in
-//! turn: a revocation addresses the node, so it reaches each local holder of
-//! it, including later ones under the same node.
+//! With host-local hand-off one node serves the host's local holders: a
+//! revocation addresses the node, so it reaches every local holder under it.
+//! The first holder whose watch sees it tells the lock's task, which then
+//! drains the node (no more local grants under it): the node goes once its
+//! holders gave up, and the host's next local holders queue a new node,
+//! behind whoever asked.
 
 use std::sync::Arc;
 
@@ -36,6 +39,10 @@ pub(super) enum Seen {
     Asked,
 }
 
+/// Called once when a watch sees `__REVOKE__` (a host-local grant tells its
+/// lock's task).
+pub(super) type OnAsked = Box<dyn FnOnce(&str) + Send>;
+
 /// Starts watching the node at `path` (made on session `generation`) for
 /// `__REVOKE__`, until `alive` closes (the grant ended).
 pub(super) fn watch_node(
@@ -43,6 +50,7 @@ pub(super) fn watch_node(
     generation: u64,
     path: String,
     mut alive: watch::Receiver<()>,
+    on_asked: Option<OnAsked>,
 ) -> watch::Receiver<Seen> {
     let (seen, receiver) = watch::channel(Seen::Unknown);
     let task_shared = shared.clone();
@@ -50,7 +58,7 @@ pub(super) fn watch_node(
         tokio::select! {
             // Never sent to: this is the grant ending.
             _ = alive.changed() => {}
-            () = follow(&task_shared, generation, &path, &seen) => {}
+            () = follow(&task_shared, generation, &path, &seen, on_asked) => {}
         }
     });
     receiver
@@ -58,7 +66,15 @@ pub(super) fn watch_node(
 
 /// Reads the node with a data watch until it carries `__REVOKE__`, the node
 /// goes or the session ends. Each turn waits for one event on the node.
-async fn follow(shared: &Arc<Shared>, generation: u64, path: &str, seen: &watch::Sender<Seen>) {
+/// `on_asked` runs before the holder is told, so whatever the holder does
+/// next (releasing) reaches the lock's task after it.
+async fn follow(
+    shared: &Arc<Shared>,
+    generation: u64,
+    path: &str,
+    seen: &watch::Sender<Seen>,
+    mut on_asked: Option<OnAsked>,
+) {
     let Some(session) = shared.connection.session_of(generation) else {
         return;
     };
@@ -66,6 +82,9 @@ async fn follow(shared: &Arc<Shared>, generation: u64, path: &str, seen: &watch:
         match session.client.get_and_watch_data(path).await {
             Ok((data, _, watcher)) => {
                 if data == REVOKE_MESSAGE {
+                    if let Some(on_asked) = on_asked.take() {
+                        on_asked(path);
+                    }
                     seen.send_replace(Seen::Asked);
                     return;
                 }

@@ -64,15 +64,15 @@ impl Held {
     /// The revocation watch of this grant, started on first use; `None` for
     /// a permit (revocation is for locks).
     fn revocation(&mut self) -> Option<tokio::sync::watch::Receiver<revoke::Seen>> {
-        let path = match &self.kind {
-            HeldKind::Node(node) => node.path.clone(),
-            HeldKind::Local(local) => local.path.clone(),
+        let (path, on_asked) = match &self.kind {
+            HeldKind::Node(node) => (node.path.clone(), None),
+            HeldKind::Local(local) => (local.path.clone(), Some(local.on_revoked())),
             HeldKind::Permit(_) => return None,
         };
         let (shared, generation, alive) = (&self.shared, self.generation(), &self.alive);
-        let seen = self
-            .revocation
-            .get_or_insert_with(|| revoke::watch_node(shared, generation, path, alive.subscribe()));
+        let seen = self.revocation.get_or_insert_with(|| {
+            revoke::watch_node(shared, generation, path, alive.subscribe(), on_asked)
+        });
         Some(seen.clone())
     }
 

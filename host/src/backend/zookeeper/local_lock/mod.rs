@@ -258,6 +258,11 @@ impl LocalLock {
                 let waiting = self.waiters.iter().filter(|w| !w.reply.is_closed());
                 let _ = reply.send(self.holders.len() + waiting.count());
             }
+            Message::Revoked { path } => {
+                if let Some(node) = self.node.as_mut().filter(|n| n.owned.path == path) {
+                    node.draining = true;
+                }
+            }
         }
     }
 
