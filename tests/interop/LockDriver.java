@@ -9,6 +9,12 @@
 //            downgrade       (rw-write) lock write, lock read, unlock write, print "downgraded",
 //                            wait for a line, unlock read, print "released"
 //            hold-forever    lock, print "holding", never return (the test kills the process)
+//            revocable-hold  (mutex) makeRevocable with a listener, lock, print "holding"; once
+//                            revocation is requested print "revoked", unlock, print "released"
+//                            (exit 1 if none comes within 60 s)
+//            revoke-holder   (mutex) Revoker.attemptRevoke on the first participant node (the
+//                            holder), print "revoked", then lock (30 s at most), print
+//                            "acquired", unlock, print "released"
 //   KIND semaphore (InterProcessSemaphoreV2 at PATH), COMMAND:
 //            leases THREADS N PERMITS EVENTS  print "ready"; THREADS threads, each with its own semaphore of
 //                            PERMITS leases, N times: acquire a lease (30 s at most), create
@@ -21,6 +27,8 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.Collection;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -29,6 +37,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.zookeeper.CreateMode;
 import org.apache.curator.retry.RetryNTimes;
 
@@ -133,6 +142,40 @@ public class LockDriver {
                 rw.readLock().release();
                 say("released");
                 break;
+            case "revocable-hold": {
+                InterProcessMutex mutex = (InterProcessMutex) lock;
+                CountDownLatch asked = new CountDownLatch(1);
+                // The listener runs on Curator's thread; the mutex must be
+                // released by the thread that took it, so it only signals.
+                mutex.makeRevocable(revoked -> asked.countDown());
+                mutex.acquire();
+                say("holding");
+                if (!asked.await(60, TimeUnit.SECONDS)) {
+                    System.err.println("no revocation request within 60 s");
+                    System.exit(1);
+                }
+                say("revoked");
+                mutex.release();
+                say("released");
+                break;
+            }
+            case "revoke-holder": {
+                Collection<String> nodes = ((InterProcessMutex) lock).getParticipantNodes();
+                if (nodes.isEmpty()) {
+                    System.err.println("nobody holds " + path);
+                    System.exit(1);
+                }
+                Revoker.attemptRevoke(client, nodes.iterator().next());
+                say("revoked");
+                if (!lock.acquire(30, TimeUnit.SECONDS)) {
+                    System.err.println("the holder did not give " + path + " up within 30 s");
+                    System.exit(1);
+                }
+                say("acquired");
+                lock.release();
+                say("released");
+                break;
+            }
             case "hold-forever":
                 lock.acquire();
                 say("holding");

@@ -13,8 +13,10 @@ use crate::{
     spawn_acquire, spawn_run, token_of,
 };
 
+mod revocation;
 mod semaphore;
 
+use self::revocation::revocation_reaches_every_holder;
 use self::semaphore::{semaphore_abandoned_waits_leave_nothing, semaphore_admits_its_permits};
 
 /// A backend under test and a probe observing it.
@@ -74,6 +76,7 @@ macro_rules! conformance_checks {
             status_subscriber_wakes_on_release,
             semaphore_admits_its_permits,
             semaphore_abandoned_waits_leave_nothing,
+            revocation_reaches_every_holder,
         );
     };
 }

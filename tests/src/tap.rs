@@ -7,14 +7,19 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
-use wardlock_host::backend::{Request, StatusChange};
-use wardlock_host::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession};
+use wardlock_host::backend::{Request, Revoked, StatusChange};
+use wardlock_host::{
+    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockName, LockSession,
+};
 
 /// One request seen by a [`Tap`]: the lock name and when it arrived; an
-/// `acquire` that succeeds is reported again as `granted <name>`.
+/// `acquire` that succeeds is reported again as `granted <name>`, a
+/// revocation request as `revoke <name>` when it arrives and `asked <name>`
+/// when the backend answered it.
 pub type Tapped = (String, Instant);
 
-/// Wraps a backend; every `acquire` and `try_acquire` is reported first.
+/// Wraps a backend; every `acquire`, `try_acquire` and `request_revocation`
+/// is reported first.
 pub struct Tap {
     inner: Arc<dyn LockBackend>,
     report: mpsc::UnboundedSender<Tapped>,
@@ -86,6 +91,21 @@ impl LockSession for TapSession {
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
         self.inner.downgrade(exclusive).await
+    }
+
+    async fn revocation_requested(&self, grant: GrantId) -> bool {
+        self.inner.revocation_requested(grant).await
+    }
+
+    fn revoked(&self, grant: GrantId) -> Revoked {
+        self.inner.revoked(grant)
+    }
+
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+        let _ = self.report.send((format!("revoke {name}"), Instant::now()));
+        let asked = self.inner.request_revocation(name).await;
+        let _ = self.report.send((format!("asked {name}"), Instant::now()));
+        asked
     }
 }
 

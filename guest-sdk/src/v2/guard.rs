@@ -1,5 +1,6 @@
 //! A held lock of the 0.2.0 interface: the crate's [`crate::Guard`] plus
-//! [`Guard::subscribe`].
+//! [`Guard::subscribe`] and revocation ([`Guard::revocation_requested`],
+//! [`Guard::subscribe_revocation`]).
 
 use wasip2::io::poll::Pollable;
 
@@ -23,6 +24,21 @@ impl Guard {
     /// guard.
     pub fn subscribe(&self) -> Pollable {
         self.raw.subscribe()
+    }
+
+    /// Whether someone asked this holder to give the lock up
+    /// ([`super::request_revocation`] from any guest or host, or a Curator
+    /// `Revoker.attemptRevoke` on its node). The lock stays held: giving it
+    /// up (dropping or releasing the guard) is the guest's choice.
+    pub fn revocation_requested(&self) -> bool {
+        self.raw.revocation_requested()
+    }
+
+    /// A pollable ready once [`Guard::revocation_requested`] is true (at once
+    /// if it is already), without asking: the host wakes it. Drop it before
+    /// the guard.
+    pub fn subscribe_revocation(&self) -> Pollable {
+        self.raw.subscribe_revocation()
     }
 }
 

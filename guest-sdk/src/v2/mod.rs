@@ -31,6 +31,10 @@
 //! # drop((config, guards)); Ok::<(), wardlock_guest::Error>(())
 //! ```
 //!
+//! Revocation: [`request_revocation`] asks a lock's holders to give it up; a
+//! holder sees it with [`Guard::revocation_requested`] or waits on
+//! [`Guard::subscribe_revocation`], then releases when it chooses.
+//!
 //! Pollables are `wasip2::io::poll::Pollable`s, so one `poll` waits on locks,
 //! timers and streams together. As with every `wasi:io` pollable, drop it
 //! before the guard or pending lock it came from (the host traps otherwise).
@@ -163,6 +167,17 @@ pub fn acquire_all(wanted: &[Lock], timeout: Option<Duration>) -> Result<Vec<Gua
     let timeout_ms = timeout.map(crate::lock::duration_to_millis);
     let raw = locks::acquire_many(&requests, timeout_ms)?;
     Ok(raw.into_iter().map(Guard::from_raw).collect())
+}
+
+/// Asks every current holder of the lock `name` (any guest, host or Curator
+/// client sharing the lock) to give it up; returns how many holders were
+/// asked. Waits for none of them: acquire the lock to wait for it to be free.
+///
+/// # Errors
+/// [`Error::InvalidName`], [`Error::Denied`] (the name must be granted, as for
+/// acquiring), [`Error::Unavailable`].
+pub fn request_revocation(name: &str) -> Result<u32, Error> {
+    Ok(locks::request_revocation(name)?)
 }
 
 impl From<raw::Error> for Error {

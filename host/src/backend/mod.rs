@@ -9,6 +9,7 @@
 mod error;
 pub mod memory;
 mod request;
+mod revocation;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 
 pub use error::BackendError;
 pub use request::{Request, RequestKind};
+pub use revocation::{REVOKE_MESSAGE, Revoked, never_revoked};
 
 use crate::name::LockName;
 
@@ -302,6 +304,66 @@ pub trait LockSession: Send + Sync {
     ) -> Result<Option<Grant>, BackendError> {
         self.try_acquire_request(Request::permit(name, permits))
             .await
+    }
+
+    /// Whether someone asked the holder of `grant` to give it up
+    /// ([`LockSession::request_revocation`] from any session or host; on
+    /// ZooKeeper also a Curator `Revoker.attemptRevoke` on the grant's node).
+    /// Once true it stays true while the grant is held. False for a grant
+    /// this session does not hold, and on backends without revocation (the
+    /// default).
+    ///
+    /// On ZooKeeper the first call for a grant reads its node (one round
+    /// trip, bounded by the session timeout; false if no answer came by
+    /// then) and leaves a data watch on it, as [`LockSession::revoked`] does.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only observes (a watch it started keeps running for
+    /// the grant's lifetime).
+    async fn revocation_requested(&self, grant: GrantId) -> bool {
+        let _ = grant;
+        false
+    }
+
+    /// Resolves once someone asked the holder of `grant` to give it up (at
+    /// once if someone did already). Event driven, like
+    /// [`LockSession::status_changed`]: the request itself wakes it (on
+    /// ZooKeeper: a data watch on the grant's node). Never resolves for a
+    /// grant this session does not hold, after the grant ends, or on backends
+    /// without revocation (the default).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: the future only observes; dropping it changes nothing.
+    fn revoked(&self, grant: GrantId) -> Revoked {
+        let _ = grant;
+        never_revoked()
+    }
+
+    /// Asks every current holder of the lock `name` to give it up: their
+    /// [`LockSession::revocation_requested`] becomes true and their
+    /// [`LockSession::revoked`] futures resolve. Returns how many holders were
+    /// asked (0 when nobody holds `name`); waits for none of them to release.
+    /// On ZooKeeper it writes `__REVOKE__` ([`REVOKE_MESSAGE`]) into each
+    /// holder's node, as Curator's `Revoker` does, so other hosts' holders and
+    /// Curator's revocable locks hear it too, and counts the nodes written: a
+    /// node whose holder went meanwhile is not counted, and the holders of one
+    /// host sharing a node through host-local hand-off count once (all of them
+    /// are asked; the node takes no more local holders). A semaphore's permits are not lock holders
+    /// and are never asked.
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when the lock service failed or did not
+    /// answer within its session timeout; [`BackendError::Unsupported`] when
+    /// the backend has no revocation (the default).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: a dropped call may have asked some holders already (each
+    /// request is complete on its own); nothing is left to clean up.
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+        let _ = name;
+        Err(BackendError::Unsupported(
+            "this lock backend has no revocation".into(),
+        ))
     }
 }
 

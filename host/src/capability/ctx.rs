@@ -360,6 +360,8 @@ impl Drop for WardlockCtx {
 mod many;
 #[path = "ctx_pending.rs"]
 mod pending;
+#[path = "ctx_revoke.rs"]
+mod revoke;
 
 #[cfg(test)]
 #[path = "ctx_tests.rs"]

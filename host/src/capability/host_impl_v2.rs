@@ -1,6 +1,8 @@
 //! The generated WIT host traits of `wardlock:lock@0.2.0`, implemented on
 //! [`WardlockView`]: 0.1.0's calls (shared macros from `host_impl.rs`) plus
-//! `subscribe`, `acquire-async` / `pending-lock` and `acquire-many`.
+//! `subscribe`, `acquire-async` / `pending-lock`, `acquire-many` and
+//! revocation (`request-revocation`, `lock.revocation-requested`,
+//! `lock.subscribe-revocation`).
 
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use super::handle::LockHandle;
 use super::host_impl::{acquire_calls, lock_methods};
 use super::pending::PendingLock;
 use super::permit::PermitHandle;
+use super::revocation::RevocationWatch;
 
 impl types::Host for WardlockView<'_> {}
 
@@ -75,12 +78,15 @@ impl locks::Host for WardlockView<'_> {
         Err(wasmtime::Error::msg("WAVE-STUB"))
     }
 
-    // WAVE-STUB (helper B): revocation.
     async fn request_revocation(
         &mut self,
-        _name: String,
+        name: String,
     ) -> wasmtime::Result<Result<u32, types::Error>> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+        Ok(self
+            .ctx
+            .request_revocation(&name)
+            .await
+            .map_err(types::Error::from))
     }
 }
 
@@ -128,19 +134,21 @@ impl locks::HostLock for WardlockView<'_> {
         wasmtime_wasi::p2::subscribe(self.table, lock)
     }
 
-    // WAVE-STUB (helper B): revocation.
-    async fn revocation_requested(
-        &mut self,
-        _lock: Resource<LockHandle>,
-    ) -> wasmtime::Result<bool> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+    async fn revocation_requested(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<bool> {
+        let asked = self.ctx.revocation_requested(self.table.get(&lock)?);
+        Ok(asked.await)
     }
 
+    /// The pollable is a child of a [`RevocationWatch`] resource, itself a
+    /// child of the lock: dropping the pollable drops the watch, and
+    /// dropping the lock first traps, as the WIT says.
     async fn subscribe_revocation(
         &mut self,
-        _lock: Resource<LockHandle>,
+        lock: Resource<LockHandle>,
     ) -> wasmtime::Result<Resource<DynPollable>> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+        let watch = self.ctx.subscribe_revocation(self.table.get(&lock)?);
+        let watch: Resource<RevocationWatch> = self.table.push_child(watch, &lock)?;
+        wasmtime_wasi::p2::subscribe(self.table, watch)
     }
 }
 

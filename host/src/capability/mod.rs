@@ -35,6 +35,7 @@ mod host_impl;
 mod host_impl_v2;
 mod pending;
 mod permit;
+mod revocation;
 
 use wasmtime::component::{HasData, Linker, ResourceTable};
 
@@ -43,6 +44,7 @@ pub use error::LockError;
 pub use handle::LockHandle;
 pub use pending::PendingLock;
 pub use permit::PermitHandle;
+pub use revocation::RevocationWatch;
 
 /// The lock capability's borrowed view of one instance's state: its
 /// [`WardlockCtx`] and the resource table holding its `lock` handles.

@@ -199,6 +199,8 @@ impl LockSession for LeasedSession {
             }
         })
     }
+
+    crate::forward_revocation!(inner);
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@
 //! | `race P MS`                     | `pending` or `timer`                         |
 //! | `get P`                         | `none`, `h<N> token=<T>` or an error line    |
 //! | `drop-pending P`                | `dropped`                                    |
+//! | `revoke NAME`                   | `asked <N>` or an error line                 |
+//! | `revoked N`                     | `true` or `false`                            |
+//! | `await-revocation N ACK MS`     | `revoked` or `timer` (see `revoke.rs`)       |
 //!
 //! MODE is `exclusive` (`x`) or `shared` (`s`); TIMEOUT is milliseconds or `-`.
 //! `loop-many` takes the locks COUNT times, each time adding one to the
@@ -31,6 +34,8 @@
 //! N's status every millisecond until it is STATUS or MS milliseconds passed.
 
 use std::io::Write;
+
+mod revoke;
 
 mod bindings {
     wit_bindgen::generate!({
@@ -200,7 +205,7 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
             drop(slot.take());
             "dropped".into()
         }
-        _ => return None,
+        _ => return revoke::execute(words, state),
     };
     Some(line)
 }

@@ -10,6 +10,7 @@
 
 mod faults;
 mod queue;
+mod revoke;
 #[cfg(test)]
 mod semaphore_tests;
 mod session;
@@ -66,6 +67,8 @@ struct State {
     grant_delay: std::time::Duration,
     /// Status channels of the grants someone subscribed to, by request id.
     watchers: HashMap<u64, watchers::Watcher>,
+    /// Revocation flags of held requests, by request id (see `revoke`).
+    revocations: HashMap<u64, watch::Sender<bool>>,
 }
 
 impl MemoryBackend {
@@ -206,6 +209,7 @@ impl State {
     /// and drops the queue when it is empty. Returns the removed request.
     fn remove(&mut self, name: &LockName, id: u64) -> Option<Entry> {
         self.wakers.remove(&id);
+        self.revocations.remove(&id);
         let queue = self.queues.get_mut(name)?;
         let removed = queue.remove(id);
         if queue.is_empty() {

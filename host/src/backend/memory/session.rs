@@ -9,8 +9,8 @@ use tokio::sync::oneshot;
 
 use super::Shared;
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind,
-    StatusChange, check_permits, settled,
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind, Revoked,
+    StatusChange, check_permits, never_revoked, settled,
 };
 use crate::name::LockName;
 
@@ -229,6 +229,37 @@ impl LockSession for MemorySession {
                 Err(_) => std::future::pending().await,
             }
         })
+    }
+
+    async fn revocation_requested(&self, grant: GrantId) -> bool {
+        self.asked(grant)
+    }
+
+    fn revoked(&self, grant: GrantId) -> Revoked {
+        self.revoked_future(grant)
+    }
+
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+        Ok(self.shared.lock().request_revocation(name))
+    }
+}
+
+impl MemorySession {
+    /// Whether the holder of `grant` was asked to give it up.
+    fn asked(&self, grant: GrantId) -> bool {
+        // The state lock first, then `held`, as `status_changed`.
+        let state = self.shared.lock();
+        self.held().contains_key(&grant.0) && state.revocation_requested(grant.0)
+    }
+
+    /// Resolves once the holder of `grant` is asked to give it up.
+    fn revoked_future(&self, grant: GrantId) -> Revoked {
+        let mut state = self.shared.lock();
+        if self.held().contains_key(&grant.0) {
+            state.revoked(grant.0)
+        } else {
+            never_revoked()
+        }
     }
 }
 

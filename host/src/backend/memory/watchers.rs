@@ -59,7 +59,9 @@ impl State {
     }
 
     /// Grant `id` ended: its watchers see `released`, and it is forgotten.
+    /// Its revocation flag goes too (a lost grant's outlives its queue entry).
     pub(super) fn publish_released(&mut self, id: u64) {
+        self.revocations.remove(&id);
         if let Some(watcher) = self.watchers.remove(&id) {
             watcher.status.send_replace(GrantStatus::Released);
         }

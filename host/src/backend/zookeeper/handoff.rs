@@ -65,6 +65,8 @@ pub(super) struct LocalGrant {
     /// The session generation of the host's node.
     pub generation: u64,
     pub token: u64,
+    /// The host's node (revocation watches it).
+    pub path: String,
 }
 
 /// What a guest asks of a host-local lock.
@@ -89,6 +91,9 @@ pub(super) enum Message {
     },
     /// How many guests hold or wait (for status tools and tests).
     Count { reply: oneshot::Sender<usize> },
+    /// A holder saw `__REVOKE__` on the node at `path` (see `revoke`): no
+    /// more local grants under it, so it goes once its holders gave up.
+    Revoked { path: String },
 }
 
 /// The host-local locks of one backend, by name.

@@ -20,6 +20,8 @@ pub(super) struct LocalHeld {
     pub id: u64,
     pub generation: u64,
     pub token: u64,
+    /// The host's node that covers the grant.
+    pub path: String,
     /// The task, which hands the lock on when this grant is released.
     pub task: mpsc::UnboundedSender<Message>,
 }
@@ -28,6 +30,17 @@ impl LocalHeld {
     /// Releases the grant: the task hands the lock on (or releases its node).
     pub fn release(&self) {
         let _ = self.task.send(Message::Release { id: self.id });
+    }
+
+    /// What to do when this grant's revocation watch sees `__REVOKE__`: tell
+    /// the task, which drains the node (see `revoke`).
+    pub fn on_revoked(&self) -> super::revoke::OnAsked {
+        let task = self.task.clone();
+        Box::new(move |path: &str| {
+            let _ = task.send(Message::Revoked {
+                path: path.to_owned(),
+            });
+        })
     }
 }
 
@@ -88,7 +101,12 @@ pub(super) async fn acquire(
         armed: true,
     };
     let answer = until(deadline, answer).await?.map_err(|_| task_ended())??;
-    let Some(LocalGrant { generation, token }) = answer else {
+    let Some(LocalGrant {
+        generation,
+        token,
+        path,
+    }) = answer
+    else {
         return Ok(None);
     };
     withdraw.armed = false;
@@ -96,6 +114,7 @@ pub(super) async fn acquire(
         id,
         generation,
         token,
+        path,
         task: task.clone(),
     }))
 }
@@ -126,12 +145,17 @@ pub(super) async fn downgrade(
         id: new_id,
         armed: true,
     };
-    let LocalGrant { generation, token } = answer.await.map_err(|_| task_ended())??;
+    let LocalGrant {
+        generation,
+        token,
+        path,
+    } = answer.await.map_err(|_| task_ended())??;
     withdraw.armed = false;
     Ok(LocalHeld {
         id: new_id,
         generation,
         token,
+        path,
         task: task.clone(),
     })
 }

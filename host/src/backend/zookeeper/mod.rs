@@ -29,6 +29,7 @@ mod recipe;
 mod reconcile;
 mod release;
 mod retry;
+mod revoke;
 mod semaphore;
 mod session;
 mod shutdown;

@@ -11,10 +11,10 @@ use super::handoff::local_token;
 use super::liveness::Health;
 use super::local_request::{self, LocalHeld};
 use super::recipe::{self, OwnedNode, Waiting};
-use super::{Shards, Shared, downgrade, release, semaphore, shard_for};
+use super::{Shards, Shared, downgrade, release, revoke, semaphore, shard_for};
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind,
-    StatusChange, check_permits, settled,
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind, Revoked,
+    StatusChange, check_permits, never_revoked, settled,
 };
 use crate::name::LockName;
 
@@ -38,6 +38,9 @@ struct Held {
     /// Dropped with the grant (released, or the lock session dropped): its
     /// status subscribers then see `released`.
     alive: tokio::sync::watch::Sender<()>,
+    /// The watch on the grant's node for `__REVOKE__`, once someone asked
+    /// (see `revoke`).
+    revocation: Option<tokio::sync::watch::Receiver<revoke::Seen>>,
 }
 
 #[derive(Clone)]
@@ -56,6 +59,21 @@ impl Held {
             HeldKind::Node(node) | HeldKind::Permit(node) => node.generation,
             HeldKind::Local(local) => local.generation,
         }
+    }
+
+    /// The revocation watch of this grant, started on first use; `None` for
+    /// a permit (revocation is for locks).
+    fn revocation(&mut self) -> Option<tokio::sync::watch::Receiver<revoke::Seen>> {
+        let (path, on_asked) = match &self.kind {
+            HeldKind::Node(node) => (node.path.clone(), None),
+            HeldKind::Local(local) => (local.path.clone(), Some(local.on_revoked())),
+            HeldKind::Permit(_) => return None,
+        };
+        let (shared, generation, alive) = (&self.shared, self.generation(), &self.alive);
+        let seen = self.revocation.get_or_insert_with(|| {
+            revoke::watch_node(shared, generation, path, alive.subscribe(), on_asked)
+        });
+        Some(seen.clone())
     }
 
     fn release(self) {
@@ -97,6 +115,7 @@ impl ZkLockSession {
                 shared,
                 kind,
                 alive,
+                revocation: None,
             },
         );
         Grant {
@@ -270,6 +289,36 @@ impl LockSession for ZkLockSession {
             }
         };
         Ok(self.record(&shared, kind))
+    }
+
+    async fn revocation_requested(&self, grant: GrantId) -> bool {
+        let Some((seen, shared)) = self.revocation_of(grant) else {
+            return false;
+        };
+        revoke::asked(seen, shared.connection.config().session_timeout).await
+    }
+
+    fn revoked(&self, grant: GrantId) -> Revoked {
+        match self.revocation_of(grant) {
+            Some((seen, _)) => revoke::revoked(seen),
+            None => never_revoked(),
+        }
+    }
+
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+        revoke::request(shard_for(&self.shards, name), name).await
+    }
+}
+
+impl ZkLockSession {
+    /// The revocation watch of `grant` (started on first use) and its shard.
+    fn revocation_of(
+        &self,
+        grant: GrantId,
+    ) -> Option<(tokio::sync::watch::Receiver<revoke::Seen>, Arc<Shared>)> {
+        let mut held = self.held();
+        let held = held.get_mut(&grant.0)?;
+        Some((held.revocation()?, held.shared.clone()))
     }
 }
 

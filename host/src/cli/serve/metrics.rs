@@ -337,6 +337,8 @@ impl LockSession for MeteredSession {
     fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
         self.inner.status_changed(grant, seen)
     }
+
+    crate::forward_revocation!(inner);
 }
 
 impl Drop for MeteredSession {

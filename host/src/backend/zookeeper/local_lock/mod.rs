@@ -66,6 +66,7 @@ impl HostNode {
         let grant = LocalGrant {
             generation: self.owned.generation,
             token: local_token(self.owned.token, self.grants),
+            path: self.owned.path.clone(),
         };
         self.grants += 1;
         if self.grants >= GRANTS_PER_NODE {
@@ -256,6 +257,11 @@ impl LocalLock {
             Message::Count { reply } => {
                 let waiting = self.waiters.iter().filter(|w| !w.reply.is_closed());
                 let _ = reply.send(self.holders.len() + waiting.count());
+            }
+            Message::Revoked { path } => {
+                if let Some(node) = self.node.as_mut().filter(|n| n.owned.path == path) {
+                    node.draining = true;
+                }
             }
         }
     }

@@ -1,0 +1,60 @@
+//! Revocation: asking a lock's holders to give it up (Curator's `__REVOKE__`
+//! protocol on ZooKeeper), and how a holder learns it was asked.
+//!
+//! Revocation is cooperative: the holder is told, the lock stays held until it
+//! releases. Forcing is the embedder's choice (the runner's hold lease,
+//! `wardlock run --max-hold`).
+
+/// The future [`super::LockSession::revoked`] returns: resolves once someone
+/// asked the holder of a grant to give it up. It owns what it needs
+/// (`'static`), like [`super::StatusChange`].
+pub type Revoked = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// The data Curator's `Revoker.attemptRevoke` writes into a holder's lock node,
+/// and that Curator's revocable locks (and wardlock holders) watch for.
+pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+/// A [`Revoked`] that never resolves: for grants nobody can revoke any more
+/// (released, unknown) and backends without revocation.
+pub fn never_revoked() -> Revoked {
+    Box::pin(std::future::pending())
+}
+
+/// Implements the revocation methods of [`super::LockSession`] by forwarding
+/// them to the session in field `$inner`, for wrappers that watch or count a
+/// session's grants (the hold lease, metrics, test taps): one definition
+/// instead of a copy per wrapper. Use it inside the `#[async_trait]` impl;
+/// the signatures are the ones `async_trait` gives the trait's methods.
+#[macro_export]
+macro_rules! forward_revocation {
+    ($inner:ident) => {
+        fn revocation_requested<'s, 'f>(
+            &'s self,
+            grant: $crate::GrantId,
+        ) -> ::std::pin::Pin<Box<dyn ::std::future::Future<Output = bool> + Send + 'f>>
+        where
+            's: 'f,
+            Self: 'f,
+        {
+            self.$inner.revocation_requested(grant)
+        }
+
+        fn revoked(&self, grant: $crate::GrantId) -> $crate::backend::Revoked {
+            self.$inner.revoked(grant)
+        }
+
+        fn request_revocation<'s, 'n, 'f>(
+            &'s self,
+            name: &'n $crate::LockName,
+        ) -> ::std::pin::Pin<
+            Box<dyn ::std::future::Future<Output = Result<u32, $crate::BackendError>> + Send + 'f>,
+        >
+        where
+            's: 'f,
+            'n: 'f,
+            Self: 'f,
+        {
+            self.$inner.request_revocation(name)
+        }
+    };
+}
