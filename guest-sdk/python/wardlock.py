@@ -213,36 +213,49 @@ def _millis(timeout: Optional[float]) -> Optional[int]:
     return math.ceil(timeout * 1000)
 
 
-def acquire(name: str, mode: Mode = Mode.EXCLUSIVE, timeout: Optional[float] = None) -> Guard:
-    """Waits until `name` is granted in `mode` (at most `timeout` seconds, else
-    `Timeout`; None waits until granted or the instance's deadline)."""
-    return Guard(_checked(_locks.acquire, name, _locks.Options(mode=mode, timeout_ms=_millis(timeout))))
+class OneLock:
+    """The one-lock calls, wrapping each granted lock in `guard` (`Guard`
+    here; `wardlock2` binds them to its 0.2.0 `Guard`). The module exports
+    them bound: `wardlock.acquire`, `wardlock.exclusive`, ..."""
+
+    def __init__(self, guard):
+        self._guard = guard
+
+    def acquire(self, name: str, mode: Mode = Mode.EXCLUSIVE, timeout: Optional[float] = None):
+        """Waits until `name` is granted in `mode` (at most `timeout` seconds, else
+        `Timeout`; None waits until granted or the instance's deadline)."""
+        options = _locks.Options(mode=mode, timeout_ms=_millis(timeout))
+        return self._guard(_checked(_locks.acquire, name, options))
+
+    def exclusive(self, name: str, timeout: Optional[float] = None):
+        """`name` as a write lock: no other holder while the guard lives."""
+        return self.acquire(name, Mode.EXCLUSIVE, timeout)
+
+    def shared(self, name: str, timeout: Optional[float] = None):
+        """`name` as a read lock: other shared holders, no exclusive one."""
+        return self.acquire(name, Mode.SHARED, timeout)
+
+    def try_acquire(self, name: str, mode: Mode = Mode.EXCLUSIVE):
+        """`name` in `mode` if it can be granted without waiting, else None."""
+        raw = _checked(_locks.try_acquire, name, mode)
+        return None if raw is None else self._guard(raw)
+
+    def try_exclusive(self, name: str):
+        """`try_acquire(name, Mode.EXCLUSIVE)`."""
+        return self.try_acquire(name, Mode.EXCLUSIVE)
+
+    def try_shared(self, name: str):
+        """`try_acquire(name, Mode.SHARED)`."""
+        return self.try_acquire(name, Mode.SHARED)
+
+    def calls(self):
+        """The six calls, bound: acquire, exclusive, shared, try_acquire,
+        try_exclusive, try_shared."""
+        return (self.acquire, self.exclusive, self.shared, self.try_acquire,
+                self.try_exclusive, self.try_shared)
 
 
-def exclusive(name: str, timeout: Optional[float] = None) -> Guard:
-    """`name` as a write lock: no other holder while the guard lives."""
-    return acquire(name, Mode.EXCLUSIVE, timeout)
-
-
-def shared(name: str, timeout: Optional[float] = None) -> Guard:
-    """`name` as a read lock: other shared holders, no exclusive one."""
-    return acquire(name, Mode.SHARED, timeout)
-
-
-def try_acquire(name: str, mode: Mode = Mode.EXCLUSIVE) -> Optional[Guard]:
-    """`name` in `mode` if it can be granted without waiting, else None."""
-    raw = _checked(_locks.try_acquire, name, mode)
-    return None if raw is None else Guard(raw)
-
-
-def try_exclusive(name: str) -> Optional[Guard]:
-    """`try_acquire(name, Mode.EXCLUSIVE)`."""
-    return try_acquire(name, Mode.EXCLUSIVE)
-
-
-def try_shared(name: str) -> Optional[Guard]:
-    """`try_acquire(name, Mode.SHARED)`."""
-    return try_acquire(name, Mode.SHARED)
+acquire, exclusive, shared, try_acquire, try_exclusive, try_shared = OneLock(Guard).calls()
 
 
 # `_types` is imported so the error classes above stay tied to the WIT cases

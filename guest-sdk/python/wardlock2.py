@@ -39,8 +39,8 @@ from typing import Iterable, List, Optional, Tuple
 from componentize_py_types import Ok
 from wardlock import (  # noqa: F401  (re-exported: the whole 0.1.0 API)
     Denied, Handle, InvalidName, InvalidRequest, LimitExceeded, LockError, Lost, Mode,
-    Released, Status, Timeout, Unavailable, WouldBlock, WouldDeadlock, _checked, _millis,
-    _typed,
+    OneLock, Released, Status, Timeout, Unavailable, WouldBlock, WouldDeadlock, _checked,
+    _millis, _typed,
 )
 from wardlock import Guard as _Guard
 from wit_world.imports import locks as _locks
@@ -108,36 +108,9 @@ class Guard(_Guard):
         return _wait_on(self._handle().subscribe_revocation, timeout)
 
 
-def acquire(name: str, mode: Mode = Mode.EXCLUSIVE, timeout: Optional[float] = None) -> Guard:
-    """Waits until `name` is granted in `mode` (at most `timeout` seconds, else
-    `Timeout`; None waits until granted or the instance's deadline)."""
-    return Guard(_checked(_locks.acquire, name, _options(mode, timeout)))
-
-
-def exclusive(name: str, timeout: Optional[float] = None) -> Guard:
-    """`name` as a write lock: no other holder while the guard lives."""
-    return acquire(name, Mode.EXCLUSIVE, timeout)
-
-
-def shared(name: str, timeout: Optional[float] = None) -> Guard:
-    """`name` as a read lock: other shared holders, no exclusive one."""
-    return acquire(name, Mode.SHARED, timeout)
-
-
-def try_acquire(name: str, mode: Mode = Mode.EXCLUSIVE) -> Optional[Guard]:
-    """`name` in `mode` if it can be granted without waiting, else None."""
-    raw = _checked(_locks.try_acquire, name, mode)
-    return None if raw is None else Guard(raw)
-
-
-def try_exclusive(name: str) -> Optional[Guard]:
-    """`try_acquire(name, Mode.EXCLUSIVE)`."""
-    return try_acquire(name, Mode.EXCLUSIVE)
-
-
-def try_shared(name: str) -> Optional[Guard]:
-    """`try_acquire(name, Mode.SHARED)`."""
-    return try_acquire(name, Mode.SHARED)
+# `acquire`, `exclusive`, `shared`, `try_acquire`, `try_exclusive`,
+# `try_shared`: as in `wardlock`, returning this module's `Guard`.
+acquire, exclusive, shared, try_acquire, try_exclusive, try_shared = OneLock(Guard).calls()
 
 
 def _options(mode: Mode, timeout: Optional[float]) -> _locks.Options:

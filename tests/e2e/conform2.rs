@@ -17,11 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wardlock_host::backend::memory::Fault;
-use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{InstanceReport, Runner, RunnerConfig};
-use wardlock_host::{LockBackend, MemoryBackend, Mode};
+use wardlock_host::{Grant, LockBackend, LockSession, MemoryBackend, Mode};
 use wardlock_tests::conformance::Subject;
-use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::tap::{self, Tap};
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
@@ -120,29 +118,66 @@ pub async fn many_in_opposite_orders(s: &Subject, speaker: Speaker) {
 /// behind a gate).
 pub async fn many_timeout_leaves_nothing(s: &Subject, speaker: Speaker) {
     let [a, b, c, gate] = ["a", "b", "c", "gate"].map(|l| speaker.lock(&format!("t/{l}")));
-    let (native, blocker) = hold(&*s.backend, &b, Mode::Exclusive).await;
-    let gated = native
-        .acquire(&name(&gate), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
-        .await
-        .expect("gate");
-    let guest = spawn(
+    let parked = Parked::start(
         s,
         speaker,
-        &[
-            format!("many 100 x:{c} s:{b} x:{a}"),
-            format!("acquire x - {gate}"),
-        ],
-    );
-    s.probe.wait_len(&gate, 2).await;
+        &b,
+        &gate,
+        vec![format!("many 100 x:{c} s:{b} x:{a}")],
+    )
+    .await;
     s.probe.wait_len(&a, 0).await;
     s.probe.wait_len(&c, 0).await;
     s.probe.wait_len(&b, 1).await;
-    assert!(!guest.is_finished(), "the guest waits at the gate");
-    native.release(gated.id).expect("open the gate");
-    let out = finished(guest).await;
+    let (native, blocker, out) = parked.open().await;
     assert_eq!(out[0], "err timeout", "{out:?}");
     native.release(blocker.id).expect("release b");
     s.probe.wait_len(&b, 0).await;
+}
+
+/// A guest parked behind a gate: a native session holds a lock and the gate
+/// while the guest runs its commands and then waits for the gate, so the
+/// test sees what the guest holds and queues at that point.
+struct Parked {
+    native: Box<dyn LockSession>,
+    held: Grant,
+    gate: Grant,
+    guest: tokio::task::JoinHandle<InstanceReport>,
+}
+
+impl Parked {
+    /// Holds `held` and `gate` natively, runs `commands` then `acquire x -
+    /// GATE` in the speaker's guest, and returns once the guest waits for it.
+    async fn start(
+        s: &Subject,
+        speaker: Speaker,
+        held: &str,
+        gate: &str,
+        mut commands: Vec<String>,
+    ) -> Parked {
+        let (native, held) = hold(&*s.backend, held, Mode::Exclusive).await;
+        let gate_grant = native
+            .acquire(&name(gate), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("gate");
+        commands.push(format!("acquire x - {gate}"));
+        let guest = spawn(s, speaker, &commands);
+        s.probe.wait_len(gate, 2).await;
+        Parked {
+            native,
+            held,
+            gate: gate_grant,
+            guest,
+        }
+    }
+
+    /// Opens the gate and returns the native session, its held grant and
+    /// the guest's lines (asserting it succeeded, and was still waiting).
+    async fn open(self) -> (Box<dyn LockSession>, Grant, Vec<String>) {
+        assert!(!self.guest.is_finished(), "the guest waits at the gate");
+        self.native.release(self.gate.id).expect("open the gate");
+        (self.native, self.held, finished(self.guest).await)
+    }
 }
 
 /// Bad lists are typed errors naming the problem, printed by the guest (not
@@ -208,28 +243,22 @@ pub async fn pending_races_a_timer_and_withdraws(s: &Subject, speaker: Speaker) 
     assert_eq!(out[6], "held", "{out:?}");
     s.probe.wait_len(&p, 0).await;
 
-    let (native, _held) = hold(&*s.backend, &q, Mode::Exclusive).await;
-    let gated = native
-        .acquire(&name(&gate), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
-        .await
-        .expect("gate");
-    let guest = spawn(
+    let parked = Parked::start(
         s,
         speaker,
-        &[
+        &q,
+        &gate,
+        vec![
             format!("async s - {q}"),
             "get p1".to_string(),
             "drop-pending p1".to_string(),
-            format!("acquire x - {gate}"),
         ],
-    );
-    s.probe.wait_len(&gate, 2).await;
+    )
+    .await;
     // The guest lives on (parked at the gate) while its dropped pending
     // lock's wait is withdrawn.
     s.probe.wait_len(&q, 1).await;
-    assert!(!guest.is_finished(), "the guest waits at the gate");
-    native.release(gated.id).expect("open the gate");
-    let out = finished(guest).await;
+    let (_native, _held, out) = parked.open().await;
     assert_eq!(out[..3], ["p1", "none", "dropped"], "{out:?}");
 }
 
@@ -237,7 +266,8 @@ pub async fn pending_races_a_timer_and_withdraws(s: &Subject, speaker: Speaker) 
 /// F's `subscribe` pollable), then take ACK (the host sees when the guest
 /// woke) and wait at GATE.
 fn loss_commands(speaker: Speaker, round: usize) -> (Vec<String>, [String; 3]) {
-    let [f, parked, ack] = ["f", "parked", "ack"].map(|l| speaker.lock(&format!("loss{round}/{l}")));
+    let [f, parked, ack] =
+        ["f", "parked", "ack"].map(|l| speaker.lock(&format!("loss{round}/{l}")));
     let commands = vec![
         format!("acquire x - {f}"),
         format!("acquire x - {parked}"),
@@ -340,76 +370,51 @@ macro_rules! scenarios {
     };
 }
 
-/// One test per scenario and language on the in-memory backend.
-macro_rules! on_memory {
-    ($($scenario:ident),* $(,)?) => {$(
+/// One test per scenario and language: `mod <scenario> { fn rust, c, python,
+/// js }`, each calling `<scenario>(ARGS..., Speaker::<language>)`.
+macro_rules! per_speaker {
+    ($($scenario:ident($($arg:expr),*)),* $(,)?) => {$(
         mod $scenario {
-            use super::{Speaker, Subject};
+            use super::Speaker;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn rust() {
-                super::$scenario(&Subject::memory(), Speaker::Rust).await;
+                super::$scenario($($arg,)* Speaker::Rust).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn c() {
-                super::$scenario(&Subject::memory(), Speaker::C).await;
+                super::$scenario($($arg,)* Speaker::C).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn python() {
-                super::$scenario(&Subject::memory(), Speaker::Python).await;
+                super::$scenario($($arg,)* Speaker::Python).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn js() {
-                super::$scenario(&Subject::memory(), Speaker::Js).await;
+                super::$scenario($($arg,)* Speaker::Js).await;
             }
         }
     )*};
 }
 
-scenarios!(on_memory);
-
-mod subscribe_learns_of_an_injected_loss {
-    use super::Speaker;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn rust() {
-        super::subscribe_learns_of_an_injected_loss(Speaker::Rust).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn c() {
-        super::subscribe_learns_of_an_injected_loss(Speaker::C).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn python() {
-        super::subscribe_learns_of_an_injected_loss(Speaker::Python).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn js() {
-        super::subscribe_learns_of_an_injected_loss(Speaker::Js).await;
-    }
+/// Every [`Subject`] scenario on a fresh in-memory backend.
+macro_rules! on_memory {
+    ($($scenario:ident),* $(,)?) => {
+        per_speaker!($($scenario(&super::Subject::memory())),*);
+    };
 }
+
+scenarios!(on_memory);
+per_speaker!(subscribe_learns_of_an_injected_loss());
 
 /// Every scenario in every language on one real ZooKeeper server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_on_zookeeper() {
-    const ROOT: &str = crate::zookeeper::ROOT;
     let server = ZkServer::start();
-    let config = ZooKeeperConfig::new(server.address())
-        .root(ROOT)
-        .session_timeout(Duration::from_secs(10));
-    let backend = ZooKeeperBackend::connect(config)
-        .await
-        .expect("backend connects");
-    let subject = Subject {
-        backend: Arc::new(backend),
-        probe: Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
-    };
+    let subject = crate::zookeeper::subject(&server, "/wardlock-conform2").await;
     for speaker in Speaker::ALL {
         macro_rules! run {
             ($($scenario:ident),* $(,)?) => {$(
