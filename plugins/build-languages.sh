@@ -102,7 +102,8 @@ build_guest() { # LANGUAGE GUEST INPUT...
 
 # --- C: clang + wasi-libc, wit-bindgen c, wasm-tools component new ----------
 C_ADAPTER="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
-# The C guest SDK, header-only (`#include "wardlock.h"`).
+# The C guest SDK, header-only (`#include "wardlock.h"`; 0.2.0 guests
+# `#include "wardlock_v2.h"`).
 C_SDK="$ROOT/guest-sdk/c"
 
 # True when GUEST targets wardlock:lock@0.2.0 (its name ends in `2`).
