@@ -19,11 +19,13 @@ set -euo pipefail
 
 # Every guest, by language (c, python, js). A guest's source file is named
 # after it (see compile_c, compile_python and compile_js): adding one needs its
-# source file and its name here.
+# source file and its name here. A guest whose name ends in `2` targets
+# `wardlock:lock@0.2.0` (the worlds `c-guest2`, `command2`, `js-command2` of
+# plugins/wit/command.wit, and the SDKs' 0.2.0 modules); the others 0.1.0.
 declare -A GUESTS=(
-    [c]="counter readers-writers"
-    [python]="counter readers-writers"
-    [js]="counter readers-writers http-counter"
+    [c]="counter readers-writers conform2"
+    [python]="counter readers-writers conform2"
+    [js]="counter readers-writers http-counter conform2"
 )
 LANGUAGES=(c python js)
 
@@ -100,8 +102,12 @@ build_guest() { # LANGUAGE GUEST INPUT...
 
 # --- C: clang + wasi-libc, wit-bindgen c, wasm-tools component new ----------
 C_ADAPTER="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
-# The C guest SDK, header-only (`#include "wardlock.h"`).
+# The C guest SDK, header-only (`#include "wardlock.h"`; 0.2.0 guests
+# `#include "wardlock_v2.h"`).
 C_SDK="$ROOT/guest-sdk/c"
+
+# True when GUEST targets wardlock:lock@0.2.0 (its name ends in `2`).
+is_v2() { [[ "$1" == *2 ]]; }
 
 build_c() {
     command -v clang >/dev/null || missing "clang (Debian package clang)"
@@ -115,31 +121,39 @@ build_c() {
     local guest
     for guest in ${GUESTS[c]}; do
         build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$PLUGINS/c/start.c" \
-            "$C_SDK/wardlock.h" "$C_ADAPTER"
+            "$C_SDK/wardlock.h" "$C_SDK/wardlock_v2.h" "$PLUGINS/wit" "$C_ADAPTER"
     done
 }
 
 compile_c() { # GUEST OUTPUT
-    local bindings="$OUT/c-bindings" core="$OUT/$1-c.core.wasm"
-    wit-bindgen c "$ROOT/wit" --world guest --out-dir "$bindings"
+    local bindings="$OUT/c-bindings" core="$OUT/$1-c.core.wasm" world=guest
+    if is_v2 "$1"; then
+        # 0.2.0 and the monotonic clock (guest-sdk/c/wardlock_v2.h).
+        bindings="$OUT/c-bindings2" world=c-guest2
+        wit-bindgen c "$PLUGINS/wit" --world "$world" --out-dir "$bindings"
+    else
+        wit-bindgen c "$ROOT/wit" --world "$world" --out-dir "$bindings"
+    fi
     # A reactor with its own `_start` (see c/start.c for why).
     clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" -I "$C_SDK" \
-        -o "$core" "$PLUGINS/c/${1//-/_}.c" "$PLUGINS/c/start.c" "$bindings/guest.c" \
-        "$bindings/guest_component_type.o" -Wl,--strip-debug
+        -o "$core" "$PLUGINS/c/${1//-/_}.c" "$PLUGINS/c/start.c" "$bindings/${world//-/_}.c" \
+        "$bindings/${world//-/_}_component_type.o" -Wl,--strip-debug
     wasm-tools component new "$core" --adapt "wasi_snapshot_preview1=$C_ADAPTER" -o "$2"
 }
 
 # --- Python: componentize-py -----------------------------------------------
 COMPONENTIZE_PY="$PLUGINS/python/.venv/bin/componentize-py"
-# The Python guest SDK (`import wardlock`).
+# The Python guest SDK (`import wardlock`; 0.2.0 guests `import wardlock2`,
+# which builds on it).
 PYTHON_SDK="$ROOT/guest-sdk/python/wardlock.py"
+PYTHON_SDK2="$ROOT/guest-sdk/python/wardlock2.py"
 
 build_python() {
     require_version "componentize-py (in plugins/python/.venv)" "$COMPONENTIZE_PY_VERSION" "$COMPONENTIZE_PY"
     local guest
     for guest in ${GUESTS[python]}; do
         build_guest python "$guest" "$PLUGINS/python/${guest//-/_}.py" "$PLUGINS/python/guest_common.py" \
-            "$PYTHON_SDK" "$PLUGINS/wit"
+            "$PYTHON_SDK" "$PYTHON_SDK2" "$PLUGINS/wit"
     done
 }
 
@@ -147,19 +161,23 @@ compile_python() { # GUEST OUTPUT
     # The guest module, the helpers it shares and the SDK alone on the Python
     # path, so nothing else in plugins/python (or the build machine's
     # site-packages) is bundled.
-    local module="${1//-/_}" app="$OUT/python-src/$1"
+    local module="${1//-/_}" app="$OUT/python-src/$1" world=command
     rm -rf "$app"
     mkdir -p "$app"
     cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$PYTHON_SDK" "$app/"
-    (cd "$app" && "$COMPONENTIZE_PY" -d "$PLUGINS/wit" -w command componentize -p . "$module" -o "$2")
+    if is_v2 "$1"; then
+        world=command2
+        cp "$PYTHON_SDK2" "$app/"
+    fi
+    (cd "$app" && "$COMPONENTIZE_PY" -d "$PLUGINS/wit" -w "$world" componentize -p . "$module" -o "$2")
 }
 
 # --- JavaScript: componentize-js -------------------------------------------
 COMPONENTIZE_JS="$PLUGINS/js/node_modules/.bin/componentize-js"
-# The JavaScript guest SDK: the guests import it by its relative path
-# (`../../guest-sdk/js/wardlock.js`), which componentize-js bundles (see
-# compile_js).
-JS_SDK="$ROOT/guest-sdk/js/wardlock.js"
+# The JavaScript guest SDK's directory: the guests import it by its relative
+# path (`../../guest-sdk/js/wardlock.js`, or `wardlock2.js` for 0.2.0; both
+# build on `wardlock-core.js`), which componentize-js bundles (see compile_js).
+JS_SDK="$ROOT/guest-sdk/js"
 
 build_js() {
     command -v node >/dev/null || missing "node (Node.js 20 or later)"
@@ -181,7 +199,9 @@ compile_js() { # GUEST OUTPUT
     else
         # wardlock run links WASI 0.2 but not wasi:http, so leave out the
         # engine's fetch support.
-        (cd "$ROOT" && "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name js-command \
+        local world=js-command
+        is_v2 "$1" && world=js-command2
+        (cd "$ROOT" && "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name "$world" \
             --disable http fetch-event -o "$2")
     fi
 }

@@ -22,9 +22,14 @@ released is released by the host when the instance ends, whatever way it ends.
 
 Errors are `LockError` subclasses, one per case of the WIT `error` variant
 (`InvalidName`, `Denied`, `Timeout`, `WouldDeadlock`, `Lost`, `Released`,
-`LimitExceeded`, `Unavailable`; `WouldBlock` is never produced by the host).
+`LimitExceeded`, `Unavailable`; `WouldBlock` is never produced by the host;
+`InvalidRequest` is 0.2.0's).
 Each has `kind` (the WIT case name, `"invalid-name"`) and `detail` (the host's
 text, or None); `str(error)` is `kind` or `kind: detail`.
+
+Guests built against `wardlock:lock@0.2.0` import `wardlock2` instead, which
+keeps this module's API and adds the calls of 0.2.0 (this module works over
+either version's bindings: it calls only what both have).
 
 Build: put this file beside the guest's module on componentize-py's path
 (`plugins/build-languages.sh` copies it there).
@@ -42,6 +47,7 @@ __all__ = [
     "Mode", "Status", "Guard", "acquire", "exclusive", "shared", "try_acquire",
     "try_exclusive", "try_shared", "LockError", "InvalidName", "Denied", "Timeout",
     "WouldBlock", "WouldDeadlock", "Lost", "Released", "LimitExceeded", "Unavailable",
+    "InvalidRequest",
 ]
 
 
@@ -100,11 +106,18 @@ class Unavailable(LockError):
     kind = "unavailable"
 
 
-# The generated `Error_<Case>` class name -> the SDK's exception class.
+class InvalidRequest(LockError):
+    """(0.2.0) The request as a whole is malformed (an empty or duplicated
+    `acquire_many` list, a pending lock's result taken twice); `detail` says how."""
+    kind = "invalid-request"
+
+
+# The generated `Error_<Case>` class name -> the SDK's exception class (the
+# cases of both WIT versions: 0.1.0 has `WouldBlock`, 0.2.0 `InvalidRequest`).
 _ERRORS = {
     "Error_" + cls.__name__: cls
     for cls in (InvalidName, Denied, Timeout, WouldBlock, WouldDeadlock, Lost, Released,
-                LimitExceeded, Unavailable)
+                LimitExceeded, Unavailable, InvalidRequest)
 }
 
 
@@ -114,15 +127,23 @@ def _typed(err: Err) -> LockError:
     return _ERRORS[type(case).__name__](getattr(case, "value", None))
 
 
-class Guard:
-    """A granted lock, held until `release()` or the end of its `with` block."""
+def _checked(call, *args):
+    """`call(*args)`, a raw binding, with its `Err` raised as the typed `LockError`."""
+    try:
+        return call(*args)
+    except Err as e:
+        raise _typed(e) from None
 
-    def __init__(self, raw: _locks.Lock):
-        self._raw: Optional[_locks.Lock] = raw
-        # Read once: the name and mode never change, and a dropped handle
-        # cannot be asked any more.
+
+class Handle:
+    """A held grant (a lock, or a 0.2.0 permit) over a raw resource, held
+    until `release()` or the end of its `with` block."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        # Read once: the name never changes, and a dropped handle cannot be
+        # asked any more.
         self.name: str = raw.name()
-        self.mode: Mode = raw.mode()
 
     @property
     def fencing_token(self) -> int:
@@ -143,13 +164,11 @@ class Guard:
         and `Released` if this guard was released already."""
         raw = self._handle()
         try:
-            raw.release()
-        except Err as e:
-            raise _typed(e) from None
+            _checked(raw.release)
         finally:
             self._drop()
 
-    def __enter__(self) -> "Guard":
+    def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
@@ -162,10 +181,7 @@ class Guard:
             # own exception is the one worth seeing.
             self._drop()
 
-    def __repr__(self) -> str:
-        return f"<wardlock.Guard {self.name!r} {self.mode.name.lower()} {self.status.name.lower()}>"
-
-    def _handle(self) -> _locks.Lock:
+    def _handle(self):
         if self._raw is None:
             raise Released()
         return self._raw
@@ -174,6 +190,17 @@ class Guard:
         raw, self._raw = self._raw, None
         if raw is not None:
             raw.__exit__(None, None, None)
+
+
+class Guard(Handle):
+    """A granted lock, held until `release()` or the end of its `with` block."""
+
+    def __init__(self, raw: _locks.Lock):
+        super().__init__(raw)
+        self.mode: Mode = raw.mode()
+
+    def __repr__(self) -> str:
+        return f"<wardlock.Guard {self.name!r} {self.mode.name.lower()} {self.status.name.lower()}>"
 
 
 def _millis(timeout: Optional[float]) -> Optional[int]:
@@ -186,47 +213,53 @@ def _millis(timeout: Optional[float]) -> Optional[int]:
     return math.ceil(timeout * 1000)
 
 
-def acquire(name: str, mode: Mode = Mode.EXCLUSIVE, timeout: Optional[float] = None) -> Guard:
-    """Waits until `name` is granted in `mode` (at most `timeout` seconds, else
-    `Timeout`; None waits until granted or the instance's deadline)."""
-    try:
-        raw = _locks.acquire(name, _locks.Options(mode=mode, timeout_ms=_millis(timeout)))
-    except Err as e:
-        raise _typed(e) from None
-    return Guard(raw)
+class OneLock:
+    """The one-lock calls, wrapping each granted lock in `guard` (`Guard`
+    here; `wardlock2` binds them to its 0.2.0 `Guard`). The module exports
+    them bound: `wardlock.acquire`, `wardlock.exclusive`, ..."""
+
+    def __init__(self, guard):
+        self._guard = guard
+
+    def acquire(self, name: str, mode: Mode = Mode.EXCLUSIVE, timeout: Optional[float] = None):
+        """Waits until `name` is granted in `mode` (at most `timeout` seconds, else
+        `Timeout`; None waits until granted or the instance's deadline)."""
+        options = _locks.Options(mode=mode, timeout_ms=_millis(timeout))
+        return self._guard(_checked(_locks.acquire, name, options))
+
+    def exclusive(self, name: str, timeout: Optional[float] = None):
+        """`name` as a write lock: no other holder while the guard lives."""
+        return self.acquire(name, Mode.EXCLUSIVE, timeout)
+
+    def shared(self, name: str, timeout: Optional[float] = None):
+        """`name` as a read lock: other shared holders, no exclusive one."""
+        return self.acquire(name, Mode.SHARED, timeout)
+
+    def try_acquire(self, name: str, mode: Mode = Mode.EXCLUSIVE):
+        """`name` in `mode` if it can be granted without waiting, else None."""
+        raw = _checked(_locks.try_acquire, name, mode)
+        return None if raw is None else self._guard(raw)
+
+    def try_exclusive(self, name: str):
+        """`try_acquire(name, Mode.EXCLUSIVE)`."""
+        return self.try_acquire(name, Mode.EXCLUSIVE)
+
+    def try_shared(self, name: str):
+        """`try_acquire(name, Mode.SHARED)`."""
+        return self.try_acquire(name, Mode.SHARED)
+
+    def calls(self):
+        """The six calls, bound: acquire, exclusive, shared, try_acquire,
+        try_exclusive, try_shared."""
+        return (self.acquire, self.exclusive, self.shared, self.try_acquire,
+                self.try_exclusive, self.try_shared)
 
 
-def exclusive(name: str, timeout: Optional[float] = None) -> Guard:
-    """`name` as a write lock: no other holder while the guard lives."""
-    return acquire(name, Mode.EXCLUSIVE, timeout)
-
-
-def shared(name: str, timeout: Optional[float] = None) -> Guard:
-    """`name` as a read lock: other shared holders, no exclusive one."""
-    return acquire(name, Mode.SHARED, timeout)
-
-
-def try_acquire(name: str, mode: Mode = Mode.EXCLUSIVE) -> Optional[Guard]:
-    """`name` in `mode` if it can be granted without waiting, else None."""
-    try:
-        raw = _locks.try_acquire(name, mode)
-    except Err as e:
-        raise _typed(e) from None
-    return None if raw is None else Guard(raw)
-
-
-def try_exclusive(name: str) -> Optional[Guard]:
-    """`try_acquire(name, Mode.EXCLUSIVE)`."""
-    return try_acquire(name, Mode.EXCLUSIVE)
-
-
-def try_shared(name: str) -> Optional[Guard]:
-    """`try_acquire(name, Mode.SHARED)`."""
-    return try_acquire(name, Mode.SHARED)
+acquire, exclusive, shared, try_acquire, try_exclusive, try_shared = OneLock(Guard).calls()
 
 
 # `_types` is imported so the error classes above stay tied to the WIT cases
 # they mirror: a case added there without one here fails at build time.
-assert set(_ERRORS) == {
+assert {
     name for name in dir(_types) if name.startswith("Error_")
-}, "wardlock.py: the WIT error cases and the LockError subclasses differ"
+} <= set(_ERRORS), "wardlock.py: a WIT error case has no LockError subclass"

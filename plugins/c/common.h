@@ -1,7 +1,8 @@
 /* Helpers shared by the C guests: reporting a lock error and a counter file.
  * The lock calls themselves are the SDK's, guest-sdk/c/wardlock.h (on the
  * include path, with the bindings `wit-bindgen c <repo>/wit --world guest`
- * generates: guest.h, guest.c, guest_component_type.o). */
+ * generates: guest.h, guest.c, guest_component_type.o). A 0.2.0 guest
+ * includes guest-sdk/c/wardlock_v2.h first and gets the file helpers only. */
 #ifndef WARDLOCK_GUEST_COMMON_H
 #define WARDLOCK_GUEST_COMMON_H
 
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef WARDLOCK_V2_H
 #include "wardlock.h"
 
 /* Prints `<who>: <what> <name>: <error>` on stderr for a failed lock call,
@@ -23,6 +25,7 @@ static int lock_failed(const char *who, const char *what, const char *name, ward
     wardlock_error_free(error);
     return 1;
 }
+#endif
 
 /* Parses a whole decimal number (digits only) into `out`. */
 static bool parse_u64(const char *text, uint64_t *out) {

@@ -12,10 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardlock_host::Mode;
-use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{InstanceReport, Outcome, Runner};
 use wardlock_tests::conformance::Subject;
-use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{
     Guest, assert_outcome, assert_success, granted, hold, runner_in, spawn_acquire, spawn_run,
@@ -344,17 +342,7 @@ language_checks!(on_memory);
 /// Every check for every language on a real ZooKeeper server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_on_zookeeper() {
-    const ROOT: &str = "/wardlock-languages";
     let server = ZkServer::start();
-    let config = ZooKeeperConfig::new(server.address())
-        .root(ROOT)
-        .session_timeout(Duration::from_secs(10));
-    let backend = ZooKeeperBackend::connect(config)
-        .await
-        .expect("backend connects");
-    let subject = Subject {
-        backend: Arc::new(backend),
-        probe: Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
-    };
+    let subject = crate::zookeeper::subject(&server, "/wardlock-languages").await;
     all(&subject).await;
 }

@@ -5,14 +5,17 @@
 //! `partition`, `failover`, `hostile_names`, `interop` with Curator and kazoo,
 //! and both backends in `conformance` and `languages`); `semaphore`: semaphores
 //! natively and shared with Curator's `InterProcessSemaphoreV2`; `lock_v2`: the 0.2.0
-//! interface (subscribe, acquire-async, acquire-many) through its own guest; `revocation`:
-//! revocation through guests on every backend and with Curator; plus the `wardlock` CLI
+//! interface (subscribe, acquire-async, acquire-many) through its own guest, and
+//! `conform2` the same scenarios through guests in Rust, C, Python and JavaScript;
+//! `revocation`: revocation through guests on every backend and with Curator; plus
+//! the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
 //! real binary over HTTP).
 
 mod cli;
 mod compat;
 mod compile;
+mod conform2;
 mod conformance;
 mod exclusion;
 mod failover;

@@ -11,6 +11,7 @@ use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{GrantStatus, LockBackend, LockPolicy, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
+use wardlock_tests::conformance::Subject;
 use wardlock_tests::fenced::FencedStore;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
@@ -33,6 +34,22 @@ pub(crate) async fn backend(address: &str, session_timeout: Duration) -> ZooKeep
     ZooKeeperBackend::connect(config)
         .await
         .expect("backend connects")
+}
+
+/// A [`Subject`] on `server`: a backend whose lock nodes live under `root`
+/// (10 s session timeout) and a probe of them, for suites shared with the
+/// in-memory backend (`languages`, `conform2`).
+pub(crate) async fn subject(server: &ZkServer, root: &str) -> Subject {
+    let config = ZooKeeperConfig::new(server.address())
+        .root(root)
+        .session_timeout(Duration::from_secs(10));
+    let backend = ZooKeeperBackend::connect(config)
+        .await
+        .expect("backend connects");
+    Subject {
+        backend: Arc::new(backend),
+        probe: Arc::new(ZkProbe::connect(&server.address(), root).await),
+    }
 }
 
 /// A fresh server, a backend on it (10 s session timeout) and a probe of its

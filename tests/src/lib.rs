@@ -74,6 +74,8 @@ guests! {
     CounterC = "counter-c", ReadersWritersC = "readers-writers-c",
     CounterPython = "counter-python", ReadersWritersPython = "readers-writers-python",
     CounterJs = "counter-js", ReadersWritersJs = "readers-writers-js", HttpCounterJs = "http-counter-js",
+    // `lockctl2`'s commands through each language's 0.2.0 SDK (`e2e/conform2.rs`).
+    Conform2C = "conform2-c", Conform2Python = "conform2-python", Conform2Js = "conform2-js",
 }
 
 impl Guest {

@@ -1,0 +1,500 @@
+/* C guest SDK for `wardlock:lock@0.2.0`: header-only helpers over the bindings
+ * `wit-bindgen c plugins/wit --world c-guest2` generates (c_guest2.h,
+ * c_guest2.c, c_guest2_component_type.o: the 0.2.0 locks plus the
+ * `wasi:clocks/monotonic-clock` the timed waits use). A guest includes this
+ * header instead of wardlock.h (0.1.0); the names start with `wardlock2_`.
+ *
+ * Every acquiring call returns true on success, or false with `*err` set
+ * (free it with wardlock2_error_free). Guards, permits and pending locks are
+ * plain structs; declare them with the *_SCOPED macros (clang and GCC's
+ * `cleanup` attribute) and every way out of the block drops them: a guard or
+ * permit is released, a pending lock's wait withdrawn.
+ *
+ *     WARDLOCK2_SCOPED(lock);
+ *     if (!wardlock2_acquire("orders", WARDLOCK2_EXCLUSIVE, 5000, &lock, &err))
+ *         return fail(&err);
+ *     if (wardlock2_wait_lost(&lock, 500))        // held no more within 0.5 s?
+ *         ...
+ *
+ *     wardlock2_request_t names[] = {{"a", WARDLOCK2_EXCLUSIVE}, {"b", WARDLOCK2_SHARED}};
+ *     WARDLOCK2_SCOPED_MANY(both, 2);             // wardlock2_guard_t both[2]
+ *     if (!wardlock2_acquire_many(names, 2, 5000, both, &err)) ...
+ *     if (!wardlock2_release_all(both, 2, &err)) ...   // or leave the block
+ *
+ *     WARDLOCK2_PENDING_SCOPED(pending);
+ *     wardlock2_acquire_async("orders", WARDLOCK2_EXCLUSIVE, WARDLOCK2_NO_TIMEOUT, &pending, &err);
+ *     if (wardlock2_pending_wait(&pending, 1000))  // or poll its pollable with others
+ *         switch (wardlock2_pending_get(&pending, &lock, &err)) { ... }
+ *
+ * Without the cleanup attribute: `goto cleanup;` on every failure and
+ * `cleanup: wardlock2_drop(&lock);` (a no-op on a guard not held). Anything
+ * never dropped is released by the host when the instance ends. */
+#ifndef WARDLOCK_V2_H
+#define WARDLOCK_V2_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "c_guest2.h"
+
+typedef wardlock_lock_0_2_0_types_mode_t wardlock2_mode_t;
+typedef wardlock_lock_0_2_0_types_status_t wardlock2_status_t;
+/* A failed call's reason: `tag` is a WARDLOCK2_ERROR_* value; free it with
+ * wardlock2_error_free (the cases with a text own a string). */
+typedef wardlock_lock_0_2_0_types_error_t wardlock2_error_t;
+typedef wasi_io_poll_own_pollable_t wardlock2_pollable_t;
+
+#define WARDLOCK2_EXCLUSIVE WARDLOCK_LOCK_0_2_0_TYPES_MODE_EXCLUSIVE
+#define WARDLOCK2_SHARED WARDLOCK_LOCK_0_2_0_TYPES_MODE_SHARED
+
+#define WARDLOCK2_HELD WARDLOCK_LOCK_0_2_0_TYPES_STATUS_HELD
+#define WARDLOCK2_SUSPENDED WARDLOCK_LOCK_0_2_0_TYPES_STATUS_SUSPENDED
+#define WARDLOCK2_LOST WARDLOCK_LOCK_0_2_0_TYPES_STATUS_LOST
+#define WARDLOCK2_RELEASED WARDLOCK_LOCK_0_2_0_TYPES_STATUS_RELEASED
+
+#define WARDLOCK2_ERROR_INVALID_NAME WARDLOCK_LOCK_0_2_0_TYPES_ERROR_INVALID_NAME
+#define WARDLOCK2_ERROR_DENIED WARDLOCK_LOCK_0_2_0_TYPES_ERROR_DENIED
+#define WARDLOCK2_ERROR_TIMEOUT WARDLOCK_LOCK_0_2_0_TYPES_ERROR_TIMEOUT
+#define WARDLOCK2_ERROR_WOULD_DEADLOCK WARDLOCK_LOCK_0_2_0_TYPES_ERROR_WOULD_DEADLOCK
+#define WARDLOCK2_ERROR_LOST WARDLOCK_LOCK_0_2_0_TYPES_ERROR_LOST
+#define WARDLOCK2_ERROR_RELEASED WARDLOCK_LOCK_0_2_0_TYPES_ERROR_RELEASED
+#define WARDLOCK2_ERROR_LIMIT_EXCEEDED WARDLOCK_LOCK_0_2_0_TYPES_ERROR_LIMIT_EXCEEDED
+#define WARDLOCK2_ERROR_UNAVAILABLE WARDLOCK_LOCK_0_2_0_TYPES_ERROR_UNAVAILABLE
+#define WARDLOCK2_ERROR_INVALID_REQUEST WARDLOCK_LOCK_0_2_0_TYPES_ERROR_INVALID_REQUEST
+
+/* timeout_ms for waiting without limit (or until the instance's deadline). */
+#define WARDLOCK2_NO_TIMEOUT (-1)
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* The WIT name of the error's case: "invalid-name", "timeout", ... */
+static inline const char *wardlock2_error_kind(const wardlock2_error_t *err) {
+    static const char *const kinds[] = {
+        "invalid-name", "denied", "timeout", "would-deadlock", "lost",
+        "released", "limit-exceeded", "unavailable", "invalid-request",
+    };
+    return err->tag < sizeof kinds / sizeof *kinds ? kinds[err->tag] : "unknown";
+}
+
+/* The host's text for the cases that carry one, else NULL. Not
+ * NUL-terminated: see `len`. */
+static inline const c_guest2_string_t *wardlock2_error_detail(const wardlock2_error_t *err) {
+    switch (err->tag) {
+    case WARDLOCK2_ERROR_INVALID_NAME: return &err->val.invalid_name;
+    case WARDLOCK2_ERROR_DENIED: return &err->val.denied;
+    case WARDLOCK2_ERROR_LIMIT_EXCEEDED: return &err->val.limit_exceeded;
+    case WARDLOCK2_ERROR_UNAVAILABLE: return &err->val.unavailable;
+    case WARDLOCK2_ERROR_INVALID_REQUEST: return &err->val.invalid_request;
+    default: return NULL;
+    }
+}
+
+/* Writes `kind` or `kind: detail` into `buf` (truncated to `size`); returns `buf`. */
+static inline const char *wardlock2_error_text(const wardlock2_error_t *err, char *buf, size_t size) {
+    const c_guest2_string_t *detail = wardlock2_error_detail(err);
+    if (detail)
+        snprintf(buf, size, "%s: %.*s", wardlock2_error_kind(err), (int)detail->len, (const char *)detail->ptr);
+    else
+        snprintf(buf, size, "%s", wardlock2_error_kind(err));
+    return buf;
+}
+
+/* Frees the text an error owns; the error must not be used afterwards. */
+static inline void wardlock2_error_free(wardlock2_error_t *err) {
+    wardlock_lock_0_2_0_types_error_free(err);
+}
+
+/* ---- pollables --------------------------------------------------------- */
+
+/* Waits until `pollable` is ready (true) or `timeout_ms` passed (false;
+ * WARDLOCK2_NO_TIMEOUT: no limit), on a monotonic-clock timer beside it:
+ * nothing spins. The pollable stays the caller's. */
+static inline bool wardlock2_wait(wardlock2_pollable_t pollable, int64_t timeout_ms) {
+    wasi_io_poll_borrow_pollable_t set[2] = {wasi_io_poll_borrow_pollable(pollable)};
+    if (timeout_ms < 0) {
+        wasi_io_poll_method_pollable_block(set[0]);
+        return true;
+    }
+    wardlock2_pollable_t timer = wasi_clocks_monotonic_clock_subscribe_duration((uint64_t)timeout_ms * 1000000u);
+    set[1] = wasi_io_poll_borrow_pollable(timer);
+    wasi_io_poll_list_borrow_pollable_t list = {set, 2};
+    c_guest2_list_u32_t ready;
+    wasi_io_poll_poll(&list, &ready);
+    bool first = false;
+    for (size_t i = 0; i < ready.len; i++)
+        first |= ready.ptr[i] == 0;
+    c_guest2_list_u32_free(&ready);
+    wasi_io_poll_pollable_drop_own(timer);
+    return first;
+}
+
+/* wardlock2_wait on `pollable`, which it then drops. */
+static inline bool wardlock2_wait_and_drop(wardlock2_pollable_t pollable, int64_t timeout_ms) {
+    bool ready = wardlock2_wait(pollable, timeout_ms);
+    wasi_io_poll_pollable_drop_own(pollable);
+    return ready;
+}
+
+/* ---- locks ------------------------------------------------------------- */
+
+/* A granted lock: `held` until released or dropped. */
+typedef struct {
+    wardlock_lock_0_2_0_locks_own_lock_t handle;
+    bool held;
+} wardlock2_guard_t;
+
+#define WARDLOCK2_GUARD_INIT {.held = false}
+
+/* Drops the guard's handle, which releases the lock without an answer; a
+ * no-op on a guard not held. */
+static inline void wardlock2_drop(wardlock2_guard_t *guard) {
+    if (guard->held) {
+        guard->held = false;
+        wardlock_lock_0_2_0_locks_lock_drop_own(guard->handle);
+    }
+}
+
+/* Declares `wardlock2_guard_t NAME`, dropped when its block is left. */
+#define WARDLOCK2_SCOPED(name) \
+    __attribute__((cleanup(wardlock2_drop))) wardlock2_guard_t name = WARDLOCK2_GUARD_INIT
+
+static inline wardlock_lock_0_2_0_locks_borrow_lock_t wardlock2_borrow(const wardlock2_guard_t *guard) {
+    return wardlock_lock_0_2_0_locks_borrow_lock(guard->handle);
+}
+
+static inline wardlock_lock_0_2_0_locks_options_t wardlock2_options(wardlock2_mode_t mode, int64_t timeout_ms) {
+    wardlock_lock_0_2_0_locks_options_t opts = {
+        .mode = mode,
+        .timeout_ms = {.is_some = timeout_ms >= 0, .val = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0},
+    };
+    return opts;
+}
+
+/* Waits until `name` is granted in `mode`, at most `timeout_ms` (or
+ * WARDLOCK2_NO_TIMEOUT). True with `*guard` held; false with `*err` set. */
+static inline bool wardlock2_acquire(const char *name, wardlock2_mode_t mode, int64_t timeout_ms,
+                                     wardlock2_guard_t *guard, wardlock2_error_t *err) {
+    c_guest2_string_t wit_name;
+    c_guest2_string_set(&wit_name, name);
+    wardlock_lock_0_2_0_locks_options_t opts = wardlock2_options(mode, timeout_ms);
+    guard->held = wardlock_lock_0_2_0_locks_acquire(&wit_name, &opts, &guard->handle, err);
+    return guard->held;
+}
+
+/* Takes `name` only if that needs no waiting. True unless the call failed
+ * (`*err` set); then `guard->held` says whether it was taken. */
+static inline bool wardlock2_try_acquire(const char *name, wardlock2_mode_t mode, wardlock2_guard_t *guard,
+                                         wardlock2_error_t *err) {
+    c_guest2_string_t wit_name;
+    c_guest2_string_set(&wit_name, name);
+    wardlock_lock_0_2_0_locks_option_own_lock_t taken;
+    guard->held = false;
+    if (!wardlock_lock_0_2_0_locks_try_acquire(&wit_name, mode, &taken, err))
+        return false;
+    guard->held = taken.is_some;
+    guard->handle = taken.val;
+    return true;
+}
+
+/* Releases and drops the guard. False with `*err` set when the lock had been
+ * lost (WARDLOCK2_ERROR_LOST) or was not held (WARDLOCK2_ERROR_RELEASED). */
+static inline bool wardlock2_release(wardlock2_guard_t *guard, wardlock2_error_t *err) {
+    if (!guard->held) {
+        err->tag = WARDLOCK2_ERROR_RELEASED;
+        return false;
+    }
+    bool ok = wardlock_lock_0_2_0_locks_method_lock_release(wardlock2_borrow(guard), err);
+    wardlock2_drop(guard);
+    return ok;
+}
+
+/* The grant's fencing token (the guard must be held). */
+static inline uint64_t wardlock2_token(const wardlock2_guard_t *guard) {
+    return wardlock_lock_0_2_0_locks_method_lock_fencing_token(wardlock2_borrow(guard));
+}
+
+/* What the guard guarantees now; WARDLOCK2_RELEASED once not held. */
+static inline wardlock2_status_t wardlock2_status(const wardlock2_guard_t *guard) {
+    if (!guard->held)
+        return WARDLOCK2_RELEASED;
+    return wardlock_lock_0_2_0_locks_method_lock_status(wardlock2_borrow(guard));
+}
+
+/* The WIT name of a status: "held", "suspended", "lost" or "released". */
+static inline const char *wardlock2_status_name(wardlock2_status_t status) {
+    static const char *const names[] = {"held", "suspended", "lost", "released"};
+    return status < sizeof names / sizeof *names ? names[status] : "unknown";
+}
+
+/* A pollable ready once the lock is no longer held (the guard must be held);
+ * drop it (wasi_io_poll_pollable_drop_own) before the guard. */
+static inline wardlock2_pollable_t wardlock2_subscribe(const wardlock2_guard_t *guard) {
+    return wardlock_lock_0_2_0_locks_method_lock_subscribe(wardlock2_borrow(guard));
+}
+
+/* Waits until the lock is no longer held (true; wardlock2_status says what
+ * it is now) or `timeout_ms` passed (false). True at once if not held. */
+static inline bool wardlock2_wait_lost(const wardlock2_guard_t *guard, int64_t timeout_ms) {
+    return !guard->held || wardlock2_wait_and_drop(wardlock2_subscribe(guard), timeout_ms);
+}
+
+/* Whether someone asked this holder to give the lock up (the guard must be held). */
+static inline bool wardlock2_revocation_requested(const wardlock2_guard_t *guard) {
+    return wardlock_lock_0_2_0_locks_method_lock_revocation_requested(wardlock2_borrow(guard));
+}
+
+/* A pollable ready once a revocation was requested; drop it before the guard. */
+static inline wardlock2_pollable_t wardlock2_subscribe_revocation(const wardlock2_guard_t *guard) {
+    return wardlock_lock_0_2_0_locks_method_lock_subscribe_revocation(wardlock2_borrow(guard));
+}
+
+/* Waits until a revocation is requested (true) or `timeout_ms` passed (false). */
+static inline bool wardlock2_wait_revocation(const wardlock2_guard_t *guard, int64_t timeout_ms) {
+    return wardlock2_wait_and_drop(wardlock2_subscribe_revocation(guard), timeout_ms);
+}
+
+/* Asks every holder of `name` to give it up; `*asked` is how many were asked. */
+static inline bool wardlock2_request_revocation(const char *name, uint32_t *asked, wardlock2_error_t *err) {
+    c_guest2_string_t wit_name;
+    c_guest2_string_set(&wit_name, name);
+    return wardlock_lock_0_2_0_locks_request_revocation(&wit_name, asked, err);
+}
+
+/* ---- several locks at once --------------------------------------------- */
+
+/* One lock of a wardlock2_acquire_many request. */
+typedef struct {
+    const char *name;
+    wardlock2_mode_t mode;
+} wardlock2_request_t;
+
+/* Drops every guard of `guards[0..n]` still held. */
+static inline void wardlock2_drop_all(wardlock2_guard_t *guards, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        wardlock2_drop(&guards[i]);
+}
+
+/* Guards dropped together when their block is left (WARDLOCK2_SCOPED_MANY). */
+typedef struct {
+    wardlock2_guard_t *guards;
+    size_t n;
+} wardlock2_many_t;
+
+static inline void wardlock2_many_drop(wardlock2_many_t *many) {
+    wardlock2_drop_all(many->guards, many->n);
+}
+
+/* Declares `wardlock2_guard_t NAME[N]`, every guard dropped when its block
+ * is left (through a `NAME_scope` declared after it, so cleaned up first). */
+#define WARDLOCK2_SCOPED_MANY(name, n)          \
+    wardlock2_guard_t name[n] = {0};            \
+    __attribute__((cleanup(wardlock2_many_drop), unused)) wardlock2_many_t name##_scope = {name, n}
+
+/* Takes every lock of `requests[0..n]` as one all-or-nothing request within
+ * one deadline (`timeout_ms`, or WARDLOCK2_NO_TIMEOUT), in a canonical order
+ * on the host: two guests listing the same names in any order never
+ * deadlock. True with `guards[i]` held for `requests[i]`; false with `*err`
+ * set and nothing held or queued (n == 0 or a duplicate name:
+ * WARDLOCK2_ERROR_INVALID_REQUEST). */
+static inline bool wardlock2_acquire_many(const wardlock2_request_t *requests, size_t n, int64_t timeout_ms,
+                                          wardlock2_guard_t *guards, wardlock2_error_t *err) {
+    wardlock_lock_0_2_0_locks_request_t *wit = n ? calloc(n, sizeof *wit) : NULL;
+    if (n && !wit)
+        abort(); /* out of memory: nothing sensible to report through the WIT error */
+    for (size_t i = 0; i < n; i++) {
+        c_guest2_string_set(&wit[i].name, requests[i].name);
+        wit[i].mode = requests[i].mode;
+        guards[i].held = false;
+    }
+    wardlock_lock_0_2_0_locks_list_request_t list = {wit, n};
+    wardlock_lock_0_2_0_locks_list_own_lock_t locks;
+    uint64_t timeout = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0;
+    bool ok = wardlock_lock_0_2_0_locks_acquire_many(&list, timeout_ms >= 0 ? &timeout : NULL, &locks, err);
+    free(wit);
+    if (!ok)
+        return false;
+    for (size_t i = 0; i < locks.len && i < n; i++) {
+        guards[i].handle = locks.ptr[i];
+        guards[i].held = true;
+    }
+    free(locks.ptr);
+    return true;
+}
+
+/* Releases every guard of `guards[0..n]` still held. False when one failed:
+ * `*err` is the first failure (free it); all are released either way. */
+static inline bool wardlock2_release_all(wardlock2_guard_t *guards, size_t n, wardlock2_error_t *err) {
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!guards[i].held)
+            continue;
+        wardlock2_error_t failure;
+        if (wardlock2_release(&guards[i], &failure))
+            continue;
+        if (ok)
+            *err = failure;
+        else
+            wardlock2_error_free(&failure);
+        ok = false;
+    }
+    return ok;
+}
+
+/* ---- acquiring without blocking ---------------------------------------- */
+
+/* An acquisition waiting in the lock's queue (wardlock2_acquire_async). */
+typedef struct {
+    wardlock_lock_0_2_0_locks_own_pending_lock_t handle;
+    bool live;
+} wardlock2_pending_t;
+
+#define WARDLOCK2_PENDING_INIT {.live = false}
+
+/* Drops the pending lock: withdraws its wait (nothing stays queued), or
+ * releases the lock if it was granted and not taken. A no-op once dropped. */
+static inline void wardlock2_pending_drop(wardlock2_pending_t *pending) {
+    if (pending->live) {
+        pending->live = false;
+        wardlock_lock_0_2_0_locks_pending_lock_drop_own(pending->handle);
+    }
+}
+
+/* Declares `wardlock2_pending_t NAME`, dropped (its wait withdrawn) when its
+ * block is left. */
+#define WARDLOCK2_PENDING_SCOPED(name) \
+    __attribute__((cleanup(wardlock2_pending_drop))) wardlock2_pending_t name = WARDLOCK2_PENDING_INIT
+
+/* Queues for `name` in `mode` and returns at once. Bad names, denied,
+ * would-deadlock and the handle cap fail here; a timeout (counted from now)
+ * or a backend failure comes from wardlock2_pending_get. */
+static inline bool wardlock2_acquire_async(const char *name, wardlock2_mode_t mode, int64_t timeout_ms,
+                                           wardlock2_pending_t *pending, wardlock2_error_t *err) {
+    c_guest2_string_t wit_name;
+    c_guest2_string_set(&wit_name, name);
+    wardlock_lock_0_2_0_locks_options_t opts = wardlock2_options(mode, timeout_ms);
+    pending->live = wardlock_lock_0_2_0_locks_acquire_async(&wit_name, &opts, &pending->handle, err);
+    return pending->live;
+}
+
+/* A pollable ready once the acquisition finished, to poll beside timers and
+ * other pollables; drop it before the pending lock. */
+static inline wardlock2_pollable_t wardlock2_pending_subscribe(const wardlock2_pending_t *pending) {
+    return wardlock_lock_0_2_0_locks_method_pending_lock_subscribe(
+        wardlock_lock_0_2_0_locks_borrow_pending_lock(pending->handle));
+}
+
+/* Waits until the acquisition finished (true) or `timeout_ms` passed (false). */
+static inline bool wardlock2_pending_wait(const wardlock2_pending_t *pending, int64_t timeout_ms) {
+    return wardlock2_wait_and_drop(wardlock2_pending_subscribe(pending), timeout_ms);
+}
+
+/* What wardlock2_pending_get found. */
+typedef enum {
+    WARDLOCK2_WAITING, /* still queued */
+    WARDLOCK2_GRANTED, /* `*guard` holds the lock */
+    WARDLOCK2_FAILED,  /* `*err` is why (taken twice: WARDLOCK2_ERROR_INVALID_REQUEST) */
+} wardlock2_outcome_t;
+
+/* The acquisition's result, once; the pending lock must be live. */
+static inline wardlock2_outcome_t wardlock2_pending_get(const wardlock2_pending_t *pending, wardlock2_guard_t *guard,
+                                                        wardlock2_error_t *err) {
+    wardlock_lock_0_2_0_locks_result_own_lock_error_t result;
+    guard->held = false;
+    if (!wardlock_lock_0_2_0_locks_method_pending_lock_get(
+            wardlock_lock_0_2_0_locks_borrow_pending_lock(pending->handle), &result))
+        return WARDLOCK2_WAITING;
+    if (result.is_err) {
+        *err = result.val.err;
+        return WARDLOCK2_FAILED;
+    }
+    guard->handle = result.val.ok;
+    guard->held = true;
+    return WARDLOCK2_GRANTED;
+}
+
+/* ---- semaphores -------------------------------------------------------- */
+
+/* One permit of a counting semaphore: `held` until released or dropped. */
+typedef struct {
+    wardlock_lock_0_2_0_locks_own_permit_t handle;
+    bool held;
+} wardlock2_permit_t;
+
+#define WARDLOCK2_PERMIT_INIT {.held = false}
+
+/* Drops the permit, which releases it; a no-op on a permit not held. */
+static inline void wardlock2_permit_drop(wardlock2_permit_t *permit) {
+    if (permit->held) {
+        permit->held = false;
+        wardlock_lock_0_2_0_locks_permit_drop_own(permit->handle);
+    }
+}
+
+/* Declares `wardlock2_permit_t NAME`, dropped when its block is left. */
+#define WARDLOCK2_PERMIT_SCOPED(name) \
+    __attribute__((cleanup(wardlock2_permit_drop))) wardlock2_permit_t name = WARDLOCK2_PERMIT_INIT
+
+static inline wardlock_lock_0_2_0_locks_borrow_permit_t wardlock2_permit_borrow(const wardlock2_permit_t *permit) {
+    return wardlock_lock_0_2_0_locks_borrow_permit(permit->handle);
+}
+
+/* Waits for one of the `permits` permits of semaphore `name`, at most
+ * `timeout_ms`. 0 permits: WARDLOCK2_ERROR_INVALID_REQUEST. */
+static inline bool wardlock2_acquire_permit(const char *name, uint32_t permits, int64_t timeout_ms,
+                                            wardlock2_permit_t *permit, wardlock2_error_t *err) {
+    c_guest2_string_t wit_name;
+    c_guest2_string_set(&wit_name, name);
+    uint64_t timeout = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0;
+    permit->held = wardlock_lock_0_2_0_locks_acquire_permit(&wit_name, permits, timeout_ms >= 0 ? &timeout : NULL,
+                                                            &permit->handle, err);
+    return permit->held;
+}
+
+/* A permit if one is free now. True unless the call failed; then
+ * `permit->held` says whether one was taken. */
+static inline bool wardlock2_try_acquire_permit(const char *name, uint32_t permits, wardlock2_permit_t *permit,
+                                                wardlock2_error_t *err) {
+    c_guest2_string_t wit_name;
+    c_guest2_string_set(&wit_name, name);
+    wardlock_lock_0_2_0_locks_option_own_permit_t taken;
+    permit->held = false;
+    if (!wardlock_lock_0_2_0_locks_try_acquire_permit(&wit_name, permits, &taken, err))
+        return false;
+    permit->held = taken.is_some;
+    permit->handle = taken.val;
+    return true;
+}
+
+/* Releases and drops the permit (errors as wardlock2_release). */
+static inline bool wardlock2_permit_release(wardlock2_permit_t *permit, wardlock2_error_t *err) {
+    if (!permit->held) {
+        err->tag = WARDLOCK2_ERROR_RELEASED;
+        return false;
+    }
+    bool ok = wardlock_lock_0_2_0_locks_method_permit_release(wardlock2_permit_borrow(permit), err);
+    wardlock2_permit_drop(permit);
+    return ok;
+}
+
+/* The permit's fencing token (the permit must be held). */
+static inline uint64_t wardlock2_permit_token(const wardlock2_permit_t *permit) {
+    return wardlock_lock_0_2_0_locks_method_permit_fencing_token(wardlock2_permit_borrow(permit));
+}
+
+/* What the permit guarantees now; WARDLOCK2_RELEASED once not held. */
+static inline wardlock2_status_t wardlock2_permit_status(const wardlock2_permit_t *permit) {
+    if (!permit->held)
+        return WARDLOCK2_RELEASED;
+    return wardlock_lock_0_2_0_locks_method_permit_status(wardlock2_permit_borrow(permit));
+}
+
+/* Waits until the permit is no longer held (true) or `timeout_ms` passed. */
+static inline bool wardlock2_permit_wait_lost(const wardlock2_permit_t *permit, int64_t timeout_ms) {
+    return !permit->held ||
+           wardlock2_wait_and_drop(
+               wardlock_lock_0_2_0_locks_method_permit_subscribe(wardlock2_permit_borrow(permit)), timeout_ms);
+}
+
+#endif

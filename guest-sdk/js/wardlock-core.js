@@ -1,0 +1,143 @@
+// The part of the JavaScript guest SDK both WIT versions share: the typed
+// error, the guard over a granted resource and scoped release. It imports no
+// WIT interface, so `wardlock.js` (0.1.0) and `wardlock2.js` (0.2.0) each
+// bind it to their version's functions. Guests import those, not this file.
+
+/** A lock call failed; `kind` names the WIT error case. Nothing is left half-acquired. */
+export class LockError extends Error {
+  constructor(kind, detail) {
+    super(detail === undefined ? kind : `${kind}: ${detail}`);
+    this.name = 'LockError';
+    /** `'invalid-name'`, `'denied'`, `'timeout'`, `'would-deadlock'`, `'lost'`,
+     * `'released'`, `'limit-exceeded'`, `'unavailable'` or (0.2.0) `'invalid-request'`. */
+    this.kind = kind;
+    /** The host's text for the cases that carry one, else undefined. */
+    this.detail = detail;
+  }
+}
+
+/** Runs a raw binding call, turning a thrown WIT `error` into a `LockError`. */
+export function call(operation) {
+  try {
+    return operation();
+  } catch (e) {
+    const payload = e?.payload;
+    if (typeof payload?.tag !== 'string') throw e;
+    throw new LockError(payload.tag, payload.val);
+  }
+}
+
+/** Milliseconds as the WIT's `option<u64>` (a BigInt, rounded up), or undefined. */
+export function millis(timeoutMs) {
+  return timeoutMs === undefined ? undefined : BigInt(Math.ceil(Number(timeoutMs)));
+}
+
+/** A held grant over a raw resource (a lock, or a 0.2.0 permit), held until
+ * `release()` or disposal. */
+export class Handle {
+  #raw;
+
+  constructor(raw) {
+    this.#raw = raw;
+    /** The name as acquired. */
+    this.name = raw.name();
+  }
+
+  /** A BigInt, strictly greater for every later conflicting grant of this
+   * name: hand it to the resource you protect so it can refuse stale writers. */
+  get fencingToken() {
+    return this.raw().fencingToken();
+  }
+
+  /** `'held'`, `'suspended'`, `'lost'` or `'released'`: check it before steps
+   * that must not run unprotected. */
+  get status() {
+    return this.#raw === undefined ? 'released' : this.#raw.status();
+  }
+
+  /** Whether the handle is still held by this guard (not released or disposed). */
+  get live() {
+    return this.#raw !== undefined;
+  }
+
+  /** Releases now; throws `LockError` `'lost'` if it had been lost
+   * meanwhile and `'released'` if this guard was released already. */
+  release() {
+    const raw = this.raw();
+    try {
+      call(() => raw.release());
+    } finally {
+      this[Symbol.dispose]();
+    }
+  }
+
+  /** Drops the handle, which releases it without an answer; does nothing
+   * once released. What `using` and `withLock` call on the way out. */
+  [Symbol.dispose]() {
+    const raw = this.#raw;
+    this.#raw = undefined;
+    raw?.[Symbol.dispose]();
+  }
+
+  /** The raw resource; throws `LockError` `'released'` once released. */
+  raw() {
+    if (this.#raw === undefined) throw new LockError('released');
+    return this.#raw;
+  }
+}
+
+/** A granted lock, held until `release()` or disposal. */
+export class Guard extends Handle {
+  constructor(raw) {
+    super(raw);
+    /** `'exclusive'` or `'shared'`. */
+    this.mode = raw.mode();
+  }
+}
+
+/**
+ * Runs `fn(scope)` and then releases `scope` (anything with `release()` and
+ * `[Symbol.dispose]()`), returning what `fn` returns. When `fn` ends normally
+ * the release is checked (a lock lost meanwhile throws `'lost'`, so its work
+ * is not silently trusted); when it throws, `scope` is disposed quietly and
+ * `fn`'s error goes on. An async `fn` keeps it until its promise settles.
+ */
+export function runScoped(scope, fn) {
+  let result;
+  try {
+    result = fn(scope);
+  } catch (e) {
+    scope[Symbol.dispose]();
+    throw e;
+  }
+  if (typeof result?.then !== 'function') {
+    scope.release();
+    return result;
+  }
+  return result.then(
+    (value) => {
+      scope.release();
+      return value;
+    },
+    (e) => {
+      scope[Symbol.dispose]();
+      throw e;
+    },
+  );
+}
+
+/**
+ * The one-lock calls over a WIT version's raw `acquire` and `tryAcquire`,
+ * wrapping each granted lock in `GuardClass` (see `wardlock.js` for their
+ * use).
+ */
+export function lockApi(rawAcquire, rawTryAcquire, GuardClass) {
+  const acquire = (name, { mode = 'exclusive', timeoutMs } = {}) =>
+    new GuardClass(call(() => rawAcquire(name, { mode, timeoutMs: millis(timeoutMs) })));
+  const tryAcquire = (name, { mode = 'exclusive' } = {}) => {
+    const raw = call(() => rawTryAcquire(name, mode));
+    return raw === undefined ? undefined : new GuardClass(raw);
+  };
+  const withLock = (name, options, fn) => runScoped(acquire(name, options), fn);
+  return { acquire, tryAcquire, withLock };
+}

@@ -1,0 +1,257 @@
+// JavaScript guest SDK for `wardlock:lock@0.2.0`: `wardlock.js`'s API (over
+// 0.2.0's bindings) plus waiting without blocking, loss notification, several
+// locks at once, semaphores and revocation. Guests targeting the 0.2.0 world
+// (`js-command2` in plugins/wit/command.wit) import it instead of wardlock.js.
+//
+//   import { acquire, acquireMany, acquireAsync, withLocks, wait } from './wardlock2.js';
+//
+//   {
+//     using lock = acquire('orders', { timeoutMs: 5000 });
+//     if (lock.waitLost(500)) console.log('lost:', lock.status);
+//   }                                         // released
+//
+//   withLocks([['a', 'exclusive'], ['b', 'shared']], { timeoutMs: 5000 }, ([a, b]) => {
+//     ...                                     // all released however fn ends
+//   });
+//
+//   {
+//     using pending = acquireAsync('orders'); // queued; the guest goes on
+//     if (pending.wait(1000)) {               // or poll pending.subscribe()
+//       using lock = pending.get();           //   beside a timer, a request
+//     }
+//   }                                         // a wait not taken is withdrawn
+//
+//   withPermit('pool', 3, { timeoutMs: 5000 }, (permit) => { ... });
+//   requestRevocation('orders');              // holders see lock.revocationRequested
+//
+// Blocking waits use `wasi:io/poll` with a `wasi:clocks/monotonic-clock`
+// timer for the timeout (nothing spins); pollables from `subscribe()` are
+// resources to dispose (`using`) before the handle they belong to. Scoped
+// helpers accept an async `fn` and keep their locks until its promise settles.
+// Errors are `LockError`s (0.2.0 adds `kind` `'invalid-request'`).
+
+import { subscribeDuration } from 'wasi:clocks/monotonic-clock@0.2.12';
+import { poll } from 'wasi:io/poll@0.2.12';
+import {
+  acquire as rawAcquire,
+  acquireAsync as rawAcquireAsync,
+  acquireMany as rawAcquireMany,
+  acquirePermit as rawAcquirePermit,
+  requestRevocation as rawRequestRevocation,
+  tryAcquire as rawTryAcquire,
+  tryAcquirePermit as rawTryAcquirePermit,
+} from 'wardlock:lock/locks@0.2.0';
+import { Guard as BaseGuard, Handle, LockError, call, lockApi, millis, runScoped } from './wardlock-core.js';
+
+export { LockError };
+
+/**
+ * Waits until at least one of `pollables` is ready or `timeoutMs`
+ * milliseconds passed (undefined: no limit); returns the indices of the
+ * ready ones (empty when the timeout came first).
+ */
+export function readyFirst(pollables, timeoutMs) {
+  if (timeoutMs === undefined) return Array.from(poll(pollables));
+  using timer = subscribeDuration(millis(timeoutMs) * 1_000_000n);
+  return Array.from(poll([...pollables, timer])).filter((i) => i < pollables.length);
+}
+
+/** Waits until `pollable` is ready (true) or `timeoutMs` passed (false). */
+export function wait(pollable, timeoutMs) {
+  return readyFirst([pollable], timeoutMs).length > 0;
+}
+
+/** `wait` on a fresh pollable from `subscribe()`, disposed afterwards. */
+function waitOn(subscribe, timeoutMs) {
+  using pollable = subscribe();
+  return wait(pollable, timeoutMs);
+}
+
+/** A granted lock with the 0.2.0 calls of its handle. */
+export class Guard extends BaseGuard {
+  /** A pollable ready once the lock is no longer `'held'` (suspended, lost
+   * or released); dispose it before the guard. */
+  subscribe() {
+    return this.raw().subscribe();
+  }
+
+  /** Waits until the lock is no longer `'held'` (true; `status` says what
+   * it is now) or `timeoutMs` passed (false). */
+  waitLost(timeoutMs) {
+    return waitOn(() => this.raw().subscribe(), timeoutMs);
+  }
+
+  /** Whether someone asked this holder to give the lock up: releasing is up to you. */
+  get revocationRequested() {
+    return this.raw().revocationRequested();
+  }
+
+  /** A pollable ready once `revocationRequested` is true. */
+  subscribeRevocation() {
+    return this.raw().subscribeRevocation();
+  }
+
+  /** Waits until a revocation is requested (true) or `timeoutMs` passed (false). */
+  waitRevocation(timeoutMs) {
+    return waitOn(() => this.raw().subscribeRevocation(), timeoutMs);
+  }
+}
+
+/** `acquire`, `tryAcquire` and `withLock` as in `wardlock.js`, returning 0.2.0 guards. */
+export const { acquire, tryAcquire, withLock } = lockApi(rawAcquire, rawTryAcquire, Guard);
+
+/**
+ * An acquisition waiting in the lock's queue (`acquireAsync`) while the
+ * guest does other work. Disposing it (`using`) withdraws the wait, or
+ * releases the lock if it was granted and not taken with `get`.
+ */
+export class Pending {
+  #raw;
+
+  constructor(raw) {
+    this.#raw = raw;
+  }
+
+  /** A pollable ready once the acquisition finished (granted or failed), to
+   * `poll` beside timers and requests; dispose it before the pending lock. */
+  subscribe() {
+    return this.#live().subscribe();
+  }
+
+  /** Waits until the acquisition finished (true) or `timeoutMs` passed
+   * (false); the request stays queued either way. */
+  wait(timeoutMs) {
+    return waitOn(() => this.#live().subscribe(), timeoutMs);
+  }
+
+  /** undefined while waiting; then the granted `Guard`, or the acquisition's
+   * `LockError` thrown. Once only: later calls throw `'invalid-request'`. */
+  get() {
+    const result = this.#live().get();
+    if (result === undefined) return undefined;
+    if (result.tag === 'err') throw new LockError(result.val.tag, result.val.val);
+    return new Guard(result.val);
+  }
+
+  /** A promise of the lock, for async code: waits (blocking the instance, as
+   * every wait does) at most `timeoutMs`, else rejects with `'timeout'`. */
+  async result(timeoutMs) {
+    const guard = this.wait(timeoutMs) ? this.get() : undefined;
+    if (guard === undefined) throw new LockError('timeout');
+    return guard;
+  }
+
+  /** Withdraws the wait (nothing stays queued); a no-op once disposed. */
+  [Symbol.dispose]() {
+    const raw = this.#raw;
+    this.#raw = undefined;
+    raw?.[Symbol.dispose]();
+  }
+
+  #live() {
+    if (this.#raw === undefined) throw new LockError('released');
+    return this.#raw;
+  }
+}
+
+/**
+ * Queues for `name` in `mode` and returns a `Pending` at once. Bad names,
+ * `'denied'`, `'would-deadlock'` and the handle cap throw here; a timeout
+ * (counted from now) or a backend failure comes from `Pending.get`.
+ */
+export function acquireAsync(name, { mode = 'exclusive', timeoutMs } = {}) {
+  return new Pending(call(() => rawAcquireAsync(name, { mode, timeoutMs: millis(timeoutMs) })));
+}
+
+/**
+ * The guards of one `acquireMany`, in the order requested (an array).
+ * `releaseAll()` releases every one still held and throws the first error
+ * once all are released; disposal (`using`) drops them all quietly.
+ */
+export class Many extends Array {
+  static get [Symbol.species]() {
+    return Array;
+  }
+
+  releaseAll() {
+    let first;
+    for (const guard of this) {
+      if (!guard.live) continue;
+      try {
+        guard.release();
+      } catch (e) {
+        first ??= e;
+      }
+    }
+    if (first !== undefined) throw first;
+  }
+
+  /** Alias of `releaseAll`, so `runScoped` can end a `Many` like a guard. */
+  release() {
+    this.releaseAll();
+  }
+
+  [Symbol.dispose]() {
+    for (const guard of this) guard[Symbol.dispose]();
+  }
+}
+
+/**
+ * Takes every `[name, mode]` of `requests` as one all-or-nothing request
+ * within one deadline (canonical order on the host: no deadlock whatever
+ * order two guests list the names in). On any error nothing is held or
+ * queued; an empty list or a name listed twice throws `'invalid-request'`.
+ */
+export function acquireMany(requests, { timeoutMs } = {}) {
+  const raw = requests.map(([name, mode = 'exclusive']) => ({ name, mode }));
+  const locks = call(() => rawAcquireMany(raw, millis(timeoutMs)));
+  const many = new Many();
+  for (const lock of locks) many.push(new Guard(lock));
+  return many;
+}
+
+/** Runs `fn(guards)` holding every lock of `requests` (as `withLock`). */
+export function withLocks(requests, options, fn) {
+  return runScoped(acquireMany(requests, options), fn);
+}
+
+/** One permit of a counting semaphore, held until `release()` or disposal. */
+export class Permit extends Handle {
+  constructor(raw) {
+    super(raw);
+    /** The semaphore's permit count. */
+    this.permits = raw.permits();
+  }
+
+  /** A pollable ready once the permit is no longer `'held'`. */
+  subscribe() {
+    return this.raw().subscribe();
+  }
+
+  /** Waits until the permit is no longer `'held'` (true) or `timeoutMs` passed. */
+  waitLost(timeoutMs) {
+    return waitOn(() => this.raw().subscribe(), timeoutMs);
+  }
+}
+
+/** Waits for one of the `permits` permits of semaphore `name` (at most
+ * `timeoutMs`, else `'timeout'`); 0 permits throws `'invalid-request'`. */
+export function acquirePermit(name, permits, { timeoutMs } = {}) {
+  return new Permit(call(() => rawAcquirePermit(name, permits, millis(timeoutMs))));
+}
+
+/** A permit of semaphore `name` if one is free now, else undefined. */
+export function tryAcquirePermit(name, permits) {
+  const raw = call(() => rawTryAcquirePermit(name, permits));
+  return raw === undefined ? undefined : new Permit(raw);
+}
+
+/** Runs `fn(permit)` holding a permit of `name` (as `withLock`). */
+export function withPermit(name, permits, options, fn) {
+  return runScoped(acquirePermit(name, permits, options), fn);
+}
+
+/** Asks every holder of `name` to give it up; returns how many were asked. */
+export function requestRevocation(name) {
+  return call(() => rawRequestRevocation(name));
+}

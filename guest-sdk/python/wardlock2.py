@@ -1,0 +1,259 @@
+"""Python guest SDK for `wardlock:lock@0.2.0`: everything `wardlock` offers,
+plus waiting without blocking, loss notification, several locks at once,
+semaphores and revocation. Guests targeting the 0.2.0 world (`command2` in
+`plugins/wit/command.wit`) import it instead of `wardlock`::
+
+    import wardlock2 as locks
+
+    with locks.exclusive("orders", timeout=5) as lock:
+        if lock.wait_lost(timeout=0.5):          # held no more within 0.5 s?
+            print("lost", lock.status)
+
+    with locks.acquire_many([("a", locks.Mode.EXCLUSIVE), ("b", locks.Mode.SHARED)],
+                            timeout=5) as (a, b):
+        ...                                      # both released here
+
+    with locks.acquire_async("orders") as pending:   # queued, not blocking
+        if pending.wait(timeout=1):                   # or poll pending.subscribe()
+            with pending.get() as lock:               # beside a timer, a request
+                ...
+    # leaving the block without taking the lock withdraws the wait
+
+    with locks.acquire_permit("pool", permits=3, timeout=5) as permit:
+        ...                                      # one of 3 permits
+
+    locks.request_revocation("orders")           # holders see lock.revocation_requested
+
+Pollables (`subscribe()` results) are `wasi:io/poll` resources: use them in a
+`with` block (or drop them with `__exit__`) before the handle they belong to
+goes. `wait(pollable, timeout)` waits on one with a timeout; `ready_first`
+waits on several and a timeout at once.
+
+Errors are `wardlock`'s typed `LockError`s; a malformed request (an empty or
+duplicated `acquire_many` list, a pending lock's result taken twice) raises
+`InvalidRequest`.
+"""
+
+from typing import Iterable, List, Optional, Tuple
+
+from componentize_py_types import Ok
+from wardlock import (  # noqa: F401  (re-exported: the whole 0.1.0 API)
+    Denied, Handle, InvalidName, InvalidRequest, LimitExceeded, LockError, Lost, Mode,
+    OneLock, Released, Status, Timeout, Unavailable, WouldBlock, WouldDeadlock, _checked,
+    _millis, _typed,
+)
+from wardlock import Guard as _Guard
+from wit_world.imports import locks as _locks
+from wit_world.imports import monotonic_clock as _clock
+from wit_world.imports import poll as _poll
+from wit_world.imports.poll import Pollable
+
+__all__ = [
+    "Mode", "Status", "Pollable", "Guard", "Pending", "Many", "Permit", "wait", "ready_first",
+    "acquire", "exclusive", "shared", "try_acquire", "try_exclusive", "try_shared",
+    "acquire_async", "acquire_many", "acquire_permit", "try_acquire_permit",
+    "request_revocation", "LockError", "InvalidName", "Denied", "Timeout", "WouldDeadlock",
+    "Lost", "Released", "LimitExceeded", "Unavailable", "InvalidRequest",
+]
+
+
+def ready_first(pollables: List[Pollable], timeout: Optional[float] = None) -> List[int]:
+    """Waits until at least one of `pollables` is ready or `timeout` seconds
+    passed (None: no limit); returns the indices of the ready ones (empty
+    when the timeout passed first). A monotonic-clock pollable serves the
+    timeout, so nothing spins."""
+    if timeout is None:
+        return list(_poll.poll(pollables))
+    with _clock.subscribe_duration(_millis(timeout) * 1_000_000) as timer:
+        ready = _poll.poll(list(pollables) + [timer])
+    return [i for i in ready if i < len(pollables)]
+
+
+def wait(pollable: Pollable, timeout: Optional[float] = None) -> bool:
+    """Waits until `pollable` is ready (True) or `timeout` seconds passed (False)."""
+    return bool(ready_first([pollable], timeout))
+
+
+def _wait_on(subscribe, timeout: Optional[float]) -> bool:
+    """`wait` on a fresh pollable from `subscribe()`, dropped afterwards."""
+    with subscribe() as pollable:
+        return wait(pollable, timeout)
+
+
+class Guard(_Guard):
+    """A granted lock (`wardlock.Guard`) with the 0.2.0 calls of its handle."""
+
+    def subscribe(self) -> Pollable:
+        """A pollable ready once the lock is no longer `held` (suspended,
+        lost or released). Drop it (`with`) before the guard."""
+        return self._handle().subscribe()
+
+    def wait_lost(self, timeout: Optional[float] = None) -> bool:
+        """Waits until the lock is no longer `held` (True; `status` says
+        what it is now) or `timeout` seconds passed (False)."""
+        return _wait_on(self._handle().subscribe, timeout)
+
+    @property
+    def revocation_requested(self) -> bool:
+        """Whether someone asked this holder to give the lock up
+        (`request_revocation`, or a Curator `Revoker`): releasing is up to you."""
+        return self._handle().revocation_requested()
+
+    def subscribe_revocation(self) -> Pollable:
+        """A pollable ready once `revocation_requested` is true."""
+        return self._handle().subscribe_revocation()
+
+    def wait_revocation(self, timeout: Optional[float] = None) -> bool:
+        """Waits until a revocation is requested (True) or `timeout` passed (False)."""
+        return _wait_on(self._handle().subscribe_revocation, timeout)
+
+
+# `acquire`, `exclusive`, `shared`, `try_acquire`, `try_exclusive`,
+# `try_shared`: as in `wardlock`, returning this module's `Guard`.
+acquire, exclusive, shared, try_acquire, try_exclusive, try_shared = OneLock(Guard).calls()
+
+
+def _options(mode: Mode, timeout: Optional[float]) -> _locks.Options:
+    return _locks.Options(mode=mode, timeout_ms=_millis(timeout))
+
+
+class Pending:
+    """An acquisition waiting in the lock's queue (`acquire_async`) while the
+    guest does other work. Leaving its `with` block (or `cancel()`) withdraws
+    the wait, or releases the lock if it was granted but not taken."""
+
+    def __init__(self, raw: _locks.PendingLock):
+        self._raw: Optional[_locks.PendingLock] = raw
+
+    def subscribe(self) -> Pollable:
+        """A pollable ready once the acquisition finished (granted or failed),
+        to `poll` beside timers and other pollables. Drop it before `cancel`."""
+        return self._live().subscribe()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Waits until the acquisition finished (True) or `timeout` seconds
+        passed (False); the lock stays queued either way."""
+        return _wait_on(self._live().subscribe, timeout)
+
+    def get(self) -> Optional[Guard]:
+        """None while waiting; then the granted lock, or the acquisition's
+        error raised (`Timeout`, ...). Once only: later calls raise
+        `InvalidRequest`."""
+        result = self._live().get()
+        if result is None:
+            return None
+        if isinstance(result, Ok):
+            return Guard(result.value)
+        raise _typed(result)
+
+    def result(self, timeout: Optional[float] = None) -> Guard:
+        """Waits at most `timeout` seconds for the lock (else `Timeout`, the
+        request still queued) and returns it."""
+        if not self.wait(timeout):
+            raise Timeout()
+        guard = self.get()
+        if guard is None:
+            raise Timeout()
+        return guard
+
+    def cancel(self) -> None:
+        """Withdraws the wait (nothing stays queued); a no-op once cancelled."""
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            raw.__exit__(None, None, None)
+
+    def __enter__(self) -> "Pending":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        self.cancel()
+
+    def _live(self) -> _locks.PendingLock:
+        if self._raw is None:
+            raise Released()
+        return self._raw
+
+
+def acquire_async(name: str, mode: Mode = Mode.EXCLUSIVE,
+                  timeout: Optional[float] = None) -> Pending:
+    """Queues for `name` in `mode` and returns at once. Bad names, `denied`,
+    `would-deadlock` and the handle cap raise here; a timeout (counted from
+    now) or a backend failure comes from `Pending.get`."""
+    return Pending(_checked(_locks.acquire_async, name, _options(mode, timeout)))
+
+
+class Many(tuple):
+    """The guards of one `acquire_many`, in the order requested (a tuple, so
+    `with ... as (a, b):` unpacks it). Leaving the `with` block releases every
+    one still held: checked when the block ended normally (the first error
+    is raised after all are released), quietly when it raised."""
+
+    def release_all(self) -> None:
+        """Releases every guard still held; raises the first error (`Lost`...)
+        once all were released."""
+        first = None
+        for guard in self:
+            if guard._raw is None:
+                continue
+            try:
+                guard.release()
+            except LockError as e:
+                first = first or e
+        if first is not None:
+            raise first
+
+    def __enter__(self) -> "Many":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None:
+            self.release_all()
+        else:
+            for guard in self:
+                guard._drop()
+
+
+def acquire_many(requests: Iterable[Tuple[str, Mode]], timeout: Optional[float] = None) -> Many:
+    """Takes every `(name, mode)` of `requests` as one all-or-nothing request
+    within one deadline (canonical order on the host: no deadlock whatever
+    order two guests list the names in). On any error nothing is held or
+    queued; an empty list or a name listed twice raises `InvalidRequest`."""
+    raw = [_locks.Request(name=name, mode=mode) for name, mode in requests]
+    return Many(Guard(lock) for lock in _checked(_locks.acquire_many, raw, _millis(timeout)))
+
+
+class Permit(Handle):
+    """One permit of a counting semaphore, held until `release()` or the end
+    of its `with` block. Permits are not re-entrant."""
+
+    def __init__(self, raw: _locks.Permit):
+        super().__init__(raw)
+        self.permits: int = raw.permits()
+
+    def subscribe(self) -> Pollable:
+        """A pollable ready once the permit is no longer `held`."""
+        return self._handle().subscribe()
+
+    def wait_lost(self, timeout: Optional[float] = None) -> bool:
+        """Waits until the permit is no longer `held` (True) or `timeout` passed."""
+        return _wait_on(self._handle().subscribe, timeout)
+
+    def __repr__(self) -> str:
+        return f"<wardlock2.Permit {self.name!r} of {self.permits} {self.status.name.lower()}>"
+
+
+def acquire_permit(name: str, permits: int, timeout: Optional[float] = None) -> Permit:
+    """Waits for one of the `permits` permits of semaphore `name` (at most
+    `timeout` seconds, else `Timeout`). 0 permits raises `InvalidRequest`."""
+    return Permit(_checked(_locks.acquire_permit, name, permits, _millis(timeout)))
+
+
+def try_acquire_permit(name: str, permits: int) -> Optional[Permit]:
+    """A permit of semaphore `name` if one is free now, else None."""
+    raw = _checked(_locks.try_acquire_permit, name, permits)
+    return None if raw is None else Permit(raw)
+
+
+def request_revocation(name: str) -> int:
+    """Asks every holder of `name` to give it up; returns how many were asked."""
+    return _checked(_locks.request_revocation, name)

@@ -1,0 +1,277 @@
+/* `conform2 COMMAND...`: `lockctl2`'s command language (plugins/lockctl2) in
+ * C, through the 0.2.0 SDK (guest-sdk/c/wardlock_v2.h), so one scenario table
+ * drives the Rust, C, Python and JavaScript guests alike
+ * (tests/e2e/conform2.rs).
+ *
+ * Each argument is one command; each prints one line, as lockctl2 prints it:
+ * `acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
+ * `loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
+ * `status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`,
+ * `get P`, `drop-pending P`. An error line is `err <kind>` or
+ * `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
+ * exits with code 2. At most MAX_HANDLES handles, MAX_PENDING pending locks
+ * and MAX_SPECS locks per `many`. */
+
+#include "wardlock_v2.h"
+
+#include "common.h"
+
+#define MAX_HANDLES 256
+#define MAX_PENDING 64
+#define MAX_SPECS 16
+#define MAX_WORDS (MAX_SPECS + 4)
+
+static const char WHO[] = "conform2";
+
+static wardlock2_guard_t guards[MAX_HANDLES];
+static size_t handles;
+static wardlock2_pending_t pendings[MAX_PENDING];
+static size_t pending_count;
+
+/* One output line. */
+static char line[4096];
+
+/* Sets `line` to the error's line and frees the error. */
+static void error_line(wardlock2_error_t *err) {
+    char text[3000];
+    snprintf(line, sizeof line, "err %s", wardlock2_error_text(err, text, sizeof text));
+    wardlock2_error_free(err);
+}
+
+static bool mode_of(const char *word, wardlock2_mode_t *mode) {
+    if (!strcmp(word, "x") || !strcmp(word, "exclusive"))
+        *mode = WARDLOCK2_EXCLUSIVE;
+    else if (!strcmp(word, "s") || !strcmp(word, "shared"))
+        *mode = WARDLOCK2_SHARED;
+    else
+        return false;
+    return true;
+}
+
+/* Milliseconds, or WARDLOCK2_NO_TIMEOUT for `-`. */
+static bool timeout_of(const char *word, int64_t *timeout) {
+    uint64_t millis;
+    if (!strcmp(word, "-")) {
+        *timeout = WARDLOCK2_NO_TIMEOUT;
+        return true;
+    }
+    if (!parse_u64(word, &millis) || millis > INT64_MAX)
+        return false;
+    *timeout = (int64_t)millis;
+    return true;
+}
+
+/* `hN`/`pN` (or N) to an index below `count`. */
+static bool index_of(const char *word, size_t count, size_t *at) {
+    uint64_t n;
+    if (*word == 'h' || *word == 'p')
+        word++;
+    if (!parse_u64(word, &n) || n < 1 || n > count)
+        return false;
+    *at = (size_t)(n - 1);
+    return true;
+}
+
+/* `MODE:NAME` words; the names point into `words`, which is modified. */
+static bool requests_of(char **words, size_t n, wardlock2_request_t *requests) {
+    for (size_t i = 0; i < n; i++) {
+        char *colon = strchr(words[i], ':');
+        if (!colon)
+            return false;
+        *colon = '\0';
+        if (!mode_of(words[i], &requests[i].mode))
+            return false;
+        requests[i].name = colon + 1;
+    }
+    return true;
+}
+
+/* Keeps `guard` as the next handle; its number, or 0 when full (then it is dropped). */
+static size_t push(wardlock2_guard_t *guard) {
+    if (handles == MAX_HANDLES) {
+        wardlock2_drop(guard);
+        return 0;
+    }
+    guards[handles] = *guard;
+    guard->held = false;
+    return ++handles;
+}
+
+static void granted(wardlock2_guard_t *guard) {
+    uint64_t token = wardlock2_token(guard);
+    snprintf(line, sizeof line, "h%zu token=%" PRIu64, push(guard), token);
+}
+
+/* `loop-many`: COUNT rounds of take all, bump FILE, release all. */
+static bool loop_many(uint64_t count, int64_t timeout, const char *path, const wardlock2_request_t *requests,
+                      size_t n) {
+    wardlock2_error_t err;
+    for (uint64_t round = 0; round < count; round++) {
+        WARDLOCK2_SCOPED_MANY(held, MAX_SPECS);
+        uint64_t value;
+        if (!wardlock2_acquire_many(requests, n, timeout, held, &err)) {
+            char text[3000];
+            snprintf(line, sizeof line, "failed at %" PRIu64 ": err %s", round,
+                     wardlock2_error_text(&err, text, sizeof text));
+            wardlock2_error_free(&err);
+            return true;
+        }
+        if (!read_value(WHO, path, &value) || !write_value(WHO, path, value + 1)) {
+            snprintf(line, sizeof line, "failed at %" PRIu64 ": file %s", round, path);
+            return true;
+        }
+        if (!wardlock2_release_all(held, n, &err)) {
+            char text[3000];
+            snprintf(line, sizeof line, "failed at %" PRIu64 ": err %s", round,
+                     wardlock2_error_text(&err, text, sizeof text));
+            wardlock2_error_free(&err);
+            return true;
+        }
+    }
+    snprintf(line, sizeof line, "looped %" PRIu64, count);
+    return true;
+}
+
+static bool many(int64_t timeout, const wardlock2_request_t *requests, size_t n) {
+    wardlock2_error_t err;
+    WARDLOCK2_SCOPED_MANY(held, MAX_SPECS);
+    if (!wardlock2_acquire_many(requests, n, timeout, held, &err)) {
+        error_line(&err);
+        return true;
+    }
+    size_t used = 0;
+    line[0] = '\0';
+    for (size_t i = 0; i < n && used < sizeof line; i++)
+        used += (size_t)snprintf(line + used, sizeof line - used, "%sh%zu", i ? " " : "", push(&held[i]));
+    return true;
+}
+
+/* Runs one command (split into `words[0..n]`) into `line`; false when malformed. */
+static bool execute(char **words, size_t n) {
+    wardlock2_error_t err;
+    wardlock2_mode_t mode;
+    int64_t timeout;
+    size_t at;
+    const char *command = words[0];
+    if (!strcmp(command, "acquire") && n == 4) {
+        if (!mode_of(words[1], &mode) || !timeout_of(words[2], &timeout))
+            return false;
+        WARDLOCK2_SCOPED(guard);
+        if (wardlock2_acquire(words[3], mode, timeout, &guard, &err))
+            granted(&guard);
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "many") && n >= 2 && n - 2 <= MAX_SPECS) {
+        wardlock2_request_t requests[MAX_SPECS];
+        if (!timeout_of(words[1], &timeout) || !requests_of(words + 2, n - 2, requests))
+            return false;
+        return many(timeout, requests, n - 2);
+    }
+    if (!strcmp(command, "loop-many") && n >= 4 && n - 4 <= MAX_SPECS) {
+        wardlock2_request_t requests[MAX_SPECS];
+        uint64_t count;
+        if (!parse_u64(words[1], &count) || !timeout_of(words[2], &timeout) ||
+            !requests_of(words + 4, n - 4, requests))
+            return false;
+        return loop_many(count, timeout, words[3], requests, n - 4);
+    }
+    if (!strcmp(command, "release") && n == 2) {
+        if (!index_of(words[1], handles, &at))
+            snprintf(line, sizeof line, "err no-such-handle");
+        else if (wardlock2_release(&guards[at], &err)) /* `released` once not held */
+            snprintf(line, sizeof line, "ok");
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "drop") && n == 2) {
+        if (index_of(words[1], handles, &at))
+            wardlock2_drop(&guards[at]);
+        snprintf(line, sizeof line, "dropped");
+        return true;
+    }
+    if (!strcmp(command, "status") && n == 2) {
+        if (!index_of(words[1], handles, &at) || !guards[at].held)
+            snprintf(line, sizeof line, "err no-such-handle");
+        else
+            snprintf(line, sizeof line, "%s", wardlock2_status_name(wardlock2_status(&guards[at])));
+        return true;
+    }
+    if (!strcmp(command, "notify") && n == 3) {
+        if (!index_of(words[1], handles, &at) || !guards[at].held) {
+            snprintf(line, sizeof line, "err no-such-handle");
+            return true;
+        }
+        wardlock2_wait_lost(&guards[at], WARDLOCK2_NO_TIMEOUT);
+        /* Tell the host at once: it watches for ACK being taken. */
+        WARDLOCK2_SCOPED(ack);
+        if (!wardlock2_try_acquire(words[2], WARDLOCK2_EXCLUSIVE, &ack, &err))
+            wardlock2_error_free(&err);
+        snprintf(line, sizeof line, "woke %s", wardlock2_status_name(wardlock2_status(&guards[at])));
+        if (ack.held)
+            push(&ack);
+        return true;
+    }
+    if (!strcmp(command, "async") && n == 4) {
+        if (!mode_of(words[1], &mode) || !timeout_of(words[2], &timeout))
+            return false;
+        if (pending_count == MAX_PENDING) {
+            snprintf(line, sizeof line, "err too-many-pending");
+            return true;
+        }
+        if (wardlock2_acquire_async(words[3], mode, timeout, &pendings[pending_count], &err))
+            snprintf(line, sizeof line, "p%zu", ++pending_count);
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "race") && n == 3) {
+        if (!timeout_of(words[2], &timeout) || timeout < 0)
+            return false;
+        if (!index_of(words[1], pending_count, &at) || !pendings[at].live)
+            snprintf(line, sizeof line, "err no-such-pending");
+        else
+            snprintf(line, sizeof line, "%s", wardlock2_pending_wait(&pendings[at], timeout) ? "pending" : "timer");
+        return true;
+    }
+    if (!strcmp(command, "get") && n == 2) {
+        if (!index_of(words[1], pending_count, &at) || !pendings[at].live) {
+            snprintf(line, sizeof line, "err no-such-pending");
+            return true;
+        }
+        WARDLOCK2_SCOPED(guard);
+        switch (wardlock2_pending_get(&pendings[at], &guard, &err)) {
+        case WARDLOCK2_WAITING: snprintf(line, sizeof line, "none"); break;
+        case WARDLOCK2_GRANTED: granted(&guard); break;
+        case WARDLOCK2_FAILED: error_line(&err); break;
+        }
+        return true;
+    }
+    if (!strcmp(command, "drop-pending") && n == 2) {
+        if (index_of(words[1], pending_count, &at))
+            wardlock2_pending_drop(&pendings[at]);
+        snprintf(line, sizeof line, "dropped");
+        return true;
+    }
+    return false;
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        char copy[4096];
+        char *words[MAX_WORDS];
+        size_t n = 0;
+        snprintf(copy, sizeof copy, "%s", argv[i]);
+        for (char *word = strtok(copy, " "); word && n < MAX_WORDS; word = strtok(NULL, " "))
+            words[n++] = word;
+        if (n == 0 || n == MAX_WORDS || !execute(words, n)) {
+            printf("bad-command: %s\n", argv[i]);
+            return 2;
+        }
+        puts(line);
+        fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,169 @@
+// `conform2 COMMAND...`: `lockctl2`'s command language (plugins/lockctl2) in
+// JavaScript, through the 0.2.0 SDK (guest-sdk/js/wardlock2.js), so one
+// scenario table drives the Rust, C, Python and JavaScript guests alike
+// (tests/e2e/conform2.rs).
+//
+// Each argument is one command; each prints one line, as lockctl2 prints it:
+// `acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
+// `loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
+// `status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`,
+// `get P`, `drop-pending P`. An error line is `err <kind>` or
+// `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
+// ends the guest with an error.
+
+import { getArguments } from 'wasi:cli/environment@0.2.12';
+import { LockError, acquire, acquireAsync, acquireMany, tryAcquire, withLocks } from '../../guest-sdk/js/wardlock2.js';
+import { GuestError, readValue, runMain, writeValue } from './wasi-file.js';
+
+class BadCommand extends GuestError {}
+
+const MODES = { x: 'exclusive', exclusive: 'exclusive', s: 'shared', shared: 'shared' };
+
+const guards = []; // handle hN is guards[N - 1]; undefined once dropped
+const pendings = []; // pending lock pN is pendings[N - 1]
+
+function index(word) {
+  const n = Number(word.replace(/^[hp]/, ''));
+  if (!Number.isInteger(n) || n < 1) throw new BadCommand();
+  return n - 1;
+}
+
+function modeOf(word) {
+  const mode = MODES[word];
+  if (mode === undefined) throw new BadCommand();
+  return mode;
+}
+
+function timeoutOf(word) {
+  if (word === '-') return undefined;
+  if (!/^[0-9]+$/.test(word)) throw new BadCommand();
+  return Number(word);
+}
+
+function requestsOf(specs) {
+  return specs.map((spec) => {
+    const at = spec.indexOf(':');
+    if (at < 0) throw new BadCommand();
+    return [spec.slice(at + 1), modeOf(spec.slice(0, at))];
+  });
+}
+
+function push(guard) {
+  guards.push(guard);
+  return `h${guards.length}`;
+}
+
+/** Runs `fn`, turning a `LockError` into its error line. */
+function lockLine(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof LockError) return `err ${e.message}`;
+    throw e;
+  }
+}
+
+function loopMany(count, timeoutMs, path, requests) {
+  for (let round = 0; round < count; round++) {
+    const failed = lockLine(() => {
+      withLocks(requests, { timeoutMs }, () => writeValue(path, readValue(path) + 1n));
+    });
+    if (failed !== undefined) return `failed at ${round}: ${failed}`;
+  }
+  return `looped ${count}`;
+}
+
+function execute([command, ...args]) {
+  switch (`${command}/${args.length}`) {
+    case 'acquire/3': {
+      const [mode, timeout, name] = args;
+      return lockLine(() => {
+        const guard = acquire(name, { mode: modeOf(mode), timeoutMs: timeoutOf(timeout) });
+        return `${push(guard)} token=${guard.fencingToken}`;
+      });
+    }
+    case 'release/1': {
+      const guard = guards[index(args[0])];
+      if (guard === undefined) return 'err no-such-handle';
+      return lockLine(() => {
+        guard.release();
+        return 'ok';
+      });
+    }
+    case 'drop/1': {
+      const at = index(args[0]);
+      guards[at]?.[Symbol.dispose]();
+      guards[at] = undefined;
+      return 'dropped';
+    }
+    case 'status/1':
+      return guards[index(args[0])]?.status ?? 'err no-such-handle';
+    case 'notify/2': {
+      const guard = guards[index(args[0])];
+      if (guard === undefined) return 'err no-such-handle';
+      guard.waitLost();
+      // Tell the host at once: it watches for ACK being taken.
+      let acked;
+      try {
+        acked = tryAcquire(args[1]);
+      } catch {
+        acked = undefined;
+      }
+      const line = `woke ${guard.status}`;
+      if (acked !== undefined) push(acked);
+      return line;
+    }
+    case 'async/3': {
+      const [mode, timeout, name] = args;
+      return lockLine(() => {
+        pendings.push(acquireAsync(name, { mode: modeOf(mode), timeoutMs: timeoutOf(timeout) }));
+        return `p${pendings.length}`;
+      });
+    }
+    case 'race/2': {
+      const pending = pendings[index(args[0])];
+      if (pending === undefined) return 'err no-such-pending';
+      return pending.wait(timeoutOf(args[1])) ? 'pending' : 'timer';
+    }
+    case 'get/1': {
+      const pending = pendings[index(args[0])];
+      if (pending === undefined) return 'err no-such-pending';
+      return lockLine(() => {
+        const guard = pending.get();
+        return guard === undefined ? 'none' : `${push(guard)} token=${guard.fencingToken}`;
+      });
+    }
+    case 'drop-pending/1':
+      pendings[index(args[0])]?.[Symbol.dispose]();
+      return 'dropped';
+  }
+  if (command === 'many' && args.length >= 1) {
+    const requests = requestsOf(args.slice(1));
+    const timeoutMs = timeoutOf(args[0]);
+    return lockLine(() => acquireMany(requests, { timeoutMs }).map(push).join(' '));
+  }
+  if (command === 'loop-many' && args.length >= 3) {
+    const [count, timeout, path, ...specs] = args;
+    return loopMany(Number(timeoutOf(count)), timeoutOf(timeout), path, requestsOf(specs));
+  }
+  throw new BadCommand();
+}
+
+function main() {
+  for (const arg of getArguments().slice(1)) {
+    let line;
+    try {
+      line = execute(arg.split(' '));
+    } catch (e) {
+      if (e instanceof BadCommand) console.log(`bad-command: ${arg}`);
+      throw e;
+    }
+    console.log(line);
+  }
+}
+
+export const run = {
+  run() {
+    runMain('conform2', main);
+  },
+};

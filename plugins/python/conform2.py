@@ -1,0 +1,177 @@
+"""`conform2 COMMAND...`: `lockctl2`'s command language (plugins/lockctl2)
+in Python, through the 0.2.0 SDK (guest-sdk/python/wardlock2.py), so one
+scenario table drives the Rust, C, Python and JavaScript guests alike
+(tests/e2e/conform2.rs).
+
+Each argument is one command; each prints one line, as lockctl2 prints it:
+`acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
+`loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
+`status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`, `get P`,
+`drop-pending P`. An error line is `err <kind>` or `err <kind>: <text>`. A
+malformed command prints `bad-command: ...` and exits with code 2.
+
+Build: plugins/build-languages.sh (componentize-py, world `command2`).
+"""
+
+import sys
+
+import wardlock2 as locks
+from guest_common import read_value, write_value
+from wit_world import exports
+
+GUEST = "conform2"
+MODES = {"x": locks.Mode.EXCLUSIVE, "exclusive": locks.Mode.EXCLUSIVE,
+         "s": locks.Mode.SHARED, "shared": locks.Mode.SHARED}
+STATUS = {locks.Status.HELD: "held", locks.Status.SUSPENDED: "suspended",
+          locks.Status.LOST: "lost", locks.Status.RELEASED: "released"}
+
+
+class BadCommand(Exception):
+    pass
+
+
+class State:
+    def __init__(self):
+        self.guards = []    # handle N is guards[N - 1]; None once dropped
+        self.pending = []   # pending lock pN is pending[N - 1]
+
+    def push(self, guard) -> int:
+        self.guards.append(guard)
+        return len(self.guards)
+
+    def guard(self, word: str):
+        return _slot(self.guards, word)
+
+    def pend(self, word: str):
+        return _slot(self.pending, word)
+
+
+def _slot(items, word: str):
+    number = int(word.lstrip("hp"))
+    if number < 1:
+        raise BadCommand()
+    return items[number - 1] if number <= len(items) else None
+
+
+def mode_of(word: str):
+    if word not in MODES:
+        raise BadCommand()
+    return MODES[word]
+
+
+def timeout_of(word: str):
+    """Seconds for the SDK from milliseconds, or None for `-`."""
+    return None if word == "-" else int(word) / 1000
+
+
+def requests_of(specs):
+    requests = []
+    for spec in specs:
+        mode, _, name = spec.partition(":")
+        requests.append((name, mode_of(mode)))
+    return requests
+
+
+def err(e: locks.LockError) -> str:
+    return f"err {e}"
+
+
+def granted(state: State, guard) -> str:
+    return f"h{state.push(guard)} token={guard.fencing_token}"
+
+
+def loop_many(count: int, timeout, path: str, requests) -> str:
+    for round_ in range(count):
+        try:
+            with locks.acquire_many(requests, timeout):
+                write_value(GUEST, path, read_value(GUEST, path) + 1)
+        except locks.LockError as e:
+            return f"failed at {round_}: {err(e)}"
+    return f"looped {count}"
+
+
+def execute(words, state: State) -> str:
+    match words:
+        case ["acquire", mode, timeout, name]:
+            try:
+                return granted(state, locks.acquire(name, mode_of(mode), timeout_of(timeout)))
+            except locks.LockError as e:
+                return err(e)
+        case ["many", timeout, *specs]:
+            try:
+                guards = locks.acquire_many(requests_of(specs), timeout_of(timeout))
+            except locks.LockError as e:
+                return err(e)
+            return " ".join(f"h{state.push(guard)}" for guard in guards)
+        case ["loop-many", count, timeout, path, *specs]:
+            return loop_many(int(count), timeout_of(timeout), path, requests_of(specs))
+        case ["release", n]:
+            guard = state.guard(n)
+            if guard is None:
+                return "err no-such-handle"
+            try:
+                guard.release()
+                return "ok"
+            except locks.LockError as e:
+                return err(e)
+        case ["drop", n]:
+            guard = state.guard(n)
+            if guard is not None:
+                guard._drop()
+                state.guards[int(n.lstrip("h")) - 1] = None
+            return "dropped"
+        case ["status", n]:
+            guard = state.guard(n)
+            return "err no-such-handle" if guard is None else STATUS[guard.status]
+        case ["notify", n, ack]:
+            guard = state.guard(n)
+            if guard is None:
+                return "err no-such-handle"
+            guard.wait_lost()
+            # Tell the host at once: it watches for ACK being taken.
+            try:
+                acked = locks.try_exclusive(ack)
+            except locks.LockError:
+                acked = None
+            line = f"woke {STATUS[guard.status]}"
+            if acked is not None:
+                state.push(acked)
+            return line
+        case ["async", mode, timeout, name]:
+            try:
+                state.pending.append(locks.acquire_async(name, mode_of(mode), timeout_of(timeout)))
+            except locks.LockError as e:
+                return err(e)
+            return f"p{len(state.pending)}"
+        case ["race", p, ms]:
+            pending = state.pend(p)
+            if pending is None:
+                return "err no-such-pending"
+            return "pending" if pending.wait(int(ms) / 1000) else "timer"
+        case ["get", p]:
+            pending = state.pend(p)
+            if pending is None:
+                return "err no-such-pending"
+            try:
+                guard = pending.get()
+            except locks.LockError as e:
+                return err(e)
+            return "none" if guard is None else granted(state, guard)
+        case ["drop-pending", p]:
+            pending = state.pend(p)
+            if pending is not None:
+                pending.cancel()
+            return "dropped"
+    raise BadCommand()
+
+
+class Run(exports.Run):
+    def run(self) -> None:
+        state = State()
+        for arg in sys.argv[1:]:
+            try:
+                line = execute(arg.split(" "), state)
+            except (BadCommand, ValueError, IndexError):
+                print(f"bad-command: {arg}", flush=True)
+                sys.exit(2)
+            print(line, flush=True)

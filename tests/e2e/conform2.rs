@@ -1,0 +1,429 @@
+//! `wardlock:lock@0.2.0` conformance through guests in four languages: one
+//! table of scenarios written in `lockctl2`'s command language, run by the
+//! Rust probe `lockctl2` and by `conform2` in C, Python and JavaScript (each
+//! through its language's 0.2.0 SDK: `guest-sdk/c/wardlock_v2.h`,
+//! `guest-sdk/python/wardlock2.py`, `guest-sdk/js/wardlock2.js`), on the
+//! in-memory backend (one test per scenario and language:
+//! `conform2::<scenario>::<language>`) and on one real ZooKeeper server shared
+//! by every language (`conform2::all_on_zookeeper`).
+//!
+//! Scenarios: several locks as one request in opposite orders (no deadlock, no
+//! lost update), an `acquire-many` timeout leaving nothing held or queued, bad
+//! lists as typed errors, a pending lock raced against a timer and withdrawn
+//! when dropped, and `lock.subscribe` waking on a loss (an injected expiry on
+//! memory, a forced session expiry on ZooKeeper).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wardlock_host::backend::memory::Fault;
+use wardlock_host::runner::{InstanceReport, Runner, RunnerConfig};
+use wardlock_host::{Grant, LockBackend, LockSession, MemoryBackend, Mode};
+use wardlock_tests::conformance::Subject;
+use wardlock_tests::proxy::Proxy;
+use wardlock_tests::tap::{self, Tap};
+use wardlock_tests::zookeeper::{ZkServer, expire_session};
+use wardlock_tests::{
+    Guest, TEST_WAIT_LIMIT, assert_success, hold, lines, name, runner_in, runner_with, spawn_run,
+    value_in,
+};
+use zookeeper_client::SessionState;
+
+/// The language a scenario's guest is written in.
+#[derive(Debug, Clone, Copy)]
+pub enum Speaker {
+    Rust,
+    C,
+    Python,
+    Js,
+}
+
+impl Speaker {
+    const ALL: [Speaker; 4] = [Speaker::Rust, Speaker::C, Speaker::Python, Speaker::Js];
+
+    /// The guest speaking `lockctl2`'s commands in this language.
+    fn guest(self) -> Guest {
+        match self {
+            Speaker::Rust => Guest::Lockctl2,
+            Speaker::C => Guest::Conform2C,
+            Speaker::Python => Guest::Conform2Python,
+            Speaker::Js => Guest::Conform2Js,
+        }
+    }
+
+    /// A lock name of this language's own, so scenarios never share a lock.
+    fn lock(self, what: &str) -> String {
+        format!("conform2/{self:?}/{what}").to_lowercase()
+    }
+}
+
+/// A runner for the speaker's guest on `backend`, with `dir` as `/data`.
+fn runner(backend: Arc<dyn LockBackend>, speaker: Speaker, dir: &std::path::Path) -> Arc<Runner> {
+    runner_in(speaker.guest(), backend, dir, Some(TEST_WAIT_LIMIT))
+}
+
+/// A runner for the speaker's guest on `backend`, with no files.
+fn plain_runner(backend: Arc<dyn LockBackend>, speaker: Speaker) -> Arc<Runner> {
+    runner_with(
+        speaker.guest(),
+        RunnerConfig {
+            backend,
+            timeout: Some(TEST_WAIT_LIMIT),
+            ..RunnerConfig::default()
+        },
+    )
+}
+
+/// Runs one instance with `commands` in the background.
+fn spawn(
+    s: &Subject,
+    speaker: Speaker,
+    commands: &[String],
+) -> tokio::task::JoinHandle<InstanceReport> {
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    spawn_run(&plain_runner(s.backend.clone(), speaker), 0, &commands)
+}
+
+/// Waits for a guest and returns its lines, asserting it succeeded.
+async fn finished(guest: tokio::task::JoinHandle<InstanceReport>) -> Vec<String> {
+    let report = guest.await.expect("guest task");
+    assert_success(&report);
+    lines(&report)
+}
+
+/// Two instances take the same three locks as one request, listed in
+/// opposite orders, 50 rounds each, adding one to a shared file under them:
+/// both finish (no deadlock), no update is lost, nothing stays behind.
+pub async fn many_in_opposite_orders(s: &Subject, speaker: Speaker) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let [a, b, c] = ["a", "b", "c"].map(|l| speaker.lock(l));
+    let runner = runner(s.backend.clone(), speaker, dir.path());
+    let forward = format!("loop-many 50 - /data/n x:{a} x:{b} x:{c}");
+    let backward = format!("loop-many 50 - /data/n x:{c} x:{b} x:{a}");
+    let tasks = [
+        spawn_run(&runner, 0, &[&forward]),
+        spawn_run(&runner, 1, &[&backward]),
+    ];
+    for task in tasks {
+        assert_eq!(finished(task).await, ["looped 50"]);
+    }
+    assert_eq!(value_in(dir.path(), "n"), 100, "no lost update");
+    for lock in [a, b, c] {
+        s.probe.wait_len(&lock, 0).await;
+    }
+}
+
+/// An `acquire-many` that times out on its second lock (in canonical order)
+/// leaves nothing held or queued, seen while the guest still lives (parked
+/// behind a gate).
+pub async fn many_timeout_leaves_nothing(s: &Subject, speaker: Speaker) {
+    let [a, b, c, gate] = ["a", "b", "c", "gate"].map(|l| speaker.lock(&format!("t/{l}")));
+    let parked = Parked::start(
+        s,
+        speaker,
+        &b,
+        &gate,
+        vec![format!("many 100 x:{c} s:{b} x:{a}")],
+    )
+    .await;
+    s.probe.wait_len(&a, 0).await;
+    s.probe.wait_len(&c, 0).await;
+    s.probe.wait_len(&b, 1).await;
+    let (native, blocker, out) = parked.open().await;
+    assert_eq!(out[0], "err timeout", "{out:?}");
+    native.release(blocker.id).expect("release b");
+    s.probe.wait_len(&b, 0).await;
+}
+
+/// A guest parked behind a gate: a native session holds a lock and the gate
+/// while the guest runs its commands and then waits for the gate, so the
+/// test sees what the guest holds and queues at that point.
+struct Parked {
+    native: Box<dyn LockSession>,
+    held: Grant,
+    gate: Grant,
+    guest: tokio::task::JoinHandle<InstanceReport>,
+}
+
+impl Parked {
+    /// Holds `held` and `gate` natively, runs `commands` then `acquire x -
+    /// GATE` in the speaker's guest, and returns once the guest waits for it.
+    async fn start(
+        s: &Subject,
+        speaker: Speaker,
+        held: &str,
+        gate: &str,
+        mut commands: Vec<String>,
+    ) -> Parked {
+        let (native, held) = hold(&*s.backend, held, Mode::Exclusive).await;
+        let gate_grant = native
+            .acquire(&name(gate), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("gate");
+        commands.push(format!("acquire x - {gate}"));
+        let guest = spawn(s, speaker, &commands);
+        s.probe.wait_len(gate, 2).await;
+        Parked {
+            native,
+            held,
+            gate: gate_grant,
+            guest,
+        }
+    }
+
+    /// Opens the gate and returns the native session, its held grant and
+    /// the guest's lines (asserting it succeeded, and was still waiting).
+    async fn open(self) -> (Box<dyn LockSession>, Grant, Vec<String>) {
+        assert!(!self.guest.is_finished(), "the guest waits at the gate");
+        self.native.release(self.gate.id).expect("open the gate");
+        (self.native, self.held, finished(self.guest).await)
+    }
+}
+
+/// Bad lists are typed errors naming the problem, printed by the guest (not
+/// traps); a good list after them is granted.
+pub async fn bad_many_requests_are_typed_errors(s: &Subject, speaker: Speaker) {
+    let [a, b] = ["bad/a", "bad/b"].map(|l| speaker.lock(l));
+    let out = finished(spawn(
+        s,
+        speaker,
+        &[
+            "many -".to_string(),
+            format!("many - x:{a} s:{b} s:{a}"),
+            format!("many - x:{a} x:../up"),
+            format!("many 10000 x:{a} s:{b}"),
+        ],
+    ))
+    .await;
+    assert_eq!(
+        out[0], "err invalid-request: acquire-many needs at least one lock",
+        "{out:?}"
+    );
+    assert!(
+        out[1].starts_with(&format!(
+            "err invalid-request: lock \"{a}\" is listed twice (at 0 and 2)"
+        )),
+        "{out:?}"
+    );
+    assert!(out[2].starts_with("err invalid-name: "), "{out:?}");
+    assert_eq!(out[3], "h1 h2", "{out:?}");
+    s.probe.wait_len(&a, 0).await;
+    s.probe.wait_len(&b, 0).await;
+}
+
+/// A pending lock raced against a timer with `wasi:io/poll`: the timer wins
+/// while the lock is taken, the pending lock once it is granted; its result
+/// comes once. A dropped pending lock leaves nothing queued, while the guest
+/// lives on.
+pub async fn pending_races_a_timer_and_withdraws(s: &Subject, speaker: Speaker) {
+    let [p, mark, q, gate] = ["p", "mark", "q", "pgate"].map(|l| speaker.lock(l));
+    let (native, held) = hold(&*s.backend, &p, Mode::Exclusive).await;
+    let guest = spawn(
+        s,
+        speaker,
+        &[
+            format!("async x - {p}"),
+            "race p1 20".to_string(),
+            format!("acquire x - {mark}"),
+            "race p1 30000".to_string(),
+            "get p1".to_string(),
+            "get p1".to_string(),
+            "status h2".to_string(),
+        ],
+    );
+    s.probe.wait_len(&mark, 1).await;
+    s.probe.wait_len(&p, 2).await;
+    native.release(held.id).expect("release p");
+    let out = finished(guest).await;
+    assert_eq!(out[..2], ["p1", "timer"], "{out:?}");
+    assert!(out[2].starts_with("h1 token="), "{out:?}");
+    assert_eq!(out[3], "pending", "{out:?}");
+    assert!(out[4].starts_with("h2 token="), "{out:?}");
+    assert!(out[5].starts_with("err invalid-request: "), "{out:?}");
+    assert_eq!(out[6], "held", "{out:?}");
+    s.probe.wait_len(&p, 0).await;
+
+    let parked = Parked::start(
+        s,
+        speaker,
+        &q,
+        &gate,
+        vec![
+            format!("async s - {q}"),
+            "get p1".to_string(),
+            "drop-pending p1".to_string(),
+        ],
+    )
+    .await;
+    // The guest lives on (parked at the gate) while its dropped pending
+    // lock's wait is withdrawn.
+    s.probe.wait_len(&q, 1).await;
+    let (_native, _held, out) = parked.open().await;
+    assert_eq!(out[..3], ["p1", "none", "dropped"], "{out:?}");
+}
+
+/// The commands of the loss scenario: hold F, park on `notify` (waiting on
+/// F's `subscribe` pollable), then take ACK (the host sees when the guest
+/// woke) and wait at GATE.
+fn loss_commands(speaker: Speaker, round: usize) -> (Vec<String>, [String; 3]) {
+    let [f, parked, ack] =
+        ["f", "parked", "ack"].map(|l| speaker.lock(&format!("loss{round}/{l}")));
+    let commands = vec![
+        format!("acquire x - {f}"),
+        format!("acquire x - {parked}"),
+        format!("notify 1 {ack}"),
+    ];
+    (commands, [f, parked, ack])
+}
+
+/// Prints the loss-to-reaction figures as a JSON line.
+fn report_latencies(speaker: Speaker, backend: &str, latencies: &mut [Duration]) -> Duration {
+    latencies.sort();
+    let median = latencies[latencies.len() / 2];
+    let worst = latencies[latencies.len() - 1];
+    println!(
+        "{{\"metric\":\"conform2_loss_to_guest_us\",\"guest\":\"{speaker:?}\",\"backend\":\"{backend}\",\
+         \"rounds\":{},\"median\":{},\"max\":{}}}",
+        latencies.len(),
+        median.as_micros(),
+        worst.as_micros()
+    );
+    median
+}
+
+/// A guest waiting on `lock.subscribe()` learns of an injected expiry: woken,
+/// it sees `lost`; the time from the injection to its reaction (it asks for
+/// ACK), three rounds, has a median within 50 ms.
+pub async fn subscribe_learns_of_an_injected_loss(speaker: Speaker) {
+    let memory = MemoryBackend::new();
+    let (tapped, mut requests) = Tap::new(Arc::new(memory.clone()));
+    let runner = plain_runner(tapped, speaker);
+    let mut latencies = Vec::new();
+    for round in 0..3 {
+        let (commands, [f, parked, ack]) = loss_commands(speaker, round);
+        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+        let guest = spawn_run(&runner, round, &commands);
+        tap::wait_for(&mut requests, &format!("granted {parked}")).await;
+        let owner = memory.snapshot(&name(&f))[0].owner.clone();
+        let injected = Instant::now();
+        assert_eq!(memory.inject(&owner, Fault::Expire), 1, "one session hit");
+        let acked = tap::wait_for(&mut requests, &ack).await;
+        latencies.push(acked.saturating_duration_since(injected));
+        let out = finished(guest).await;
+        assert_eq!(out[2], "woke lost", "{out:?}");
+    }
+    let median = report_latencies(speaker, "memory", &mut latencies);
+    assert!(
+        median <= Duration::from_millis(50),
+        "{speaker:?}: median loss-to-reaction {median:?} over 50 ms: {latencies:?}"
+    );
+}
+
+/// A guest waiting on `lock.subscribe()` on ZooKeeper learns of a forced
+/// session expiry (through a proxy of `server`, so the host cannot take the
+/// session back): woken by the first change the host sees, then `suspended`
+/// or `lost`. The time from that change, as the client reported it, to the
+/// guest's reaction is printed and bounded by 50 ms.
+pub async fn subscribe_learns_of_a_forced_zookeeper_expiry(server: &ZkServer, speaker: Speaker) {
+    let proxy = Proxy::start(server.address()).await;
+    let zk = crate::zookeeper::backend(&proxy.address(), Duration::from_secs(10)).await;
+    let (tapped, mut requests) = Tap::new(Arc::new(zk.clone()));
+    let runner = plain_runner(tapped, speaker);
+    let (commands, [_, parked, ack]) = loss_commands(speaker, 0);
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let guest = spawn_run(&runner, 0, &commands);
+    tap::wait_for(&mut requests, &format!("granted {parked}")).await;
+    let mut state = zk.state_watcher().expect("connected");
+    let first_change = tokio::spawn(async move {
+        loop {
+            let now = state.changed().await;
+            if now != SessionState::SyncConnected {
+                return Instant::now();
+            }
+        }
+    });
+    expire_session(&zk, &proxy, server).await;
+    let acked = tap::wait_for(&mut requests, &ack).await;
+    let changed = first_change.await.expect("state watcher");
+    let out = finished(guest).await;
+    assert!(
+        out[2] == "woke lost" || out[2] == "woke suspended",
+        "{out:?}"
+    );
+    let mut late = [acked.saturating_duration_since(changed)];
+    let late = report_latencies(speaker, "zookeeper", &mut late);
+    assert!(
+        late <= Duration::from_millis(50),
+        "{speaker:?} learnt {late:?} after the client saw the change"
+    );
+}
+
+/// Calls `$then!` with every scenario that runs on any [`Subject`].
+macro_rules! scenarios {
+    ($then:ident) => {
+        $then!(
+            many_in_opposite_orders,
+            many_timeout_leaves_nothing,
+            bad_many_requests_are_typed_errors,
+            pending_races_a_timer_and_withdraws,
+        );
+    };
+}
+
+/// One test per scenario and language: `mod <scenario> { fn rust, c, python,
+/// js }`, each calling `<scenario>(ARGS..., Speaker::<language>)`.
+macro_rules! per_speaker {
+    ($($scenario:ident($($arg:expr),*)),* $(,)?) => {$(
+        mod $scenario {
+            use super::Speaker;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn rust() {
+                super::$scenario($($arg,)* Speaker::Rust).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn c() {
+                super::$scenario($($arg,)* Speaker::C).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn python() {
+                super::$scenario($($arg,)* Speaker::Python).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn js() {
+                super::$scenario($($arg,)* Speaker::Js).await;
+            }
+        }
+    )*};
+}
+
+/// Every [`Subject`] scenario on a fresh in-memory backend.
+macro_rules! on_memory {
+    ($($scenario:ident),* $(,)?) => {
+        per_speaker!($($scenario(&super::Subject::memory())),*);
+    };
+}
+
+scenarios!(on_memory);
+per_speaker!(subscribe_learns_of_an_injected_loss());
+
+/// Every scenario in every language on one real ZooKeeper server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_on_zookeeper() {
+    let server = ZkServer::start();
+    let subject = crate::zookeeper::subject(&server, "/wardlock-conform2").await;
+    for speaker in Speaker::ALL {
+        macro_rules! run {
+            ($($scenario:ident),* $(,)?) => {$(
+                eprintln!("conform2: {} {speaker:?}", stringify!($scenario));
+                $scenario(&subject, speaker).await;
+            )*};
+        }
+        scenarios!(run);
+        eprintln!("conform2: subscribe_learns_of_a_forced_zookeeper_expiry {speaker:?}");
+        subscribe_learns_of_a_forced_zookeeper_expiry(&server, speaker).await;
+    }
+}
