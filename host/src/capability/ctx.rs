@@ -74,8 +74,11 @@ pub struct WardlockCtx {
     ended_by_host: HashSet<u64>,
     next_record: u64,
     /// Handles created and not yet dropped, released or not, plus pending
-    /// acquisitions (`acquire-async`) not yet turned into handles.
+    /// acquisitions (`acquire-async`) not yet turned into handles, plus
+    /// permit handles.
     live_handles: usize,
+    /// The semaphore permits this instance holds (WIT 0.2.0), one grant each.
+    permits: HashSet<GrantId>,
 }
 
 impl WardlockCtx {
@@ -96,6 +99,7 @@ impl WardlockCtx {
             ended_by_host: HashSet::new(),
             next_record: 0,
             live_handles: 0,
+            permits: HashSet::new(),
         }
     }
 
@@ -225,9 +229,11 @@ impl WardlockCtx {
             self.ended_by_host.insert(id);
             let _ = self.end_record(id);
         }
+        self.release_permits();
     }
 
-    /// Validates `name` against syntax, grants and the handle cap.
+    /// Validates `name` against syntax, grants and the handle cap (which
+    /// counts lock handles, pending acquisitions and permits).
     fn admit(&self, name: &str) -> Result<LockName, LockError> {
         let name = LockName::new(name)?;
         if !self.policy.allows(&name) {
@@ -236,7 +242,7 @@ impl WardlockCtx {
         let cap = self.policy.max_handles();
         if self.live_handles >= cap {
             return Err(LockError::LimitExceeded(format!(
-                "this instance already has {cap} lock handles, the most allowed; drop some first"
+                "this instance already has {cap} handles (locks, pending locks and permits), the most allowed; drop some first"
             )));
         }
         Ok(name)
@@ -353,6 +359,7 @@ impl Drop for WardlockCtx {
         for id in ids {
             let _ = self.end_record(id);
         }
+        self.release_permits();
     }
 }
 
@@ -360,6 +367,8 @@ impl Drop for WardlockCtx {
 mod many;
 #[path = "ctx_pending.rs"]
 mod pending;
+#[path = "ctx_permit.rs"]
+mod permit;
 
 #[cfg(test)]
 #[path = "ctx_tests.rs"]

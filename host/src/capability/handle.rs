@@ -27,6 +27,17 @@ pub(crate) enum Watch {
     Done,
 }
 
+impl Watch {
+    /// Waits until the subscribed status change came (at once when nobody
+    /// subscribed or it came already). Cancel safe: the future stays here.
+    pub(crate) async fn settle(&mut self) {
+        if let Watch::Waiting(change) = self {
+            change.as_mut().await;
+        }
+        *self = Watch::Done;
+    }
+}
+
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -80,11 +91,8 @@ impl LockHandle {
     /// Cancel safe: the subscription stays in the handle, so a dropped wait is
     /// taken up again by the next.
     pub async fn until_not_held(&mut self) {
-        if self.released {
-            return;
-        }
-        if let Watch::Waiting(change) = &mut self.watch {
-            change.as_mut().await;
+        if !self.released {
+            self.watch.settle().await;
         }
         self.watch = Watch::Done;
     }
