@@ -5,7 +5,8 @@
 //! `partition`, `failover`, `hostile_names`, `interop` with Curator and kazoo,
 //! and both backends in `conformance` and `languages`); `semaphore`: semaphores
 //! natively and shared with Curator's `InterProcessSemaphoreV2`; `lock_v2`: the 0.2.0
-//! interface (subscribe, acquire-async, acquire-many) through its own guest; plus the `wardlock` CLI
+//! interface (subscribe, acquire-async, acquire-many) through its own guest; `permit_v2`: semaphore
+//! permits through that guest (with Curator on ZooKeeper); plus the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
 //! real binary over HTTP).
 
@@ -23,6 +24,7 @@ mod languages;
 mod lifetime;
 mod lock_v2;
 mod partition;
+mod permit_v2;
 mod semantics;
 mod semaphore;
 mod serve;

@@ -5,10 +5,11 @@
 //! ([`zookeeper`]) and a controllable TCP proxy ([`proxy`]); Curator and kazoo
 //! drivers ([`interop`]); `wardlock serve` processes ([`serve`]); the backend
 //! conformance suite ([`conformance`]); a backend wrapper reporting when guests
-//! act ([`tap`]).
+//! act ([`tap`]); one logging who holds semaphore permits ([`holds`]).
 
 pub mod conformance;
 pub mod fenced;
+pub mod holds;
 pub mod interop;
 pub mod probe;
 pub mod proxy;

@@ -19,6 +19,10 @@
 //! | `race P MS`                     | `pending` or `timer`                         |
 //! | `get P`                         | `none`, `h<N> token=<T>` or an error line    |
 //! | `drop-pending P`                | `dropped`                                    |
+//! | `trap`                          | nothing: the guest traps (a panic)           |
+//!
+//! Semaphore permits (q1, q2…): see `permits.rs` (`permit`, `try-permit`,
+//! `loop-permit`, …).
 //!
 //! MODE is `exclusive` (`x`) or `shared` (`s`); TIMEOUT is milliseconds or `-`.
 //! `loop-many` takes the locks COUNT times, each time adding one to the
@@ -32,6 +36,8 @@
 
 use std::io::Write;
 
+mod permits;
+
 mod bindings {
     wit_bindgen::generate!({
         path: "../../wit/v0.2.0",
@@ -40,13 +46,14 @@ mod bindings {
     });
 }
 
-use bindings::wardlock::lock::locks::{self, Lock, Options, PendingLock, Request};
+use bindings::wardlock::lock::locks::{self, Lock, Options, PendingLock, Permit, Request};
 use bindings::wardlock::lock::types::{Error, Mode, Status};
 
 #[derive(Default)]
 struct State {
     locks: Vec<Option<Lock>>,
     pending: Vec<Option<PendingLock>>,
+    permits: Vec<Option<Permit>>,
 }
 
 impl State {
@@ -61,6 +68,10 @@ impl State {
 
     fn pending(&self, n: usize) -> Option<&PendingLock> {
         self.pending.get(n.checked_sub(1)?)?.as_ref()
+    }
+
+    fn permit(&self, n: usize) -> Option<&Permit> {
+        self.permits.get(n.checked_sub(1)?)?.as_ref()
     }
 }
 
@@ -200,7 +211,8 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
             drop(slot.take());
             "dropped".into()
         }
-        _ => return None,
+        ["trap"] => panic!("trap requested"),
+        _ => return permits::execute(words, state),
     };
     Some(line)
 }
