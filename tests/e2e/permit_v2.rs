@@ -329,3 +329,75 @@ async fn curator_and_guests_share_one_semaphore() {
     metric("permit_v2_curator_guests_most_holders", most);
     metric("permit_v2_curator_guests_ms", elapsed.as_millis());
 }
+
+/// The SDK's semaphores in a guest (`plugins/throttle`): five instances take
+/// one of 2 permits 10 times each, working 5 ms under it: never more than 2
+/// at work at once, all 50 holds logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_permits_throttle_the_instances() {
+    let backend = MemoryBackend::new();
+    let (sink, log) = holds::memory_sink();
+    let runner = runner_with(
+        Guest::Throttle,
+        RunnerConfig {
+            backend: HoldLog::new(Arc::new(backend.clone()), "rust/", sink),
+            timeout: Some(TEST_WAIT_LIMIT),
+            ..RunnerConfig::default()
+        },
+    );
+    let tasks: Vec<_> = (0..5)
+        .map(|i| spawn_run(&runner, i, &["jobs", "2", "10", "5"]))
+        .collect();
+    for task in tasks {
+        let report = task.await.expect("guest task");
+        assert_success(&report);
+        assert!(
+            report
+                .stdout_text()
+                .starts_with("throttle: jobs 10 rounds of 2 permits, last token "),
+            "{}",
+            report.stdout_text()
+        );
+    }
+    wait_queue(&backend, "jobs", |q| q.is_empty()).await;
+    let events = log.lock().expect("log").clone();
+    let Replay {
+        most, intervals, ..
+    } = holds::replay(&events, "rust", "java");
+    assert_eq!(intervals, 5 * 10);
+    assert!(most <= 2, "{most} at work at once");
+    metric("permit_v2_sdk_most_holders", most);
+}
+
+/// A `throttle` guest working under its permit (a 30 s timer beside the
+/// permit's pollable) stops as soon as the permit is lost, with exit code 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_permit_loss_stops_the_work() {
+    let backend = MemoryBackend::new();
+    let runner = runner(
+        Guest::Throttle,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let guest = spawn_run(&runner, 0, &["solo", "1", "1", "30000"]);
+    wait_counts(&backend, "solo", 1, 0).await;
+    let owner = backend.snapshot(&name("solo"))[0].owner.clone();
+    let injected = Instant::now();
+    assert_eq!(backend.inject(&owner, Fault::Expire), 1);
+    let report = guest.await.expect("guest");
+    let stopped = injected.elapsed();
+    assert_outcome!(report, Outcome::Exit(1));
+    assert!(
+        report
+            .stderr_text()
+            .contains("round 0: the permit is lost: work stopped"),
+        "{}",
+        report.stderr_text()
+    );
+    metric("permit_v2_sdk_loss_to_exit_us", stopped.as_micros());
+    assert!(
+        stopped < Duration::from_secs(5),
+        "stopped after {stopped:?}"
+    );
+}

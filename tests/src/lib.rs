@@ -69,8 +69,8 @@ guests! {
     // Rust: the examples (`http-counter` is the `wardlock serve` one), the test guests.
     Counter = "counter", ReadersWriters = "readers-writers", HttpCounter = "http-counter",
     Misbehave = "misbehave", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
-    // The 0.2.0 SDK example (`wardlock_guest::v2`).
-    Transfer = "transfer",
+    // The 0.2.0 SDK examples (`wardlock_guest::v2`).
+    Transfer = "transfer", Throttle = "throttle",
     // The same examples in C, Python and JavaScript (see plugins/README.md).
     CounterC = "counter-c", ReadersWritersC = "readers-writers-c",
     CounterPython = "counter-python", ReadersWritersPython = "readers-writers-python",
