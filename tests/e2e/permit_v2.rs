@@ -11,14 +11,15 @@
 //! release) in one total order, beside the Curator driver's own events on
 //! ZooKeeper.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wardlock_host::backend::memory::Fault;
-use wardlock_host::runner::{Outcome, RunnerConfig};
+use wardlock_host::runner::{Outcome, Runner, RunnerConfig};
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::holds::{self, HoldLog, Replay};
 use wardlock_tests::interop::Foreign;
+use wardlock_tests::loss::loss_reactions;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{
@@ -33,21 +34,36 @@ fn metric(name: &str, value: impl std::fmt::Display) {
     println!("{{\"metric\":\"{name}\",\"value\":{value}}}");
 }
 
-/// Six guests take a permit of a 3-permit semaphore 20 times each, holding
-/// it 5 ms: never more than 3 holders at once, all 120 holds logged, nothing
-/// left queued.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn guests_never_exceed_the_permits_in_memory() {
-    let backend = MemoryBackend::new();
+/// A runner of `guest` on `backend` whose permits are logged in memory (as
+/// held by `rust/<owner>`), and the log.
+fn logged_runner(guest: Guest, backend: &MemoryBackend) -> (Arc<Runner>, Arc<Mutex<Vec<String>>>) {
     let (sink, log) = holds::memory_sink();
     let runner = runner_with(
-        Guest::Lockctl2,
+        guest,
         RunnerConfig {
             backend: HoldLog::new(Arc::new(backend.clone()), "rust/", sink),
             timeout: Some(TEST_WAIT_LIMIT),
             ..RunnerConfig::default()
         },
     );
+    (runner, log)
+}
+
+/// The replay of `log` once the semaphore `sem` is free (the last releases
+/// are logged and made in tasks of their own).
+async fn replayed(backend: &MemoryBackend, sem: &str, log: &Mutex<Vec<String>>) -> Replay {
+    wait_queue(backend, sem, |q| q.is_empty()).await;
+    let events = log.lock().expect("log").clone();
+    holds::replay(&events, "rust", "java")
+}
+
+/// Six guests take a permit of a 3-permit semaphore 20 times each, holding
+/// it 5 ms: never more than 3 holders at once, all 120 holds logged, nothing
+/// left queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guests_never_exceed_the_permits_in_memory() {
+    let backend = MemoryBackend::new();
+    let (runner, log) = logged_runner(Guest::Lockctl2, &backend);
     let tasks: Vec<_> = (0..6)
         .map(|i| spawn_run(&runner, i, &["loop-permit 20 3 - 5 pool"]))
         .collect();
@@ -56,11 +72,9 @@ async fn guests_never_exceed_the_permits_in_memory() {
         assert_success(&report);
         assert_eq!(lines(&report), ["looped 20"]);
     }
-    wait_queue(&backend, "pool", |q| q.is_empty()).await;
-    let events = log.lock().expect("log").clone();
     let Replay {
         most, intervals, ..
-    } = holds::replay(&events, "rust", "java");
+    } = replayed(&backend, "pool", &log).await;
     assert_eq!(intervals, 6 * 20, "every acquisition held once");
     assert!(most <= 3, "{most} holders at once");
     assert!(most >= 2, "permits were held together ({most} at most)");
@@ -112,11 +126,48 @@ async fn permits_are_released_when_the_guest_traps_or_returns() {
     assert_eq!(backend.active_names(), 0);
 }
 
-/// Bad permit requests are typed errors naming the problem, never traps;
-/// release twice says `released`.
+/// On ZooKeeper too, a trapping guest's permits go with it: its two lease
+/// nodes, seen while it lives (parked on a gate), are deleted once it trapped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_permits_go_with_a_trapping_guest() {
+    let server = ZkServer::start();
+    let backend = host(&server.address()).await;
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let (native, gate) = hold(&backend, "gate", Mode::Exclusive).await;
+    let runner = runner_with(
+        Guest::Lockctl2,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            timeout: Some(TEST_WAIT_LIMIT),
+            ..RunnerConfig::default()
+        },
+    );
+    let guest = spawn_run(
+        &runner,
+        0,
+        &["permit 3 - z", "permit 3 - z", "acquire x - gate", "trap"],
+    );
+    probe.wait_len("z/leases", 2).await;
+    probe.wait_len("gate", 2).await;
+    native.release(gate.id).expect("open the gate");
+    let report = guest.await.expect("guest");
+    let ended = Instant::now();
+    assert_outcome!(report, Outcome::Trap(_));
+    probe.wait_len("z/leases", 0).await;
+    probe.wait_len("z/locks", 0).await;
+    metric(
+        "permit_v2_zk_trap_to_leases_gone_us",
+        ended.elapsed().as_micros(),
+    );
+}
+
+/// Bad permit requests are typed errors naming the problem, never traps
+/// (a name used as a lock, by this instance or another, included); release
+/// twice says `released`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_permit_requests_are_typed_errors() {
     let backend = MemoryBackend::new();
+    let (_native, _held) = hold(&backend, "theirs", Mode::Exclusive).await;
     let report = wardlock_tests::lockctl2(
         &backend,
         &[
@@ -134,6 +185,7 @@ async fn bad_permit_requests_are_typed_errors() {
             "try-permit 1 one",
             "permit 1 20 one",
             "permit-info q2",
+            "permit 1 - theirs",
         ],
     )
     .await;
@@ -152,11 +204,12 @@ async fn bad_permit_requests_are_typed_errors() {
     assert!(out[3].starts_with("h1 token="), "{out:?}");
     assert_eq!(
         out[4],
-        "err invalid-request: \"lk\" is in use as a lock; asked for a semaphore of 1 permits"
+        "err invalid-request: \"lk\" is in use as a lock by this instance; \
+         asked for a semaphore of 1 permits"
     );
     assert_eq!(
         out[5],
-        "err invalid-request: \"pool\" is in use as a semaphore of 3 permits; \
+        "err invalid-request: \"pool\" is in use as a semaphore by this instance; \
          asked for a shared lock"
     );
     assert!(out[6].starts_with("err invalid-name: "), "{out:?}");
@@ -223,37 +276,24 @@ async fn permit_subscribe_learns_of_an_injected_loss() {
         LockPolicy::new(),
         Some(TEST_WAIT_LIMIT),
     );
-    let native = backend.open_session("test");
-    let mut latencies = Vec::new();
-    for round in 0..5 {
-        let gate = native
-            .acquire(&name("gate"), Mode::Exclusive, None)
-            .await
-            .expect("gate");
-        let guest = spawn_run(
-            &runner,
-            round,
-            &[
-                "permit 3 - f",
-                "acquire x - parked",
-                "notify-permit q1 ack",
-                "permit-status q1",
-                "release-permit q1",
-                "acquire x - gate",
-            ],
-        );
-        wait_counts(&backend, "parked", 1, 0).await;
-        let owner = backend.snapshot(&name("f"))[0].owner.clone();
-        let injected = Instant::now();
-        assert_eq!(backend.inject(&owner, Fault::Expire), 1);
-        wait_counts(&backend, "ack", 1, 0).await;
-        latencies.push(injected.elapsed());
-        native.release(gate.id).expect("open the gate");
-        let report = guest.await.expect("guest");
-        assert_success(&report);
-        assert_eq!(lines(&report)[2..5], ["woke lost", "lost", "err lost"]);
+    let (latencies, reports) = loss_reactions(
+        &backend,
+        &runner,
+        5,
+        "f",
+        &[
+            "permit 3 - f",
+            "acquire x - parked",
+            "notify-permit q1 ack",
+            "permit-status q1",
+            "release-permit q1",
+            "acquire x - gate",
+        ],
+    )
+    .await;
+    for report in &reports {
+        assert_eq!(lines(report)[2..5], ["woke lost", "lost", "err lost"]);
     }
-    latencies.sort();
     let worst = latencies[latencies.len() - 1];
     metric(
         "permit_v2_subscribe_loss_median_us",
@@ -336,15 +376,7 @@ async fn curator_and_guests_share_one_semaphore() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sdk_permits_throttle_the_instances() {
     let backend = MemoryBackend::new();
-    let (sink, log) = holds::memory_sink();
-    let runner = runner_with(
-        Guest::Throttle,
-        RunnerConfig {
-            backend: HoldLog::new(Arc::new(backend.clone()), "rust/", sink),
-            timeout: Some(TEST_WAIT_LIMIT),
-            ..RunnerConfig::default()
-        },
-    );
+    let (runner, log) = logged_runner(Guest::Throttle, &backend);
     let tasks: Vec<_> = (0..5)
         .map(|i| spawn_run(&runner, i, &["jobs", "2", "10", "5"]))
         .collect();
@@ -359,11 +391,9 @@ async fn sdk_permits_throttle_the_instances() {
             report.stdout_text()
         );
     }
-    wait_queue(&backend, "jobs", |q| q.is_empty()).await;
-    let events = log.lock().expect("log").clone();
     let Replay {
         most, intervals, ..
-    } = holds::replay(&events, "rust", "java");
+    } = replayed(&backend, "jobs", &log).await;
     assert_eq!(intervals, 5 * 10);
     assert!(most <= 2, "{most} at work at once");
     metric("permit_v2_sdk_most_holders", most);

@@ -5,12 +5,14 @@
 //! ([`zookeeper`]) and a controllable TCP proxy ([`proxy`]); Curator and kazoo
 //! drivers ([`interop`]); `wardlock serve` processes ([`serve`]); the backend
 //! conformance suite ([`conformance`]); a backend wrapper reporting when guests
-//! act ([`tap`]); one logging who holds semaphore permits ([`holds`]).
+//! act ([`tap`]); one logging who holds semaphore permits ([`holds`]); how
+//! soon a guest learns of an injected loss ([`loss`]).
 
 pub mod conformance;
 pub mod fenced;
 pub mod holds;
 pub mod interop;
+pub mod loss;
 pub mod probe;
 pub mod proxy;
 pub mod serve;

@@ -77,8 +77,9 @@ pub struct WardlockCtx {
     /// acquisitions (`acquire-async`) not yet turned into handles, plus
     /// permit handles.
     live_handles: usize,
-    /// The semaphore permits this instance holds (WIT 0.2.0), one grant each.
-    permits: HashSet<GrantId>,
+    /// The semaphore permits this instance holds (WIT 0.2.0), one grant
+    /// each, with the semaphore's name.
+    permits: HashMap<GrantId, LockName>,
 }
 
 impl WardlockCtx {
@@ -99,7 +100,7 @@ impl WardlockCtx {
             ended_by_host: HashSet::new(),
             next_record: 0,
             live_handles: 0,
-            permits: HashSet::new(),
+            permits: HashMap::new(),
         }
     }
 
@@ -253,6 +254,7 @@ impl WardlockCtx {
     /// holding exclusive downgrades; exclusive while holding only shared would
     /// wait for the instance itself.
     fn join_existing(&mut self, name: &LockName, mode: Mode) -> Result<Join, LockError> {
+        self.not_a_semaphore(name, mode)?;
         let Some(slots) = self.by_name.get_mut(name) else {
             return Ok(Join::Acquire);
         };

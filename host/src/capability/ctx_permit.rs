@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use super::{GrantStatus, LockError, WardlockCtx};
+use super::{GrantStatus, LockError, Mode, WardlockCtx};
 use crate::backend::check_permits;
 use crate::capability::handle::Watch;
 use crate::capability::permit::PermitHandle;
@@ -70,7 +70,7 @@ impl WardlockCtx {
     /// [`WardlockCtx::release_all`]); `Lost` if the permit had been lost.
     pub fn release_permit(&mut self, handle: &mut PermitHandle) -> Result<(), LockError> {
         let id = handle.grant_id();
-        let live = !handle.released && self.permits.remove(&id);
+        let live = !handle.released && self.permits.remove(&id).is_some();
         handle.released = true;
         if !live {
             return Err(LockError::Released);
@@ -92,7 +92,7 @@ impl WardlockCtx {
 
     /// What the permit of `handle` currently guarantees.
     pub fn permit_status(&self, handle: &PermitHandle) -> GrantStatus {
-        if handle.released || !self.permits.contains(&handle.grant_id()) {
+        if handle.released || !self.permits.contains_key(&handle.grant_id()) {
             return GrantStatus::Released;
         }
         self.session.status(handle.grant_id())
@@ -105,7 +105,7 @@ impl WardlockCtx {
         if !matches!(handle.watch, Watch::Idle) {
             return;
         }
-        handle.watch = if self.permits.contains(&handle.grant_id()) {
+        handle.watch = if self.permits.contains_key(&handle.grant_id()) {
             Watch::Waiting(
                 self.session
                     .status_changed(handle.grant_id(), GrantStatus::Held),
@@ -118,17 +118,34 @@ impl WardlockCtx {
     /// Releases every permit the instance holds (its end, or
     /// [`WardlockCtx::release_all`]); their handles report `released`.
     pub(super) fn release_permits(&mut self) {
-        for id in self.permits.drain() {
+        for (id, _) in self.permits.drain() {
             let _ = self.session.release(id);
         }
     }
 
     /// Validates a permit request: the name's syntax and grant, the handle
-    /// cap, and at least one permit.
+    /// cap, at least one permit, and a name this instance does not hold as a
+    /// lock (on every backend, though only the memory backend can tell for
+    /// other instances).
     fn admit_permit(&self, name: &str, permits: u32) -> Result<LockName, LockError> {
         let name = self.admit(name)?;
         check_permits(&name, permits)?;
+        if self.by_name.contains_key(&name) {
+            return Err(LockError::InvalidRequest(format!(
+                "\"{name}\" is in use as a lock by this instance; asked for a semaphore of {permits} permits"
+            )));
+        }
         Ok(name)
+    }
+
+    /// Refuses a lock request for a name this instance holds permits of.
+    pub(super) fn not_a_semaphore(&self, name: &LockName, mode: Mode) -> Result<(), LockError> {
+        match self.permits.values().find(|held| *held == name) {
+            Some(_) => Err(LockError::InvalidRequest(format!(
+                "\"{name}\" is in use as a semaphore by this instance; asked for a {mode} lock"
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn record_permit(
@@ -137,7 +154,7 @@ impl WardlockCtx {
         permits: u32,
         grant: crate::backend::Grant,
     ) -> PermitHandle {
-        self.permits.insert(grant.id);
+        self.permits.insert(grant.id, name.clone());
         self.live_handles += 1;
         PermitHandle::new(name, permits, grant)
     }

@@ -52,28 +52,6 @@ impl PermitHandle {
     pub fn is_released(&self) -> bool {
         self.released
     }
-
-    /// Resolves once the permit is no longer held (the future set up by
-    /// [`super::WardlockCtx::subscribe_permit`]; without one, at once).
-    ///
-    /// # Errors
-    /// None: it only waits.
-    ///
-    /// # Cancellation safety
-    /// Cancel safe: the subscription stays in the handle.
-    pub async fn until_not_held(&mut self) {
-        if !self.released {
-            self.watch.settle().await;
-        }
-        self.watch = Watch::Done;
-    }
 }
 
-/// `permit.subscribe`'s pollable (`wasi:io/poll`): ready once the permit is
-/// no longer held.
-#[async_trait::async_trait]
-impl wasmtime_wasi::p2::Pollable for PermitHandle {
-    async fn ready(&mut self) {
-        self.until_not_held().await;
-    }
-}
+super::handle::not_held_pollable!(PermitHandle);

@@ -70,6 +70,13 @@ impl State {
         self.pending.get(n.checked_sub(1)?)?.as_ref()
     }
 
+    /// Keeps `lock`, if any, as the next handle.
+    fn keep(&mut self, lock: Option<Lock>) {
+        if let Some(lock) = lock {
+            self.push(lock);
+        }
+    }
+
     fn permit(&self, n: usize) -> Option<&Permit> {
         self.permits.get(n.checked_sub(1)?)?.as_ref()
     }
@@ -135,16 +142,9 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
         },
         ["notify", n, ack] => match state.lock(number(n)?) {
             Some(lock) => {
-                let ready = lock.subscribe();
-                ready.block();
-                // Tell the host at once (it watches for this lock being taken);
-                // the handle is kept, so the host sees it held.
-                let acked = locks::try_acquire(ack, Mode::Exclusive);
-                drop(ready);
+                let acked = notify(lock.subscribe(), ack);
                 let line = format!("woke {}", status_name(lock.status()));
-                if let Ok(Some(acked)) = acked {
-                    state.push(acked);
-                }
+                state.keep(acked);
                 line
             }
             None => "err no-such-handle".into(),
@@ -215,6 +215,17 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
         _ => return permits::execute(words, state),
     };
     Some(line)
+}
+
+/// Waits on `ready` (a handle's `subscribe` pollable), then at once asks
+/// `try-acquire` for the lock `ack`, so the host sees when the guest woke;
+/// returns that lock, if granted, for the caller to keep (the host sees it
+/// held).
+fn notify(ready: wasip2::io::poll::Pollable, ack: &str) -> Option<Lock> {
+    ready.block();
+    let acked = locks::try_acquire(ack, Mode::Exclusive);
+    drop(ready);
+    acked.ok().flatten()
 }
 
 /// `loop-many`: COUNT rounds of take all, bump FILE, release all.

@@ -18,8 +18,8 @@
 //! side counts the holders.
 
 use super::bindings::wardlock::lock::locks::{self, Permit};
-use super::bindings::wardlock::lock::types::{Mode, Status};
-use super::{State, error_line, status_name, timeout_of};
+use super::bindings::wardlock::lock::types::Status;
+use super::{State, error_line, notify, status_name, timeout_of};
 
 /// Runs one permit command; `None` when it is not one, or malformed.
 pub fn execute(words: &[&str], state: &mut State) -> Option<String> {
@@ -64,15 +64,9 @@ pub fn execute(words: &[&str], state: &mut State) -> Option<String> {
         },
         ["notify-permit", q, ack] => match state.permit(number(q)?) {
             Some(permit) => {
-                let ready = permit.subscribe();
-                ready.block();
-                // Tell the host at once (it watches for this lock being taken).
-                let acked = locks::try_acquire(ack, Mode::Exclusive);
-                drop(ready);
+                let acked = notify(permit.subscribe(), ack);
                 let line = format!("woke {}", status_name(permit.status()));
-                if let Ok(Some(acked)) = acked {
-                    state.push(acked);
-                }
+                state.keep(acked);
                 line
             }
             None => "err no-such-permit".into(),
