@@ -49,6 +49,12 @@ fn logged_runner(guest: Guest, backend: &MemoryBackend) -> (Arc<Runner>, Arc<Mut
     (runner, log)
 }
 
+/// A runner of `guest` on `backend`, default policy, each instance limited
+/// to [`TEST_WAIT_LIMIT`].
+fn guest_runner(guest: Guest, backend: &MemoryBackend) -> Arc<Runner> {
+    runner(guest, backend, LockPolicy::new(), Some(TEST_WAIT_LIMIT))
+}
+
 /// The replay of `log` once the semaphore `sem` is free (the last releases
 /// are logged and made in tasks of their own).
 async fn replayed(backend: &MemoryBackend, sem: &str, log: &Mutex<Vec<String>>) -> Replay {
@@ -87,12 +93,7 @@ async fn guests_never_exceed_the_permits_in_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permits_are_released_when_the_guest_traps_or_returns() {
     let backend = MemoryBackend::new();
-    let runner = runner(
-        Guest::Lockctl2,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let runner = guest_runner(Guest::Lockctl2, &backend);
     let (native, gate) = hold(&backend, "gate", Mode::Exclusive).await;
     let guest = spawn_run(
         &runner,
@@ -270,12 +271,7 @@ async fn the_handle_cap_and_grants_apply_to_permits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permit_subscribe_learns_of_an_injected_loss() {
     let backend = MemoryBackend::new();
-    let runner = runner(
-        Guest::Lockctl2,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let runner = guest_runner(Guest::Lockctl2, &backend);
     let (latencies, reports) = loss_reactions(
         &backend,
         &runner,
@@ -404,12 +400,7 @@ async fn sdk_permits_throttle_the_instances() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sdk_permit_loss_stops_the_work() {
     let backend = MemoryBackend::new();
-    let runner = runner(
-        Guest::Throttle,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let runner = guest_runner(Guest::Throttle, &backend);
     let guest = spawn_run(&runner, 0, &["solo", "1", "1", "30000"]);
     wait_counts(&backend, "solo", 1, 0).await;
     let owner = backend.snapshot(&name("solo"))[0].owner.clone();
