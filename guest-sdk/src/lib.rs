@@ -54,8 +54,9 @@
 //! With the feature `v2` the module `v2` (`wardlock:lock@0.2.0`) adds
 //! `Guard::subscribe` (a `wasi:io/poll` pollable ready once the lock is no
 //! longer held), `Lock::acquire_async` (a `v2::Pending` acquisition to wait
-//! on beside timers and streams) and `v2::acquire_all` (several locks, all or
-//! nothing, deadlock-free in any order). A guest uses one API or the other for
+//! on beside timers and streams), `v2::acquire_all` (several locks, all or
+//! nothing, deadlock-free in any order) and `v2::acquire_permit` (a
+//! `v2::Permit` of a counting semaphore, released when dropped). A guest uses one API or the other for
 //! a given lock; both share the instance's locks on the host.
 //!
 //! # Raw bindings

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::memory::Fault;
 use wardlock_host::runner::{Outcome, RunnerConfig};
-use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
+use wardlock_host::{LockPolicy, MemoryBackend, Mode};
+use wardlock_tests::loss::loss_reactions;
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::tap::{self, Tap};
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
@@ -129,35 +129,22 @@ async fn subscribe_learns_of_an_injected_loss_at_once() {
         LockPolicy::new(),
         Some(TEST_WAIT_LIMIT),
     );
-    let native = backend.open_session("test");
-    let mut latencies = Vec::new();
-    for round in 0..10 {
-        let gate = native
-            .acquire(&name("gate"), Mode::Exclusive, None)
-            .await
-            .expect("gate");
-        let guest = spawn_run(
-            &runner,
-            round,
-            &[
-                "acquire x - f",
-                "acquire x - parked",
-                "notify 1 ack",
-                "acquire x - gate",
-            ],
-        );
-        wait_counts(&backend, "parked", 1, 0).await;
-        let owner = backend.snapshot(&name("f"))[0].owner.clone();
-        let injected = Instant::now();
-        assert_eq!(backend.inject(&owner, Fault::Expire), 1);
-        wait_counts(&backend, "ack", 1, 0).await;
-        latencies.push(injected.elapsed());
-        native.release(gate.id).expect("open the gate");
-        let report = guest.await.expect("guest");
-        assert_success(&report);
-        assert_eq!(lines(&report)[2], "woke lost", "{:?}", lines(&report));
+    let (latencies, reports) = loss_reactions(
+        &backend,
+        &runner,
+        10,
+        "f",
+        &[
+            "acquire x - f",
+            "acquire x - parked",
+            "notify 1 ack",
+            "acquire x - gate",
+        ],
+    )
+    .await;
+    for report in &reports {
+        assert_eq!(lines(report)[2], "woke lost", "{:?}", lines(report));
     }
-    latencies.sort();
     let median = latencies[latencies.len() / 2];
     println!("injected loss → guest reaction: median {median:?}, all {latencies:?}");
     // Measured here: 0.08–2.7 ms a round, under other builds' load too.

@@ -7,6 +7,7 @@
 //! natively and shared with Curator's `InterProcessSemaphoreV2`; `lock_v2`: the 0.2.0
 //! interface (subscribe, acquire-async, acquire-many) through its own guest, and
 //! `conform2` the same scenarios through guests in Rust, C, Python and JavaScript;
+//! `permit_v2`: semaphore permits through that guest (with Curator on ZooKeeper);
 //! `revocation`: revocation through guests on every backend and with Curator; plus
 //! the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
@@ -27,6 +28,7 @@ mod languages;
 mod lifetime;
 mod lock_v2;
 mod partition;
+mod permit_v2;
 mod revocation;
 mod semantics;
 mod semaphore;

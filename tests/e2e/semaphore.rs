@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{BackendError, GrantStatus, LockBackend};
+use wardlock_tests::holds::{self, Replay};
 use wardlock_tests::interop::Foreign;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
@@ -20,15 +21,15 @@ use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
 use zookeeper_client::{Acls, Client, CreateMode};
 
-const ROOT: &str = "/wardlock";
+pub(crate) const ROOT: &str = "/wardlock";
 /// Where holders log their intervals.
-const EVENTS: &str = "/events";
-const PERMITS: u32 = 3;
+pub(crate) const EVENTS: &str = "/events";
+pub(crate) const PERMITS: u32 = 3;
 /// How long a holder works while holding (as the Java driver does), so that
 /// holders overlap: not a synchronisation.
 const HOLD: Duration = Duration::from_millis(50);
 
-async fn host(address: &str) -> ZooKeeperBackend {
+pub(crate) async fn host(address: &str) -> ZooKeeperBackend {
     let config = ZooKeeperConfig::new(address).root(ROOT);
     ZooKeeperBackend::connect(config).await.expect("backend")
 }
@@ -42,49 +43,19 @@ async fn event(client: &Client, what: &str) {
         .expect("log event");
 }
 
-async fn events_parent(client: &Client) {
+pub(crate) async fn events_parent(client: &Client) {
     let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     client.create(EVENTS, b"", &options).await.expect("events");
 }
 
-/// The events, replayed in ZooKeeper's order.
-struct Replay {
-    /// The most holders at once.
-    most: usize,
-    /// How many holds there were (each `-` closes its holder's `+`).
-    intervals: usize,
-    /// Whether a `java…` and a `rust…` holder ever held together.
-    mixed: bool,
-}
-
-async fn replay(client: &Client) -> Replay {
-    let mut children = client.list_children(EVENTS).await.expect("events");
-    children.sort();
-    let mut holding = std::collections::HashSet::new();
-    let (mut most, mut intervals, mut mixed) = (0, 0, false);
-    for child in children {
-        let (data, _) = client
-            .get_data(&format!("{EVENTS}/{child}"))
-            .await
-            .expect("event");
-        let text = String::from_utf8(data).expect("utf-8");
-        let (sign, holder) = text.split_at(1);
-        if sign == "+" {
-            assert!(holding.insert(holder.to_owned()), "{holder} held twice");
-            intervals += 1;
-            most = most.max(holding.len());
-            mixed |= holding.iter().any(|h| h.starts_with("java"))
-                && holding.iter().any(|h| h.starts_with("rust"));
-        } else {
-            assert!(holding.remove(holder), "{holder} released unheld");
-        }
-    }
-    assert!(holding.is_empty(), "unfinished intervals: {holding:?}");
-    Replay {
-        most,
-        intervals,
-        mixed,
-    }
+/// The events, replayed in ZooKeeper's order (`mixed`: a Curator and a
+/// wardlock holder held together).
+pub(crate) async fn replay(client: &Client) -> Replay {
+    holds::replay(
+        &holds::zookeeper_events(client, EVENTS).await,
+        "java",
+        "rust",
+    )
 }
 
 /// `sessions` sessions of each backend take a permit of `sem` `rounds` times,

@@ -5,11 +5,14 @@
 //! ([`zookeeper`]) and a controllable TCP proxy ([`proxy`]); Curator and kazoo
 //! drivers ([`interop`]); `wardlock serve` processes ([`serve`]); the backend
 //! conformance suite ([`conformance`]); a backend wrapper reporting when guests
-//! act ([`tap`]).
+//! act ([`tap`]); one logging who holds semaphore permits ([`holds`]); how
+//! soon a guest learns of an injected loss ([`loss`]).
 
 pub mod conformance;
 pub mod fenced;
+pub mod holds;
 pub mod interop;
+pub mod loss;
 pub mod probe;
 pub mod proxy;
 pub mod serve;
@@ -68,8 +71,8 @@ guests! {
     // Rust: the examples (`http-counter` is the `wardlock serve` one), the test guests.
     Counter = "counter", ReadersWriters = "readers-writers", HttpCounter = "http-counter",
     Misbehave = "misbehave", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
-    // The 0.2.0 SDK example (`wardlock_guest::v2`).
-    Transfer = "transfer",
+    // The 0.2.0 SDK examples (`wardlock_guest::v2`).
+    Transfer = "transfer", Throttle = "throttle",
     // The same examples in C, Python and JavaScript (see plugins/README.md).
     CounterC = "counter-c", ReadersWritersC = "readers-writers-c",
     CounterPython = "counter-python", ReadersWritersPython = "readers-writers-python",

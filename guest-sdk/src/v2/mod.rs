@@ -1,5 +1,6 @@
 //! The `wardlock:lock@0.2.0` API (feature `v2`): everything of the crate root,
-//! plus waiting without blocking, loss notification and several locks at once.
+//! plus waiting without blocking, loss notification, several locks at once
+//! and counting semaphores ([`acquire_permit`], [`Permit`]).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -28,7 +29,10 @@
 //!     &[Lock::exclusive("accounts/a"), Lock::exclusive("accounts/b")],
 //!     Some(Duration::from_secs(5)),
 //! )?;
-//! # drop((config, guards)); Ok::<(), wardlock_guest::Error>(())
+//!
+//! // One of 3 permits of a semaphore, released when dropped.
+//! let permit = wardlock_guest::v2::acquire_permit("pools/db", 3, None)?;
+//! # drop((config, guards, permit)); Ok::<(), wardlock_guest::Error>(())
 //! ```
 //!
 //! Revocation: [`request_revocation`] asks a lock's holders to give it up; a
@@ -41,11 +45,13 @@
 
 mod guard;
 mod pending;
+mod permit;
 
 use core::time::Duration;
 
 pub use guard::Guard;
 pub use pending::Pending;
+pub use permit::{Permit, acquire_permit, try_acquire_permit};
 
 pub use crate::{Error, Mode, Status};
 

@@ -74,8 +74,12 @@ pub struct WardlockCtx {
     ended_by_host: HashSet<u64>,
     next_record: u64,
     /// Handles created and not yet dropped, released or not, plus pending
-    /// acquisitions (`acquire-async`) not yet turned into handles.
+    /// acquisitions (`acquire-async`) not yet turned into handles, plus
+    /// permit handles.
     live_handles: usize,
+    /// The semaphore permits this instance holds (WIT 0.2.0), one grant
+    /// each, with the semaphore's name.
+    permits: HashMap<GrantId, LockName>,
 }
 
 impl WardlockCtx {
@@ -96,6 +100,7 @@ impl WardlockCtx {
             ended_by_host: HashSet::new(),
             next_record: 0,
             live_handles: 0,
+            permits: HashMap::new(),
         }
     }
 
@@ -225,9 +230,11 @@ impl WardlockCtx {
             self.ended_by_host.insert(id);
             let _ = self.end_record(id);
         }
+        self.release_permits();
     }
 
-    /// Validates `name` against syntax, grants and the handle cap.
+    /// Validates `name` against syntax, grants and the handle cap (which
+    /// counts lock handles, pending acquisitions and permits).
     fn admit(&self, name: &str) -> Result<LockName, LockError> {
         let name = LockName::new(name)?;
         if !self.policy.allows(&name) {
@@ -236,7 +243,7 @@ impl WardlockCtx {
         let cap = self.policy.max_handles();
         if self.live_handles >= cap {
             return Err(LockError::LimitExceeded(format!(
-                "this instance already has {cap} lock handles, the most allowed; drop some first"
+                "this instance already has {cap} handles (locks, pending locks and permits), the most allowed; drop some first"
             )));
         }
         Ok(name)
@@ -247,6 +254,7 @@ impl WardlockCtx {
     /// holding exclusive downgrades; exclusive while holding only shared would
     /// wait for the instance itself.
     fn join_existing(&mut self, name: &LockName, mode: Mode) -> Result<Join, LockError> {
+        self.not_a_semaphore(name, mode)?;
         let Some(slots) = self.by_name.get_mut(name) else {
             return Ok(Join::Acquire);
         };
@@ -353,6 +361,7 @@ impl Drop for WardlockCtx {
         for id in ids {
             let _ = self.end_record(id);
         }
+        self.release_permits();
     }
 }
 
@@ -360,6 +369,8 @@ impl Drop for WardlockCtx {
 mod many;
 #[path = "ctx_pending.rs"]
 mod pending;
+#[path = "ctx_permit.rs"]
+mod permit;
 #[path = "ctx_revoke.rs"]
 mod revoke;
 

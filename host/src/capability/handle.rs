@@ -27,6 +27,17 @@ pub(crate) enum Watch {
     Done,
 }
 
+impl Watch {
+    /// Waits until the subscribed status change came (at once when nobody
+    /// subscribed or it came already). Cancel safe: the future stays here.
+    pub(crate) async fn settle(&mut self) {
+        if let Watch::Waiting(change) = self {
+            change.as_mut().await;
+        }
+        *self = Watch::Done;
+    }
+}
+
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -68,33 +79,42 @@ impl LockHandle {
     pub fn is_released(&self) -> bool {
         self.released
     }
-
-    /// Resolves once the handle is no longer held: released through it, or its
-    /// grant's status moved away from `held` (the future set up by
-    /// [`super::WardlockCtx::subscribe`]; without one it resolves at once).
-    ///
-    /// # Errors
-    /// None: it only waits.
-    ///
-    /// # Cancellation safety
-    /// Cancel safe: the subscription stays in the handle, so a dropped wait is
-    /// taken up again by the next.
-    pub async fn until_not_held(&mut self) {
-        if self.released {
-            return;
-        }
-        if let Watch::Waiting(change) = &mut self.watch {
-            change.as_mut().await;
-        }
-        self.watch = Watch::Done;
-    }
 }
 
-/// `lock.subscribe`'s pollable (`wasi:io/poll`): ready once the handle is no
-/// longer held.
-#[async_trait::async_trait]
-impl wasmtime_wasi::p2::Pollable for LockHandle {
-    async fn ready(&mut self) {
-        self.until_not_held().await;
-    }
+/// `until_not_held` and the `wasi:io/poll` pollable (ready once the handle
+/// is no longer held) of a handle type with `released: bool` and
+/// `watch: Watch` fields: `lock.subscribe`'s and `permit.subscribe`'s.
+macro_rules! not_held_pollable {
+    ($handle:ty) => {
+        impl $handle {
+            /// Resolves once the handle is no longer held: released through
+            /// it, or its grant's status moved away from `held` (the future
+            /// set up by the context's `subscribe` or `subscribe_permit`;
+            /// without one it resolves at once).
+            ///
+            /// # Errors
+            /// None: it only waits.
+            ///
+            /// # Cancellation safety
+            /// Cancel safe: the subscription stays in the handle, so a
+            /// dropped wait is taken up again by the next.
+            pub async fn until_not_held(&mut self) {
+                if !self.released {
+                    self.watch.settle().await;
+                }
+                self.watch = $crate::capability::handle::Watch::Done;
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl wasmtime_wasi::p2::Pollable for $handle {
+            async fn ready(&mut self) {
+                self.until_not_held().await;
+            }
+        }
+    };
 }
+
+pub(crate) use not_held_pollable;
+
+not_held_pollable!(LockHandle);

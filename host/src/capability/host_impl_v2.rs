@@ -1,8 +1,8 @@
 //! The generated WIT host traits of `wardlock:lock@0.2.0`, implemented on
 //! [`WardlockView`]: 0.1.0's calls (shared macros from `host_impl.rs`) plus
-//! `subscribe`, `acquire-async` / `pending-lock`, `acquire-many` and
-//! revocation (`request-revocation`, `lock.revocation-requested`,
-//! `lock.subscribe-revocation`).
+//! `subscribe`, `acquire-async` / `pending-lock`, `acquire-many`, the
+//! semaphore `permit`s and revocation (`request-revocation`,
+//! `lock.revocation-requested`, `lock.subscribe-revocation`).
 
 use std::time::Duration;
 
@@ -60,22 +60,29 @@ impl locks::Host for WardlockView<'_> {
         }
     }
 
-    // WAVE-STUB (helper A): permits.
     async fn acquire_permit(
         &mut self,
-        _name: String,
-        _permits: u32,
-        _timeout_ms: Option<u64>,
+        name: String,
+        permits: u32,
+        timeout_ms: Option<u64>,
     ) -> wasmtime::Result<Result<Resource<PermitHandle>, types::Error>> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+        let timeout = timeout_ms.map(Duration::from_millis);
+        match self.ctx.acquire_permit(&name, permits, timeout).await {
+            Ok(permit) => Ok(Ok(self.table.push(permit)?)),
+            Err(error) => Ok(Err(error.into())),
+        }
     }
 
     async fn try_acquire_permit(
         &mut self,
-        _name: String,
-        _permits: u32,
+        name: String,
+        permits: u32,
     ) -> wasmtime::Result<Result<Option<Resource<PermitHandle>>, types::Error>> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+        match self.ctx.try_acquire_permit(&name, permits).await {
+            Ok(Some(permit)) => Ok(Ok(Some(self.table.push(permit)?))),
+            Ok(None) => Ok(Ok(None)),
+            Err(error) => Ok(Err(error.into())),
+        }
     }
 
     async fn request_revocation(
@@ -90,34 +97,44 @@ impl locks::Host for WardlockView<'_> {
     }
 }
 
-// WAVE-STUB (helper A): permits.
 impl locks::HostPermit for WardlockView<'_> {
-    async fn name(&mut self, _p: Resource<PermitHandle>) -> wasmtime::Result<String> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+    async fn name(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&permit)?.name.to_string())
     }
-    async fn permits(&mut self, _p: Resource<PermitHandle>) -> wasmtime::Result<u32> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+
+    async fn permits(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<u32> {
+        Ok(self.table.get(&permit)?.permits)
     }
-    async fn fencing_token(&mut self, _p: Resource<PermitHandle>) -> wasmtime::Result<u64> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+
+    async fn fencing_token(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<u64> {
+        Ok(self.table.get(&permit)?.fencing_token())
     }
-    async fn status(&mut self, _p: Resource<PermitHandle>) -> wasmtime::Result<types::Status> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+
+    async fn status(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<types::Status> {
+        let handle = self.table.get(&permit)?;
+        Ok(self.ctx.permit_status(handle).into())
     }
+
     async fn release(
         &mut self,
-        _p: Resource<PermitHandle>,
+        permit: Resource<PermitHandle>,
     ) -> wasmtime::Result<Result<(), types::Error>> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+        let handle = self.table.get_mut(&permit)?;
+        Ok(self.ctx.release_permit(handle).map_err(types::Error::from))
     }
+
     async fn subscribe(
         &mut self,
-        _p: Resource<PermitHandle>,
+        permit: Resource<PermitHandle>,
     ) -> wasmtime::Result<Resource<DynPollable>> {
-        Err(wasmtime::Error::msg("WAVE-STUB"))
+        let handle = self.table.get_mut(&permit)?;
+        self.ctx.subscribe_permit(handle);
+        wasmtime_wasi::p2::subscribe(self.table, permit)
     }
-    async fn drop(&mut self, p: Resource<PermitHandle>) -> wasmtime::Result<()> {
-        self.table.delete(p)?;
+
+    async fn drop(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<()> {
+        let handle = self.table.delete(permit)?;
+        self.ctx.drop_permit(handle);
         Ok(())
     }
 }

@@ -22,6 +22,10 @@
 //! | `revoke NAME`                   | `asked <N>` or an error line                 |
 //! | `revoked N`                     | `true` or `false`                            |
 //! | `await-revocation N ACK MS`     | `revoked` or `timer` (see `revoke.rs`)       |
+//! | `trap`                          | nothing: the guest traps (a panic)           |
+//!
+//! Semaphore permits (q1, q2…): see `permits.rs` (`permit`, `try-permit`,
+//! `loop-permit`, …).
 //!
 //! MODE is `exclusive` (`x`) or `shared` (`s`); TIMEOUT is milliseconds or `-`.
 //! `loop-many` takes the locks COUNT times, each time adding one to the
@@ -35,6 +39,7 @@
 
 use std::io::Write;
 
+mod permits;
 mod revoke;
 
 mod bindings {
@@ -45,13 +50,14 @@ mod bindings {
     });
 }
 
-use bindings::wardlock::lock::locks::{self, Lock, Options, PendingLock, Request};
+use bindings::wardlock::lock::locks::{self, Lock, Options, PendingLock, Permit, Request};
 use bindings::wardlock::lock::types::{Error, Mode, Status};
 
 #[derive(Default)]
 struct State {
     locks: Vec<Option<Lock>>,
     pending: Vec<Option<PendingLock>>,
+    permits: Vec<Option<Permit>>,
 }
 
 impl State {
@@ -66,6 +72,17 @@ impl State {
 
     fn pending(&self, n: usize) -> Option<&PendingLock> {
         self.pending.get(n.checked_sub(1)?)?.as_ref()
+    }
+
+    /// Keeps `lock`, if any, as the next handle.
+    fn keep(&mut self, lock: Option<Lock>) {
+        if let Some(lock) = lock {
+            self.push(lock);
+        }
+    }
+
+    fn permit(&self, n: usize) -> Option<&Permit> {
+        self.permits.get(n.checked_sub(1)?)?.as_ref()
     }
 }
 
@@ -129,16 +146,9 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
         },
         ["notify", n, ack] => match state.lock(number(n)?) {
             Some(lock) => {
-                let ready = lock.subscribe();
-                ready.block();
-                // Tell the host at once (it watches for this lock being taken);
-                // the handle is kept, so the host sees it held.
-                let acked = locks::try_acquire(ack, Mode::Exclusive);
-                drop(ready);
+                let acked = notify(lock.subscribe(), ack);
                 let line = format!("woke {}", status_name(lock.status()));
-                if let Ok(Some(acked)) = acked {
-                    state.push(acked);
-                }
+                state.keep(acked);
                 line
             }
             None => "err no-such-handle".into(),
@@ -205,9 +215,21 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
             drop(slot.take());
             "dropped".into()
         }
-        _ => return revoke::execute(words, state),
+        ["trap"] => panic!("trap requested"),
+        _ => return revoke::execute(words, state).or_else(|| permits::execute(words, state)),
     };
     Some(line)
+}
+
+/// Waits on `ready` (a handle's `subscribe` pollable), then at once asks
+/// `try-acquire` for the lock `ack`, so the host sees when the guest woke;
+/// returns that lock, if granted, for the caller to keep (the host sees it
+/// held).
+fn notify(ready: wasip2::io::poll::Pollable, ack: &str) -> Option<Lock> {
+    ready.block();
+    let acked = locks::try_acquire(ack, Mode::Exclusive);
+    drop(ready);
+    acked.ok().flatten()
 }
 
 /// `loop-many`: COUNT rounds of take all, bump FILE, release all.
