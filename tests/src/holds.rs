@@ -11,10 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use wardlock_host::backend::StatusChange;
-use wardlock_host::{
-    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockName, LockSession, Mode,
-};
+use wardlock_host::backend::{Request, RequestKind, StatusChange};
+use wardlock_host::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 /// Appends one event to the log; the log's order is the order the futures
@@ -156,41 +154,26 @@ impl HoldLogSession {
 
 #[async_trait]
 impl LockSession for HoldLogSession {
-    async fn acquire(
+    /// A permit is logged as held once granted; a lock passes through.
+    async fn acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        self.inner.acquire(name, mode, timeout).await
+        let grant = self.inner.acquire_request(request, timeout).await?;
+        match request.kind {
+            RequestKind::Permit(_) => Ok(self.held(grant).await),
+            RequestKind::Lock(_) => Ok(grant),
+        }
     }
 
-    async fn try_acquire(
+    async fn try_acquire_request(
         &self,
-        name: &LockName,
-        mode: Mode,
+        request: Request<'_>,
     ) -> Result<Option<Grant>, BackendError> {
-        self.inner.try_acquire(name, mode).await
-    }
-
-    async fn acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        let grant = self.inner.acquire_permit(name, permits, timeout).await?;
-        Ok(self.held(grant).await)
-    }
-
-    async fn try_acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-    ) -> Result<Option<Grant>, BackendError> {
-        match self.inner.try_acquire_permit(name, permits).await? {
-            Some(grant) => Ok(Some(self.held(grant).await)),
-            None => Ok(None),
+        match (self.inner.try_acquire_request(request).await?, request.kind) {
+            (Some(grant), RequestKind::Permit(_)) => Ok(Some(self.held(grant).await)),
+            (granted, _) => Ok(granted),
         }
     }
 
@@ -220,4 +203,6 @@ impl LockSession for HoldLogSession {
     fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
         self.inner.status_changed(grant, seen)
     }
+
+    wardlock_host::forward_revocation!(inner);
 }
