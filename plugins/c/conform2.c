@@ -7,7 +7,10 @@
  * `acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
  * `loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
  * `status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`,
- * `get P`, `drop-pending P`. An error line is `err <kind>` or
+ * `get P`, `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`,
+ * `try-permit PERMITS NAME`, `release-permit Q`, `permit-status Q`,
+ * `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation (`revoke
+ * NAME`, `revoked N`, `await-revocation N ACK MS`). An error line is `err <kind>` or
  * `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
  * exits with code 2. At most MAX_HANDLES handles, MAX_PENDING pending locks
  * and MAX_SPECS locks per `many`. */
@@ -16,9 +19,12 @@
 
 #include "common.h"
 
+#include <time.h>
+
 #define MAX_HANDLES 256
 #define MAX_PENDING 64
 #define MAX_SPECS 16
+#define MAX_PERMITS 64
 #define MAX_WORDS (MAX_SPECS + 4)
 
 static const char WHO[] = "conform2";
@@ -27,6 +33,8 @@ static wardlock2_guard_t guards[MAX_HANDLES];
 static size_t handles;
 static wardlock2_pending_t pendings[MAX_PENDING];
 static size_t pending_count;
+static wardlock2_permit_t permits[MAX_PERMITS];
+static size_t permit_count;
 
 /* One output line. */
 static char line[4096];
@@ -64,7 +72,7 @@ static bool timeout_of(const char *word, int64_t *timeout) {
 /* `hN`/`pN` (or N) to an index below `count`. */
 static bool index_of(const char *word, size_t count, size_t *at) {
     uint64_t n;
-    if (*word == 'h' || *word == 'p')
+    if (*word == 'h' || *word == 'p' || *word == 'q')
         word++;
     if (!parse_u64(word, &n) || n < 1 || n > count)
         return false;
@@ -147,7 +155,165 @@ static bool many(int64_t timeout, const wardlock2_request_t *requests, size_t n)
 }
 
 /* Runs one command (split into `words[0..n]`) into `line`; false when malformed. */
+/* Keeps `permit` as the next permit qN and prints it (dropped when full). */
+static void permit_granted(wardlock2_permit_t *permit) {
+    uint64_t token = wardlock2_permit_token(permit);
+    if (permit_count == MAX_PERMITS) {
+        wardlock2_permit_drop(permit);
+        snprintf(line, sizeof line, "err too-many-permits");
+        return;
+    }
+    permits[permit_count] = *permit;
+    permit->held = false;
+    snprintf(line, sizeof line, "q%zu token=%" PRIu64, ++permit_count, token);
+}
+
+/* One `loop-permit` round: take a permit, check its token (above `*last`)
+ * and status, hold it HOLD_MS, release it; false with the reason in `line`. */
+static bool permit_round(uint32_t n, int64_t timeout, uint64_t hold_ms, const char *name, uint64_t *last) {
+    wardlock2_error_t err;
+    WARDLOCK2_PERMIT_SCOPED(permit);
+    if (!wardlock2_acquire_permit(name, n, timeout, &permit, &err)) {
+        error_line(&err);
+        return false;
+    }
+    uint64_t token = wardlock2_permit_token(&permit);
+    if (token <= *last) {
+        snprintf(line, sizeof line, "token %" PRIu64 " after %" PRIu64, token, *last);
+        return false;
+    }
+    *last = token;
+    if (wardlock2_permit_status(&permit) != WARDLOCK2_HELD) {
+        snprintf(line, sizeof line, "%s", wardlock2_status_name(wardlock2_permit_status(&permit)));
+        return false;
+    }
+    struct timespec hold = {.tv_sec = (time_t)(hold_ms / 1000), .tv_nsec = (long)(hold_ms % 1000) * 1000000L};
+    nanosleep(&hold, NULL);
+    if (!wardlock2_permit_release(&permit, &err)) {
+        error_line(&err);
+        return false;
+    }
+    return true;
+}
+
+/* `loop-permit`: COUNT rounds of `permit_round`. */
+static void loop_permit(uint64_t count, uint32_t n, int64_t timeout, uint64_t hold_ms, const char *name) {
+    uint64_t last = 0;
+    for (uint64_t round = 0; round < count; round++) {
+        if (!permit_round(n, timeout, hold_ms, name, &last)) {
+            char reason[sizeof line];
+            snprintf(reason, sizeof reason, "%s", line);
+            snprintf(line, sizeof line, "failed at %" PRIu64 ": %s", round, reason);
+            return;
+        }
+    }
+    snprintf(line, sizeof line, "looped %" PRIu64, count);
+}
+
+/* Parses a permit count. */
+static bool permits_of(const char *word, uint32_t *n) {
+    uint64_t value;
+    if (!parse_u64(word, &value) || value > UINT32_MAX)
+        return false;
+    *n = (uint32_t)value;
+    return true;
+}
+
+/* The permit and revocation commands (lockctl2's permits.rs, revoke.rs);
+ * false when `words` is none of them or malformed. */
+static bool execute_permit(char **words, size_t n) {
+    wardlock2_error_t err;
+    int64_t timeout;
+    uint32_t count;
+    size_t at;
+    const char *command = words[0];
+    if (!strcmp(command, "permit") && n == 4) {
+        if (!permits_of(words[1], &count) || !timeout_of(words[2], &timeout))
+            return false;
+        WARDLOCK2_PERMIT_SCOPED(permit);
+        if (wardlock2_acquire_permit(words[3], count, timeout, &permit, &err))
+            permit_granted(&permit);
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "try-permit") && n == 3) {
+        if (!permits_of(words[1], &count))
+            return false;
+        WARDLOCK2_PERMIT_SCOPED(permit);
+        if (!wardlock2_try_acquire_permit(words[2], count, &permit, &err))
+            error_line(&err);
+        else if (permit.held)
+            permit_granted(&permit);
+        else
+            snprintf(line, sizeof line, "none");
+        return true;
+    }
+    if (!strcmp(command, "release-permit") && n == 2) {
+        if (!index_of(words[1], permit_count, &at))
+            snprintf(line, sizeof line, "err no-such-permit");
+        else if (wardlock2_permit_release(&permits[at], &err)) /* `released` once not held */
+            snprintf(line, sizeof line, "ok");
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "permit-status") && n == 2) {
+        if (!index_of(words[1], permit_count, &at))
+            snprintf(line, sizeof line, "err no-such-permit");
+        else
+            snprintf(line, sizeof line, "%s", wardlock2_status_name(wardlock2_permit_status(&permits[at])));
+        return true;
+    }
+    if (!strcmp(command, "loop-permit") && n == 6) {
+        uint64_t rounds, hold_ms;
+        if (!parse_u64(words[1], &rounds) || !permits_of(words[2], &count) || !timeout_of(words[3], &timeout) ||
+            !parse_u64(words[4], &hold_ms))
+            return false;
+        loop_permit(rounds, count, timeout, hold_ms, words[5]);
+        return true;
+    }
+    if (!strcmp(command, "revoke") && n == 2) {
+        uint32_t asked;
+        if (wardlock2_request_revocation(words[1], &asked, &err))
+            snprintf(line, sizeof line, "asked %" PRIu32, asked);
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "revoked") && n == 2) {
+        if (!index_of(words[1], handles, &at) || !guards[at].held)
+            snprintf(line, sizeof line, "err no-such-handle");
+        else
+            snprintf(line, sizeof line, "%s", wardlock2_revocation_requested(&guards[at]) ? "true" : "false");
+        return true;
+    }
+    if (!strcmp(command, "await-revocation") && n == 4) {
+        if (!timeout_of(words[3], &timeout) || timeout < 0)
+            return false;
+        if (!index_of(words[1], handles, &at) || !guards[at].held) {
+            snprintf(line, sizeof line, "err no-such-handle");
+            return true;
+        }
+        if (!wardlock2_wait_revocation(&guards[at], timeout)) {
+            snprintf(line, sizeof line, "timer");
+            return true;
+        }
+        /* Tell the host at once: it watches for ACK being taken. */
+        WARDLOCK2_SCOPED(ack);
+        if (!wardlock2_try_acquire(words[2], WARDLOCK2_EXCLUSIVE, &ack, &err))
+            wardlock2_error_free(&err);
+        if (ack.held)
+            push(&ack);
+        snprintf(line, sizeof line, "revoked");
+        return true;
+    }
+    return false;
+}
+
 static bool execute(char **words, size_t n) {
+    if (execute_permit(words, n))
+        return true;
     wardlock2_error_t err;
     wardlock2_mode_t mode;
     int64_t timeout;

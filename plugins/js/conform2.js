@@ -7,12 +7,26 @@
 // `acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
 // `loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
 // `status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`,
-// `get P`, `drop-pending P`. An error line is `err <kind>` or
+// `get P`, `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`,
+// `try-permit PERMITS NAME`, `release-permit Q`, `permit-status Q`,
+// `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
+// (`revoke NAME`, `revoked N`, `await-revocation N ACK MS`). An error line is `err <kind>` or
 // `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
 // ends the guest with an error.
 
 import { getArguments } from 'wasi:cli/environment@0.2.12';
-import { LockError, acquire, acquireAsync, acquireMany, tryAcquire, withLocks } from '../../guest-sdk/js/wardlock2.js';
+import { subscribeDuration } from 'wasi:clocks/monotonic-clock@0.2.12';
+import {
+  LockError,
+  acquire,
+  acquireAsync,
+  acquireMany,
+  acquirePermit,
+  requestRevocation,
+  tryAcquire,
+  tryAcquirePermit,
+  withLocks,
+} from '../../guest-sdk/js/wardlock2.js';
 import { GuestError, readValue, runMain, writeValue } from './wasi-file.js';
 
 class BadCommand extends GuestError {}
@@ -21,9 +35,10 @@ const MODES = { x: 'exclusive', exclusive: 'exclusive', s: 'shared', shared: 'sh
 
 const guards = []; // handle hN is guards[N - 1]; undefined once dropped
 const pendings = []; // pending lock pN is pendings[N - 1]
+const permits = []; // permit qN is permits[N - 1]
 
 function index(word) {
-  const n = Number(word.replace(/^[hp]/, ''));
+  const n = Number(word.replace(/^[hpq]/, ''));
   if (!Number.isInteger(n) || n < 1) throw new BadCommand();
   return n - 1;
 }
@@ -73,7 +88,84 @@ function loopMany(count, timeoutMs, path, requests) {
   return `looped ${count}`;
 }
 
+function pushPermit(permit) {
+  permits.push(permit);
+  return `q${permits.length} token=${permit.fencingToken}`;
+}
+
+/** `loop-permit`: COUNT rounds of take a permit, check it, hold it HOLD_MS, release it. */
+function loopPermit(count, n, timeoutMs, holdMs, name) {
+  let last = 0n;
+  for (let round = 0; round < count; round++) {
+    const failed = lockLine(() => {
+      const permit = acquirePermit(name, n, { timeoutMs });
+      const token = BigInt(permit.fencingToken);
+      if (token <= last) return `token ${token} after ${last}`;
+      last = token;
+      if (permit.status !== 'held') return permit.status;
+      subscribeDuration(BigInt(holdMs) * 1_000_000n).block();
+      permit.release();
+      return undefined;
+    });
+    if (failed !== undefined) return `failed at ${round}: ${failed}`;
+  }
+  return `looped ${count}`;
+}
+
+/** The permit and revocation commands (lockctl2's permits.rs, revoke.rs). */
+function executePermit(command, args) {
+  switch (`${command}/${args.length}`) {
+    case 'permit/3': {
+      const [n, timeout, name] = args;
+      return lockLine(() => pushPermit(acquirePermit(name, Number(timeoutOf(n)), { timeoutMs: timeoutOf(timeout) })));
+    }
+    case 'try-permit/2':
+      return lockLine(() => {
+        const permit = tryAcquirePermit(args[1], Number(timeoutOf(args[0])));
+        return permit === undefined ? 'none' : pushPermit(permit);
+      });
+    case 'release-permit/1': {
+      const permit = permits[index(args[0])];
+      if (permit === undefined) return 'err no-such-permit';
+      return lockLine(() => {
+        permit.release();
+        return 'ok';
+      });
+    }
+    case 'permit-status/1':
+      return permits[index(args[0])]?.status ?? 'err no-such-permit';
+    case 'loop-permit/5': {
+      const [count, n, timeout, holdMs, name] = args;
+      return loopPermit(Number(timeoutOf(count)), Number(timeoutOf(n)), timeoutOf(timeout), Number(timeoutOf(holdMs)), name);
+    }
+    case 'revoke/1':
+      return lockLine(() => `asked ${requestRevocation(args[0])}`);
+    case 'revoked/1': {
+      const guard = guards[index(args[0])];
+      return guard === undefined ? 'err no-such-handle' : String(guard.revocationRequested);
+    }
+    case 'await-revocation/3': {
+      const [n, ack, ms] = args;
+      const guard = guards[index(n)];
+      if (guard === undefined) return 'err no-such-handle';
+      if (!guard.waitRevocation(timeoutOf(ms))) return 'timer';
+      // Tell the host at once: it watches for ACK being taken.
+      let acked;
+      try {
+        acked = tryAcquire(ack);
+      } catch {
+        acked = undefined;
+      }
+      if (acked !== undefined) push(acked);
+      return 'revoked';
+    }
+  }
+  return undefined;
+}
+
 function execute([command, ...args]) {
+  const line = executePermit(command, args);
+  if (line !== undefined) return line;
   switch (`${command}/${args.length}`) {
     case 'acquire/3': {
       const [mode, timeout, name] = args;

@@ -7,13 +7,17 @@ Each argument is one command; each prints one line, as lockctl2 prints it:
 `acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
 `loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
 `status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`, `get P`,
-`drop-pending P`. An error line is `err <kind>` or `err <kind>: <text>`. A
+`drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`, `try-permit
+PERMITS NAME`, `release-permit Q`, `permit-status Q`,
+`loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
+(`revoke NAME`, `revoked N`, `await-revocation N ACK MS`). An error line is `err <kind>` or `err <kind>: <text>`. A
 malformed command prints `bad-command: ...` and exits with code 2.
 
 Build: plugins/build-languages.sh (componentize-py, world `command2`).
 """
 
 import sys
+import time
 
 import wardlock2 as locks
 from guest_common import read_value, write_value
@@ -34,6 +38,7 @@ class State:
     def __init__(self):
         self.guards = []    # handle N is guards[N - 1]; None once dropped
         self.pending = []   # pending lock pN is pending[N - 1]
+        self.permits = []   # permit qN is permits[N - 1]; None once dropped
 
     def push(self, guard) -> int:
         self.guards.append(guard)
@@ -45,9 +50,12 @@ class State:
     def pend(self, word: str):
         return _slot(self.pending, word)
 
+    def permit(self, word: str):
+        return _slot(self.permits, word)
+
 
 def _slot(items, word: str):
-    number = int(word.lstrip("hp"))
+    number = int(word.lstrip("hpq"))
     if number < 1:
         raise BadCommand()
     return items[number - 1] if number <= len(items) else None
@@ -90,7 +98,90 @@ def loop_many(count: int, timeout, path: str, requests) -> str:
     return f"looped {count}"
 
 
+def permit_granted(state: State, permit) -> str:
+    state.permits.append(permit)
+    return f"q{len(state.permits)} token={permit.fencing_token}"
+
+
+def loop_permit(count: int, permits: int, timeout, hold_ms: int, name: str) -> str:
+    last = 0
+    for round_ in range(count):
+        try:
+            permit = locks.acquire_permit(name, permits, timeout)
+        except locks.LockError as e:
+            return f"failed at {round_}: {err(e)}"
+        token = permit.fencing_token
+        if token <= last:
+            return f"failed at {round_}: token {token} after {last}"
+        last = token
+        if permit.status != locks.Status.HELD:
+            return f"failed at {round_}: {STATUS[permit.status]}"
+        time.sleep(hold_ms / 1000)
+        try:
+            permit.release()
+        except locks.LockError as e:
+            return f"failed at {round_}: {err(e)}"
+    return f"looped {count}"
+
+
+def execute_permit(words, state: State):
+    """The permit and revocation commands (lockctl2's permits.rs, revoke.rs);
+    None when `words` is none of them."""
+    match words:
+        case ["permit", permits, timeout, name]:
+            try:
+                return permit_granted(state, locks.acquire_permit(name, int(permits), timeout_of(timeout)))
+            except locks.LockError as e:
+                return err(e)
+        case ["try-permit", permits, name]:
+            try:
+                permit = locks.try_acquire_permit(name, int(permits))
+            except locks.LockError as e:
+                return err(e)
+            return "none" if permit is None else permit_granted(state, permit)
+        case ["release-permit", q]:
+            permit = state.permit(q)
+            if permit is None:
+                return "err no-such-permit"
+            try:
+                permit.release()
+                return "ok"
+            except locks.LockError as e:
+                return err(e)
+        case ["permit-status", q]:
+            permit = state.permit(q)
+            return "err no-such-permit" if permit is None else STATUS[permit.status]
+        case ["loop-permit", count, permits, timeout, hold_ms, name]:
+            return loop_permit(int(count), int(permits), timeout_of(timeout), int(hold_ms), name)
+        case ["revoke", name]:
+            try:
+                return f"asked {locks.request_revocation(name)}"
+            except locks.LockError as e:
+                return err(e)
+        case ["revoked", n]:
+            guard = state.guard(n)
+            return "err no-such-handle" if guard is None else str(guard.revocation_requested).lower()
+        case ["await-revocation", n, ack, ms]:
+            guard = state.guard(n)
+            if guard is None:
+                return "err no-such-handle"
+            if not guard.wait_revocation(int(ms) / 1000):
+                return "timer"
+            # Tell the host at once: it watches for ACK being taken.
+            try:
+                acked = locks.try_exclusive(ack)
+            except locks.LockError:
+                acked = None
+            if acked is not None:
+                state.push(acked)
+            return "revoked"
+    return None
+
+
 def execute(words, state: State) -> str:
+    line = execute_permit(words, state)
+    if line is not None:
+        return line
     match words:
         case ["acquire", mode, timeout, name]:
             try:

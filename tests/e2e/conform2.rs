@@ -11,7 +11,10 @@
 //! lost update), an `acquire-many` timeout leaving nothing held or queued, bad
 //! lists as typed errors, a pending lock raced against a timer and withdrawn
 //! when dropped, and `lock.subscribe` waking on a loss (an injected expiry on
-//! memory, a forced session expiry on ZooKeeper).
+//! memory, a forced session expiry on ZooKeeper); semaphore permits (never
+//! more holders than permits, counted by the [`HoldLog`] replay, on memory;
+//! bad permit requests as typed errors) and revocation handing a lock from
+//! a holder waiting on its revocation pollable to the asker.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,12 +23,13 @@ use wardlock_host::backend::memory::Fault;
 use wardlock_host::runner::{InstanceReport, Runner, RunnerConfig};
 use wardlock_host::{Grant, LockBackend, LockSession, MemoryBackend, Mode};
 use wardlock_tests::conformance::Subject;
+use wardlock_tests::holds::{self, HoldLog, Replay};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::tap::{self, Tap};
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{
     Guest, TEST_WAIT_LIMIT, assert_success, hold, lines, name, runner_in, runner_with, spawn_run,
-    value_in,
+    value_in, wait_queue,
 };
 use zookeeper_client::SessionState;
 
@@ -358,6 +362,112 @@ pub async fn subscribe_learns_of_a_forced_zookeeper_expiry(server: &ZkServer, sp
     );
 }
 
+/// Three instances take a permit of a 2-permit semaphore 10 times each,
+/// holding it 20 ms (`loop-permit`, which also checks each token is greater
+/// than the last and the permit `held`): the [`HoldLog`] replay sees never
+/// more than 2 holders, at some point 2 together, all 30 holds, nothing left.
+pub async fn permits_never_exceed_the_semaphore(speaker: Speaker) {
+    let memory = MemoryBackend::new();
+    let (sink, log) = holds::memory_sink();
+    let runner = runner_with(
+        speaker.guest(),
+        RunnerConfig {
+            backend: HoldLog::new(Arc::new(memory.clone()), "guest/", sink),
+            timeout: Some(TEST_WAIT_LIMIT),
+            ..RunnerConfig::default()
+        },
+    );
+    let sem = speaker.lock("pool");
+    let command = format!("loop-permit 10 2 - 20 {sem}");
+    let tasks: Vec<_> = (0..3)
+        .map(|i| spawn_run(&runner, i, &[command.as_str()]))
+        .collect();
+    for task in tasks {
+        assert_eq!(finished(task).await, ["looped 10"]);
+    }
+    wait_queue(&memory, &sem, |q| q.is_empty()).await;
+    let events = log.lock().expect("hold log").clone();
+    let Replay {
+        most, intervals, ..
+    } = holds::replay(&events, "guest", "none");
+    println!(
+        "{{\"metric\":\"conform2_permit_most_holders\",\"guest\":\"{speaker:?}\",\"value\":{most},\"holds\":{intervals}}}"
+    );
+    assert_eq!(intervals, 30, "every acquisition held once");
+    assert!(
+        most <= 2,
+        "{speaker:?}: {most} holders of 2 permits at once"
+    );
+    assert_eq!(most, 2, "{speaker:?}: the permits were held together");
+}
+
+/// Bad permit requests are typed errors printed by the guest (not traps):
+/// 0 permits is `invalid-request` (waiting or not), a second release of a
+/// permit is `released`; a good request between them is granted.
+pub async fn bad_permit_requests_are_typed_errors(s: &Subject, speaker: Speaker) {
+    let sem = speaker.lock("bad/pool");
+    let out = finished(spawn(
+        s,
+        speaker,
+        &[
+            format!("try-permit 0 {sem}"),
+            format!("permit 0 100 {sem}"),
+            format!("permit 2 - {sem}"),
+            "permit-status q1".to_string(),
+            "release-permit q1".to_string(),
+            "release-permit q1".to_string(),
+        ],
+    ))
+    .await;
+    assert!(out[0].starts_with("err invalid-request"), "{out:?}");
+    assert!(out[1].starts_with("err invalid-request"), "{out:?}");
+    assert!(out[2].starts_with("q1 token="), "{out:?}");
+    assert_eq!(out[3..5], ["held", "ok"], "{out:?}");
+    assert!(out[5].starts_with("err released"), "{out:?}");
+    s.probe.wait_len(&sem, 0).await;
+}
+
+/// Revocation between two instances: the holder takes R, is not asked yet,
+/// takes ARMED (the test's cue) and waits on its revocation pollable; the
+/// asker's `revoke R` reaches one holder, who wakes (`revoked`), releases,
+/// and the asker's waiting `acquire` is granted.
+pub async fn revocation_hands_the_lock_over(s: &Subject, speaker: Speaker) {
+    let [r, armed, ack] = ["rv/r", "rv/armed", "rv/ack"].map(|l| speaker.lock(l));
+    let holder = spawn(
+        s,
+        speaker,
+        &[
+            format!("acquire x - {r}"),
+            "revoked 1".to_string(),
+            format!("acquire x - {armed}"),
+            format!("await-revocation 1 {ack} 20000"),
+            "release 1".to_string(),
+        ],
+    );
+    s.probe.wait_len(&armed, 1).await;
+    let asked = Instant::now();
+    let asker = spawn(
+        s,
+        speaker,
+        &[format!("revoke {r}"), format!("acquire x 20000 {r}")],
+    );
+    let out = finished(holder).await;
+    let handed = asked.elapsed();
+    assert_eq!(
+        out[1..],
+        ["false", out[2].as_str(), "revoked", "ok"],
+        "{out:?}"
+    );
+    let out = finished(asker).await;
+    assert_eq!(out[0], "asked 1", "{out:?}");
+    assert!(out[1].starts_with("h1 token="), "{out:?}");
+    println!(
+        "{{\"metric\":\"conform2_revocation_handover_ms\",\"guest\":\"{speaker:?}\",\"value\":{}}}",
+        handed.as_millis()
+    );
+    s.probe.wait_len(&r, 0).await;
+}
+
 /// Calls `$then!` with every scenario that runs on any [`Subject`].
 macro_rules! scenarios {
     ($then:ident) => {
@@ -366,6 +476,8 @@ macro_rules! scenarios {
             many_timeout_leaves_nothing,
             bad_many_requests_are_typed_errors,
             pending_races_a_timer_and_withdraws,
+            bad_permit_requests_are_typed_errors,
+            revocation_hands_the_lock_over,
         );
     };
 }
@@ -409,6 +521,7 @@ macro_rules! on_memory {
 
 scenarios!(on_memory);
 per_speaker!(subscribe_learns_of_an_injected_loss());
+per_speaker!(permits_never_exceed_the_semaphore());
 
 /// Every scenario in every language on one real ZooKeeper server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -102,7 +102,8 @@ pub fn replay(events: &[String], a: &str, b: &str) -> Replay {
 }
 
 /// Wraps a backend: its sessions' permits are logged to a [`Sink`] as held
-/// by `<prefix><session owner>`.
+/// by `<prefix><session owner>#<grant>` (per grant: a release is logged in a
+/// task of its own, so the session's next permit may be logged first).
 pub struct HoldLog {
     inner: Arc<dyn LockBackend>,
     prefix: String,
@@ -146,7 +147,7 @@ struct HoldLogSession {
 
 impl HoldLogSession {
     async fn held(&self, grant: Grant) -> Grant {
-        (self.sink)(format!("+{}", self.holder)).await;
+        (self.sink)(format!("+{}#{}", self.holder, grant.id.0)).await;
         self.permits.lock().expect("permits").insert(grant.id);
         grant
     }
@@ -185,7 +186,7 @@ impl LockSession for HoldLogSession {
         match (permit, runtime) {
             (true, Ok(runtime)) => {
                 let (inner, sink) = (self.inner.clone(), self.sink.clone());
-                let event = format!("-{}", self.holder);
+                let event = format!("-{}#{}", self.holder, grant.0);
                 runtime.spawn(async move {
                     sink(event).await;
                     let _ = inner.release(grant);
