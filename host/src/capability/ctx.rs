@@ -14,7 +14,9 @@ use tracing::Instrument;
 
 use super::error::LockError;
 use super::handle::{LockHandle, Watch};
-use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode};
+use crate::backend::{
+    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode, Request,
+};
 use crate::name::LockName;
 use crate::policy::LockPolicy;
 
@@ -124,21 +126,33 @@ impl WardlockCtx {
             Join::Handle(handle) => Ok(handle),
             Join::Downgrade(record) => self.downgrade(name, record).await,
             Join::Acquire => {
-                // One span per lock operation: how long the guest waited and
-                // what it got (`WARDLOCK_LOG=debug`).
-                let span = tracing::debug_span!("acquire", lock = %name, %mode);
                 let grant = self
-                    .session
-                    .acquire(&name, mode, timeout)
-                    .instrument(span.clone())
-                    .await;
-                span.in_scope(|| match &grant {
-                    Ok(grant) => tracing::debug!(token = grant.token, "granted"),
-                    Err(error) => tracing::debug!(%error, "not granted"),
-                });
-                Ok(self.record(name, mode, grant?))
+                    .acquire_traced(Request::lock(&name, mode), timeout)
+                    .await?;
+                Ok(self.record(name, mode, grant))
             }
         }
+    }
+
+    /// Waits for `request` in one debug span per lock operation: how long
+    /// the guest waited and what it got (`WARDLOCK_LOG=debug`).
+    pub(super) async fn acquire_traced(
+        &self,
+        request: Request<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let span =
+            tracing::debug_span!("acquire", lock = %request.name, mode = request.kind.as_str());
+        let grant = self
+            .session
+            .acquire_request(request, timeout)
+            .instrument(span.clone())
+            .await;
+        span.in_scope(|| match &grant {
+            Ok(grant) => tracing::debug!(token = grant.token, "granted"),
+            Err(error) => tracing::debug!(%error, "not granted"),
+        });
+        grant
     }
 
     /// Takes `name` in `mode` if possible without waiting.

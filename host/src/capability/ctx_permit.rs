@@ -4,10 +4,8 @@
 
 use std::time::Duration;
 
-use tracing::Instrument;
-
 use super::{GrantStatus, LockError, Mode, WardlockCtx};
-use crate::backend::check_permits;
+use crate::backend::{Request, check_permits};
 use crate::capability::handle::Watch;
 use crate::capability::permit::PermitHandle;
 use crate::name::LockName;
@@ -33,17 +31,10 @@ impl WardlockCtx {
         timeout: Option<Duration>,
     ) -> Result<PermitHandle, LockError> {
         let name = self.admit_permit(name, permits)?;
-        let span = tracing::debug_span!("acquire_permit", semaphore = %name, permits);
         let grant = self
-            .session
-            .acquire_permit(&name, permits, timeout)
-            .instrument(span.clone())
-            .await;
-        span.in_scope(|| match &grant {
-            Ok(grant) => tracing::debug!(token = grant.token, "granted"),
-            Err(error) => tracing::debug!(%error, "not granted"),
-        });
-        Ok(self.record_permit(name, permits, grant?))
+            .acquire_traced(Request::permit(&name, permits), timeout)
+            .await?;
+        Ok(self.record_permit(name, permits, grant))
     }
 
     /// Takes a permit of semaphore `name` if that needs no waiting.
