@@ -76,6 +76,17 @@ impl Server {
     /// Starts `wardlock serve --listen … --admin … ARGS…` and waits until it
     /// answers `/healthz` (at most 60 s: the first start compiles the guest).
     pub async fn start(args: &[&str]) -> Server {
+        Self::start_until(args, "/healthz").await
+    }
+
+    /// Starts `wardlock serve` as [`Server::start`] does, but waits only until
+    /// the process is live (`/livez`), ready or not (its lock service may be
+    /// down).
+    pub async fn start_live(args: &[&str]) -> Server {
+        Self::start_until(args, "/livez").await
+    }
+
+    async fn start_until(args: &[&str], answers: &str) -> Server {
         let addr = format!("127.0.0.1:{}", free_port());
         let admin = format!("127.0.0.1:{}", free_port());
         let log = tempfile::NamedTempFile::new().expect("log file");
@@ -95,7 +106,7 @@ impl Server {
         };
         let started = Instant::now();
         loop {
-            if let Ok(response) = get(&server.admin, "/healthz").await
+            if let Ok(response) = get(&server.admin, answers).await
                 && response.status == 200
             {
                 return server;

@@ -31,6 +31,18 @@ impl ZkServer {
     /// When ZooKeeper is not installed (naming the install command) or does not
     /// come up within 60 s.
     pub fn start() -> ZkServer {
+        let mut server = ZkServer::reserve();
+        server.launch();
+        server
+    }
+
+    /// A server configured on a free loopback port but not started yet (start
+    /// it with [`ZkServer::restart`]): for hosts that start before their
+    /// lock service.
+    ///
+    /// # Panics
+    /// When ZooKeeper is not installed (naming the install command).
+    pub fn reserve() -> ZkServer {
         assert!(Path::new(ZK_SERVER).exists(), "{INSTALL_HINT}");
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
@@ -42,13 +54,20 @@ impl ZkServer {
             data.display()
         );
         std::fs::write(dir.path().join("zoo.cfg"), config).expect("zoo.cfg");
-        let mut server = ZkServer {
+        ZkServer {
             child: None,
             port,
             dir,
-        };
-        server.launch();
-        server
+        }
+    }
+
+    /// Kills the server and deletes its data, so the next start is a new,
+    /// empty server on the same address (sessions, nodes and zxids gone).
+    pub fn wipe(&mut self) {
+        self.stop();
+        let data = self.dir.path().join("data");
+        std::fs::remove_dir_all(&data).expect("remove the data dir");
+        std::fs::create_dir_all(&data).expect("data dir");
     }
 
     /// `127.0.0.1:PORT`.
@@ -64,8 +83,8 @@ impl ZkServer {
         }
     }
 
-    /// Starts the stopped server again on the same port and data (sessions survive
-    /// if it is back within their timeout).
+    /// Starts the stopped (or reserved) server again on the same port and data
+    /// (sessions survive if it is back within their timeout).
     pub fn restart(&mut self) {
         self.stop();
         self.launch();

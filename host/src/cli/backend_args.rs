@@ -32,6 +32,13 @@ pub struct BackendArgs {
     /// How this host's guests share a lock on ZooKeeper.
     #[command(flatten)]
     pub handoff: HandoffArgs,
+
+    /// Exit at start when the lock service cannot be reached. Without it the
+    /// host starts anyway (not ready: lock requests fail at once with
+    /// `unavailable`) and connects in the background as soon as the service
+    /// answers, so hosts and lock service may start in any order.
+    #[arg(long)]
+    pub require_backend: bool,
 }
 
 /// The ZooKeeper flags (of `run`, `serve` and `status`).
@@ -160,19 +167,26 @@ impl BackendArgs {
 }
 
 impl BackendSpec {
-    /// Connects (ZooKeeper) or creates (memory) the backend.
+    /// Connects (ZooKeeper) or creates (memory) the backend. With `require`,
+    /// a lock service that cannot be reached now is an error; without it the
+    /// backend keeps connecting in the background.
     ///
     /// # Errors
-    /// The backend could not be reached or its configuration is invalid.
+    /// The backend's configuration is invalid; with `require`, it could not be
+    /// reached.
     ///
     /// # Cancellation safety
     /// Cancel safe: a dropped connect leaves no session behind.
-    pub async fn connect(&self) -> anyhow::Result<Arc<dyn LockBackend>> {
+    pub async fn connect(&self, require: bool) -> anyhow::Result<Arc<dyn LockBackend>> {
         match self {
             BackendSpec::Memory => Ok(Arc::new(MemoryBackend::new())),
-            BackendSpec::ZooKeeper(config) => {
+            BackendSpec::ZooKeeper(config) if require => {
                 tracing::info!(hosts = %config.hosts, "connecting to ZooKeeper");
                 Ok(Arc::new(ZooKeeperBackend::connect(config.clone()).await?))
+            }
+            BackendSpec::ZooKeeper(config) => {
+                tracing::info!(hosts = %config.hosts, "connecting to ZooKeeper");
+                Ok(Arc::new(ZooKeeperBackend::start(config.clone()).await?))
             }
         }
     }

@@ -7,6 +7,7 @@ mod fault_args;
 mod guest_args;
 mod run;
 mod serve;
+mod signal;
 mod status;
 
 use clap::{Parser, Subcommand};

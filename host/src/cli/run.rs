@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::runner::{OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio};
+use crate::runner::{InstanceReport, OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio};
 use anyhow::Context;
 use clap::Args;
 
@@ -12,6 +12,7 @@ use super::backend_args::{BackendArgs, BackendSpec, positive_secs};
 use super::engine_args::EngineArgs;
 use super::fault_args::FaultArgs;
 use super::guest_args::GuestArgs;
+use super::signal::{StopSignal, exit_on_second_signal, stop_signal};
 use crate::backend::LockBackend;
 use crate::backend::memory::MemoryBackend;
 
@@ -81,10 +82,20 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<i32> {
         tasks.spawn(async move { runner.run(instance, &guest_args).await });
     }
     let mut reports = Vec::with_capacity(instances);
-    while let Some(joined) = tasks.join_next().await {
-        reports.push(joined.context("an instance task panicked")?);
-    }
+    let stopped = join_or_stop(&mut tasks, &mut reports).await?;
     reports.sort_by_key(|r| r.instance);
+    // Every instance is gone: finish their releases and close the engine's
+    // session, so other hosts get the locks now, not after a session timeout.
+    runner.config().backend.shutdown().await;
+    if let Some(signal) = stopped {
+        eprintln!(
+            "wardlock: stopped by {} after {:.3}s: {} of {instances} instance(s) had finished",
+            signal.name(),
+            started.elapsed().as_secs_f64(),
+            reports.len(),
+        );
+        return Ok(signal.exit_code());
+    }
 
     let failed: Vec<_> = reports.iter().filter(|r| !r.outcome.is_success()).collect();
     for report in &failed {
@@ -103,6 +114,48 @@ pub(super) async fn run(args: RunArgs) -> anyhow::Result<i32> {
     Ok(if failed.is_empty() { 0 } else { 1 })
 }
 
+/// Collects the instances' reports until all are done, or until a stop signal:
+/// then ends the instances still running (their Stores drop, which releases
+/// their locks) and answers the signal. A second signal exits at once.
+///
+/// # Errors
+/// An instance task panicked.
+///
+/// # Cancellation safety
+/// Not cancel safe: a dropped wait loses the reports collected so far.
+async fn join_or_stop(
+    tasks: &mut tokio::task::JoinSet<InstanceReport>,
+    reports: &mut Vec<InstanceReport>,
+) -> anyhow::Result<Option<StopSignal>> {
+    let signal = stop_signal();
+    tokio::pin!(signal);
+    loop {
+        tokio::select! {
+            joined = tasks.join_next() => match joined {
+                Some(joined) => reports.push(joined.context("an instance task panicked")?),
+                None => return Ok(None),
+            },
+            signal = &mut signal => {
+                eprintln!(
+                    "wardlock: {}: stopping {} instance(s) and releasing their locks (a second signal exits at once)",
+                    signal.name(),
+                    tasks.len(),
+                );
+                exit_on_second_signal();
+                tasks.abort_all();
+                while let Some(joined) = tasks.join_next().await {
+                    match joined {
+                        Ok(report) => reports.push(report),
+                        Err(error) if error.is_cancelled() => {}
+                        Err(error) => return Err(error).context("an instance task panicked"),
+                    }
+                }
+                return Ok(Some(signal));
+            }
+        }
+    }
+}
+
 /// The backend the flags describe; the memory backend itself as well when
 /// faults are to be injected into it.
 async fn backend(args: &RunArgs) -> anyhow::Result<(Arc<dyn LockBackend>, Option<MemoryBackend>)> {
@@ -115,7 +168,7 @@ async fn backend(args: &RunArgs) -> anyhow::Result<(Arc<dyn LockBackend>, Option
         _ if args.faults.any() => {
             anyhow::bail!("--fault and --grant-delay-ms need the memory backend")
         }
-        spec => Ok((spec.connect().await?, None)),
+        spec => Ok((spec.connect(args.backend.require_backend).await?, None)),
     }
 }
 

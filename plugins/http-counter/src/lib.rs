@@ -62,6 +62,8 @@ struct Reply {
     status: u16,
     body: String,
     token: Option<u64>,
+    /// Seconds after which a retry may succeed (`Retry-After`).
+    retry_after: Option<u32>,
 }
 
 impl Reply {
@@ -70,6 +72,7 @@ impl Reply {
             status,
             body,
             token: None,
+            retry_after: None,
         }
     }
 
@@ -78,6 +81,9 @@ impl Reply {
         let _ = headers.set("content-type", &[b"text/plain; charset=utf-8".to_vec()]);
         if let Some(token) = self.token {
             let _ = headers.set("fencing-token", &[token.to_string().into_bytes()]);
+        }
+        if let Some(secs) = self.retry_after {
+            let _ = headers.set("retry-after", &[secs.to_string().into_bytes()]);
         }
         let response = OutgoingResponse::new(headers);
         let _ = response.set_status_code(self.status);
@@ -109,6 +115,14 @@ fn increment(counter: &Counter) -> Reply {
         Err(error @ (LockError::InvalidName(_) | LockError::Denied(_))) => {
             return Reply::text(400, error.to_string());
         }
+        // The lock service is unreachable: fail fast and say when to retry
+        // (the host reconnects in the background).
+        Err(error @ LockError::Unavailable(_)) => {
+            return Reply {
+                retry_after: Some(1),
+                ..Reply::text(503, error.to_string())
+            };
+        }
         Err(error) => return Reply::text(503, error.to_string()),
     };
     let token = guard.fencing_token();
@@ -129,9 +143,8 @@ fn increment(counter: &Counter) -> Reply {
         return Reply::text(500, format!("the lock was lost before release: {error}"));
     }
     Reply {
-        status: 200,
-        body: next.to_string(),
         token: Some(token),
+        ..Reply::text(200, next.to_string())
     }
 }
 

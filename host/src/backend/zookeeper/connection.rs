@@ -6,7 +6,7 @@
 //! identified by a *generation*: when it expires, every grant of that generation is
 //! lost and the next call connects a new session with a new generation.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tokio::time::Instant;
@@ -115,6 +115,13 @@ impl ZkSession {
     }
 }
 
+/// Why the lock service is judged unreachable, and since when.
+#[derive(Debug, Clone)]
+pub(super) struct Unreachable {
+    pub since: Instant,
+    pub why: String,
+}
+
 /// Connects sessions on demand and replaces expired ones.
 pub(super) struct Connection {
     config: ZooKeeperConfig,
@@ -122,6 +129,14 @@ pub(super) struct Connection {
     /// Serialises connecting, so concurrent callers share one new session.
     connecting: tokio::sync::Mutex<()>,
     current: RwLock<Option<Arc<ZkSession>>>,
+    /// Set when a connect attempt failed with no session left (see
+    /// `reconnect`), cleared by the next session: while set, requests fail
+    /// at once instead of waiting out their timeout.
+    unreachable: RwLock<Option<Unreachable>>,
+    /// True while a background reconnect loop runs.
+    pub(super) reconnecting: AtomicBool,
+    /// Set at shutdown: no session is connected any more.
+    closed: AtomicBool,
 }
 
 impl Connection {
@@ -131,7 +146,34 @@ impl Connection {
             generation: AtomicU64::new(0),
             connecting: tokio::sync::Mutex::new(()),
             current: RwLock::new(None),
+            unreachable: RwLock::new(None),
+            reconnecting: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// Why and since when the service is judged unreachable, if it is.
+    pub fn unreachable(&self) -> Option<Unreachable> {
+        self.unreachable
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_unreachable(&self, why: Option<String>) {
+        let mut unreachable = self.unreachable.write().unwrap_or_else(|e| e.into_inner());
+        match why {
+            None => *unreachable = None,
+            Some(why) => {
+                let since = unreachable.as_ref().map_or_else(Instant::now, |u| u.since);
+                *unreachable = Some(Unreachable { since, why });
+            }
+        }
+    }
+
+    /// True once the backend was shut down.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     pub fn config(&self) -> &ZooKeeperConfig {
@@ -162,17 +204,21 @@ impl Connection {
     /// Takes the current session out for good, at shutdown (the caller drops it
     /// to close it); later calls connect a new one.
     pub fn close(&self) -> Option<Arc<ZkSession>> {
+        self.closed.store(true, Ordering::Release);
         self.current
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .take()
     }
 
-    /// The current session, connecting a new one when there is none or it ended.
+    /// The current session, connecting a new one when there is none or it
+    /// ended — unless the service is judged unreachable (a background
+    /// reconnect runs): then it fails at once.
     ///
     /// # Errors
     /// [`BackendError::Unavailable`] naming the hosts when no session could be
-    /// established within the session timeout.
+    /// established within the session timeout, or at once while the service is
+    /// judged unreachable; after shutdown.
     ///
     /// # Cancellation safety
     /// Cancel safe: a connection attempt that is dropped leaves no session behind.
@@ -181,11 +227,62 @@ impl Connection {
         if let Some(session) = self.latest() {
             return Ok((session, false));
         }
+        self.connect_once(false).await
+    }
+
+    /// The error of a request made while the service is judged unreachable.
+    fn down_error(&self, down: &Unreachable) -> BackendError {
+        BackendError::Unavailable(format!(
+            "{} (unreachable for {:.1}s; reconnecting in the background)",
+            down.why,
+            down.since.elapsed().as_secs_f64(),
+        ))
+    }
+
+    /// The current session, connecting a new one when there is none (whether
+    /// or not the service is judged unreachable: the reconnect loop's attempt).
+    /// Records the outcome: a failure marks the service unreachable, a
+    /// session clears the mark.
+    ///
+    /// # Errors
+    /// As [`Self::session`].
+    ///
+    /// # Cancellation safety
+    /// As [`Self::session`].
+    pub async fn establish(&self) -> Result<(Arc<ZkSession>, bool), BackendError> {
+        self.connect_once(true).await
+    }
+
+    /// One connect attempt at a time; callers that waited for another's
+    /// attempt take its session, or (unless `even_if_down`) its failure.
+    async fn connect_once(&self, even_if_down: bool) -> Result<(Arc<ZkSession>, bool), BackendError> {
+        if !even_if_down && let Some(down) = self.unreachable() {
+            return Err(self.down_error(&down));
+        }
         let _connecting = self.connecting.lock().await;
         if let Some(session) = self.latest() {
             return Ok((session, false));
         }
-        let session = Arc::new(self.connect().await?);
+        if !even_if_down && let Some(down) = self.unreachable() {
+            return Err(self.down_error(&down));
+        }
+        if self.is_closed() {
+            return Err(BackendError::Unavailable(
+                "the ZooKeeper backend was shut down".into(),
+            ));
+        }
+        let session = match self.connect().await {
+            Ok(session) => Arc::new(session),
+            Err(error) => {
+                let why = match &error {
+                    BackendError::Unavailable(why) => why.clone(),
+                    other => other.to_string(),
+                };
+                self.set_unreachable(Some(why));
+                return Err(error);
+            }
+        };
+        self.set_unreachable(None);
         tracing::info!(
             hosts = %self.config.hosts,
             session = session.client.session_id().0,

@@ -7,8 +7,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::Shared;
-use super::handoff::{LocalGrant, LocalHandoff, Message};
-use super::local_lock::LocalLock;
+use super::handoff::{LocalGrant, LocalHandoff, LocalLocks, Message};
+use super::local_lock::{LocalLock, ZooKeeperNodes};
 use super::recipe::until;
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
@@ -64,6 +64,17 @@ fn task_ended() -> BackendError {
     BackendError::Unavailable("the host-local lock task ended".into())
 }
 
+/// What a request whose answer channel closed unanswered reports: the task
+/// answers every request it drops (`timeout` to those past their deadline), so
+/// this is reached only when the task itself is gone (the host shutting down);
+/// past the deadline it is a `timeout` all the same.
+fn unanswered(deadline: Option<Instant>) -> BackendError {
+    match deadline {
+        Some(deadline) if deadline <= Instant::now() => BackendError::Timeout,
+        _ => task_ended(),
+    }
+}
+
 /// Asks `name`'s task on `shared` (started if needed) for a grant in `mode`;
 /// `wait: false` answers `None` rather than wait.
 ///
@@ -81,7 +92,30 @@ pub(super) async fn acquire(
     deadline: Option<Instant>,
     wait: bool,
 ) -> Result<Option<LocalHeld>, BackendError> {
-    let locks = &shared.local_locks;
+    let start = |number, receiver| {
+        let engine = Arc::new(ZooKeeperNodes::new(shared.clone()));
+        let lock = LocalLock::new(engine, name.clone(), number, limits, receiver);
+        shared.spawn(lock.run());
+    };
+    ask(&shared.local_locks, name, mode, deadline, wait, start).await
+}
+
+/// Asks `name`'s task in `locks` for a grant in `mode`, starting the task with
+/// `start(task number, receiver)` when none runs (see [`acquire`]).
+///
+/// # Errors
+/// As [`acquire`].
+///
+/// # Cancellation safety
+/// As [`acquire`].
+pub(super) async fn ask(
+    locks: &LocalLocks,
+    name: &LockName,
+    mode: Mode,
+    deadline: Option<Instant>,
+    wait: bool,
+    start: impl FnOnce(u64, mpsc::UnboundedReceiver<Message>),
+) -> Result<Option<LocalHeld>, BackendError> {
     let id = locks.next_id();
     let (reply, answer) = oneshot::channel();
     let message = Message::Acquire {
@@ -91,16 +125,15 @@ pub(super) async fn acquire(
         deadline,
         reply,
     };
-    let task = locks.send(name, message, |number, receiver| {
-        let lock = LocalLock::new(shared.clone(), name.clone(), number, limits, receiver);
-        shared.spawn(lock.run());
-    });
+    let task = locks.send(name, message, start);
     let mut withdraw = Withdraw {
         task: &task,
         id,
         armed: true,
     };
-    let answer = until(deadline, answer).await?.map_err(|_| task_ended())??;
+    let answer = until(deadline, answer)
+        .await?
+        .map_err(|_| unanswered(deadline))??;
     let Some(LocalGrant {
         generation,
         token,

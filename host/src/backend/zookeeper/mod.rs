@@ -27,6 +27,7 @@ mod pending;
 mod queue;
 mod recipe;
 mod reconcile;
+mod reconnect;
 mod release;
 mod retry;
 mod revoke;
@@ -132,6 +133,27 @@ impl ZooKeeperBackend {
         Ok(backend)
     }
 
+    /// A backend that connects now if it can and otherwise keeps trying in
+    /// the background (see `reconnect`): started before its ZooKeeper, it is
+    /// not ready (requests fail at once with `Unavailable`) until the service
+    /// answers, then serves. For hosts and lock services that start in any
+    /// order.
+    ///
+    /// # Errors
+    /// As [`ZooKeeperBackend::new`]; never for an unreachable service.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub async fn start(config: ZooKeeperConfig) -> Result<Self, BackendError> {
+        let backend = Self::new(config)?;
+        for shard in backend.shards.iter() {
+            if let Err(error) = shard.session().await {
+                tracing::warn!(%error, "starting without ZooKeeper; connecting in the background");
+            }
+        }
+        Ok(backend)
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ZooKeeperConfig {
         self.first().connection.config()
@@ -193,15 +215,18 @@ impl LockBackend for ZooKeeperBackend {
     }
 
     /// The worst of the pool's sessions.
+    ///
+    /// A shard is `Connected` while its session is live (connected and heard
+    /// from within a fifth of the session timeout), `Connecting` while contact
+    /// is interrupted or no session was made yet, `Down` once its session
+    /// ended and the service is judged unreachable.
     fn health(&self) -> Health {
-        use zookeeper_client::SessionState;
-        let of = |shard: &Arc<Shared>| match shard.connection.latest().map(|s| s.state()) {
-            Some(SessionState::SyncConnected | SessionState::ConnectedReadOnly) => {
-                Health::Connected
-            }
-            Some(state) if state.is_terminated() => Health::Down,
-            Some(_) => Health::Connecting,
-            // Not connected yet: connecting happens on the first request.
+        let of = |shard: &Arc<Shared>| match shard.connection.latest().map(|s| s.health()) {
+            Some(liveness::Health::Live) => Health::Connected,
+            Some(liveness::Health::Suspended) => Health::Connecting,
+            Some(liveness::Health::Ended) => Health::Down,
+            None if shard.connection.unreachable().is_some() => Health::Down,
+            // Not connected yet, or a new session is being made.
             None => Health::Connecting,
         };
         let all: Vec<Health> = self.shards.iter().map(of).collect();
@@ -230,7 +255,37 @@ impl Shared {
     /// # Cancellation safety
     /// Cancel safe.
     async fn session(self: &Arc<Self>) -> Result<Arc<connection::ZkSession>, BackendError> {
-        let (session, fresh) = self.connection.session().await?;
+        let connected = self.connection.session().await;
+        self.watch_new(connected)
+    }
+
+    /// As [`Self::session`], but tries even while the service is judged
+    /// unreachable (the reconnect loop's attempt).
+    ///
+    /// # Errors
+    /// As [`Self::session`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    async fn establish(self: &Arc<Self>) -> Result<Arc<connection::ZkSession>, BackendError> {
+        let connected = self.connection.establish().await;
+        self.watch_new(connected)
+    }
+
+    /// Starts the monitor of a session this host just connected.
+    fn watch_new(
+        self: &Arc<Self>,
+        connected: Result<(Arc<connection::ZkSession>, bool), BackendError>,
+    ) -> Result<Arc<connection::ZkSession>, BackendError> {
+        let (session, fresh) = match connected {
+            Ok(connected) => connected,
+            Err(error) => {
+                // The service is judged unreachable: get it back in the
+                // background rather than on some later request.
+                reconnect::start(self);
+                return Err(error);
+            }
+        };
         if fresh {
             self.spawn(monitor::monitor(
                 Arc::downgrade(self),

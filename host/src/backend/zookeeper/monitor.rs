@@ -14,6 +14,7 @@ use super::Shared;
 use super::connection::ZkSession;
 use super::liveness::Health;
 use super::reconcile::reconcile;
+use super::reconnect;
 
 /// Reconcile at least this often (and after every reconnect seen).
 const RECONCILE_EVERY: Duration = Duration::from_secs(10);
@@ -38,7 +39,7 @@ pub(super) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
                     log_end(generation, now);
                     // Subscribers to this session's grants learn they are lost.
                     liveness.end();
-                    forget(&shared, generation);
+                    forget_and_reconnect(&shared, generation);
                     return;
                 }
             }
@@ -54,7 +55,8 @@ pub(super) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
                     timeout = ?liveness.timeout(),
                     "no answer from ZooKeeper within the session timeout; the session may have expired and its locks are lost"
                 );
-                shared_now.connection.forget(generation);
+                drop(session_now);
+                forget_and_reconnect(&shared, generation);
                 return;
             }
             Health::Suspended if !suspended => {
@@ -83,9 +85,12 @@ pub(super) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
     }
 }
 
-fn forget(shared: &Weak<Shared>, generation: u64) {
+/// Forgets an ended session and starts connecting its successor at once (a
+/// session closed at shutdown has none).
+fn forget_and_reconnect(shared: &Weak<Shared>, generation: u64) {
     if let Some(shared) = shared.upgrade() {
         shared.connection.forget(generation);
+        reconnect::start(&shared);
     }
 }
 

@@ -143,6 +143,9 @@ pub(super) async fn connect(
     loop {
         match shared.session().await {
             Ok(session) => return Ok(session),
+            // Judged unreachable (a session ended and reconnecting failed):
+            // fail fast rather than wait out the deadline.
+            Err(error) if shared.connection.unreachable().is_some() => return Err(error),
             Err(error) if Instant::now() + CONNECT_BACKOFF >= give_up => return Err(error),
             Err(error) => {
                 tracing::debug!(%error, "connecting a ZooKeeper session failed; retrying");

@@ -1,4 +1,7 @@
-//! The admin endpoints: `GET /metrics` (Prometheus text) and `GET /healthz`.
+//! The admin endpoints: `GET /metrics` (Prometheus text), `GET /livez` (the
+//! process serves: always 200), `GET /readyz` (every backend can grant locks
+//! now: 200, else 503; each backend's line names it, its kind and its state)
+//! and `GET /healthz` (the same as `/readyz`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -26,8 +29,9 @@ impl AdminState {
         AdminState { metrics, backends }
     }
 
-    /// Updates the session-state gauge of every ZooKeeper backend.
-    fn refresh(&self) -> Vec<(String, Health)> {
+    /// Updates the session-state gauge of every ZooKeeper backend; returns
+    /// each backend's label, kind and health.
+    fn refresh(&self) -> Vec<(String, &'static str, Health)> {
         let mut health = Vec::new();
         for (label, backend) in &self.backends {
             let state = backend.health();
@@ -39,7 +43,7 @@ impl AdminState {
                 };
                 self.metrics.set_session_state(label, value);
             }
-            health.push((label.clone(), state));
+            health.push((label.clone(), backend.kind(), state));
         }
         health
     }
@@ -63,18 +67,21 @@ impl AdminState {
                 );
                 response
             }
-            "/healthz" => {
+            "/livez" => respond(200, "live\n"),
+            "/readyz" | "/healthz" => {
                 let health = self.refresh();
                 let mut text = String::new();
-                for (label, state) in &health {
-                    text.push_str(&format!("{label}: {state:?}\n"));
+                for (label, kind, state) in &health {
+                    text.push_str(&format!("{label} ({kind}): {state:?}\n"));
                 }
-                let healthy = health.iter().all(|(_, state)| *state == Health::Connected);
+                let healthy = health
+                    .iter()
+                    .all(|(_, _, state)| *state == Health::Connected);
                 respond(if healthy { 200 } else { 503 }, text)
             }
             other => respond(
                 404,
-                format!("no admin endpoint {other} (try /metrics or /healthz)\n"),
+                format!("no admin endpoint {other} (try /metrics, /readyz, /livez or /healthz)\n"),
             ),
         }
     }

@@ -44,7 +44,14 @@ struct BackendLabels {
 
 fn seconds_histogram() -> Histogram {
     // 100 µs to ~55 min.
-    Histogram::new(exponential_buckets(0.0001, 3.0, 16))
+    Histogram::new(exponential_buckets(0.0001, 3.0, 16).map(as_written))
+}
+
+/// `bound` rounded to 12 significant digits, so the exposition prints the
+/// bound as written (`le="0.0003"`), not as the product of its float
+/// arithmetic (`le="0.00030000000000000003"`).
+fn as_written(bound: f64) -> f64 {
+    format!("{bound:.11e}").parse().unwrap_or(bound)
 }
 
 /// Every metric `wardlock serve` exports.

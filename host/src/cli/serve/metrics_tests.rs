@@ -34,3 +34,23 @@ async fn a_permit_is_counted_apart_from_locks() {
         assert!(text.contains(line), "no `{line}` in:\n{text}");
     }
 }
+
+/// Histogram bounds print as written, not as float arithmetic left them.
+#[tokio::test]
+async fn histogram_bounds_print_as_written() {
+    let metrics = Metrics::new();
+    let backend = MeteredBackend::new(Arc::new(MemoryBackend::new()), "p", metrics.clone());
+    let session = backend.open_session("t");
+    let name = LockName::new("l").expect("valid name");
+    session
+        .acquire(&name, Mode::Exclusive, None)
+        .await
+        .expect("a lock");
+    let text = metrics.encode();
+    assert!(text.contains(r#"le="0.0003""#), "no le=\"0.0003\" in:\n{text}");
+    let long = text
+        .lines()
+        .filter(|line| line.contains("le=\""))
+        .find(|line| line.contains("0000000"));
+    assert_eq!(long, None, "a bound printed with float noise");
+}

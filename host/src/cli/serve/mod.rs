@@ -101,7 +101,7 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     let mut backends = BTreeMap::new();
     for (label, spec) in &plan.backends {
         let backend = spec
-            .connect()
+            .connect(args.backend.require_backend)
             .await
             .with_context(|| format!("backend {label:?}"))?;
         backends.insert(label.clone(), backend);

@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 use wasmtime_wasi_http::io::TokioIo;
 
+use super::super::signal::{exit_on_second_signal, stop_signal};
 use super::admin;
 use super::metrics::Metrics;
 use super::plan::{ServePlan, route_matches};
@@ -101,7 +102,7 @@ pub async fn run(
     }
 
     let mut connections = JoinSet::new();
-    let signal = shutdown_signal();
+    let signal = stop_signal();
     tokio::pin!(signal);
     loop {
         tokio::select! {
@@ -138,8 +139,9 @@ pub async fn run(
                 });
             }
             Some(_) = connections.join_next() => {}
-            name = &mut signal => {
-                eprintln!("wardlock: {name}: stopping; in-flight requests get {:.1}s", plan.shutdown_grace.as_secs_f64());
+            signal = &mut signal => {
+                eprintln!("wardlock: {}: stopping; in-flight requests get {:.1}s (a second signal exits at once)", signal.name(), plan.shutdown_grace.as_secs_f64());
+                exit_on_second_signal();
                 break;
             }
         }
@@ -167,30 +169,4 @@ pub async fn run(
     }
     eprintln!("wardlock: stopped");
     Ok(0)
-}
-
-/// Resolves with the signal's name on SIGTERM or SIGINT.
-async fn shutdown_signal() -> &'static str {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => tokio::select! {
-                _ = term.recv() => "SIGTERM",
-                _ = int.recv() => "SIGINT",
-            },
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-                "interrupt"
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "interrupt"
-    }
 }

@@ -5,9 +5,6 @@
 use tokio::time::Instant;
 
 use super::super::liveness::Health;
-use super::super::recipe::{self, Waiting};
-use super::super::release;
-use super::remote::remote_contender;
 use super::{Acquiring, LocalLock};
 use crate::backend::Mode;
 
@@ -117,20 +114,10 @@ impl LocalLock {
     }
 
     pub(super) fn start_acquiring(&mut self, mode: Mode, wait: bool, deadline: Option<Instant>) {
-        let shared = self.shared.clone();
-        let name = self.name.clone();
-        let data = self.data.clone();
-        let waiting = if wait {
-            Waiting::Wait
-        } else {
-            Waiting::DontWait
-        };
         self.acquiring = Some(Acquiring {
             mode,
             wait,
-            future: Box::pin(async move {
-                recipe::acquire(&shared, &name, mode, &data, deadline, waiting).await
-            }),
+            future: self.engine.acquire_node(&self.name, mode, deadline, wait),
         });
     }
 
@@ -149,21 +136,17 @@ impl LocalLock {
             return;
         }
         if self.watch.is_none() {
-            self.watch = Some(Box::pin(remote_contender(
-                node.session.clone(),
-                self.shared.connection.config().lock_path(&self.name),
-                node.owned.path.clone(),
-                node.mode,
-                self.shared.connection.config().dialect,
-            )));
+            self.watch = Some(
+                self.engine
+                    .remote_contender(&self.name, &node.owned, node.mode),
+            );
         }
     }
 
     pub(super) fn release_node(&mut self) {
         self.watch = None;
         if let Some(node) = self.node.take() {
-            let owned = node.owned;
-            release::delete_node(&self.shared, owned.generation, owned.prefix, owned.path);
+            self.engine.release_node(node.owned);
         }
     }
 }

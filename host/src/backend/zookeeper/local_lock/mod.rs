@@ -8,31 +8,33 @@
 //! waiters or lingers), a timer (fairness bound, linger) and the end of the
 //! node's ZooKeeper session.
 
+mod engine;
 mod grants;
 mod remote;
+#[cfg(test)]
+mod model_tests;
+mod zookeeper_nodes;
+
+pub(super) use engine::NodeEngine;
+pub(super) use zookeeper_nodes::ZooKeeperNodes;
 
 use std::collections::{HashMap, VecDeque};
-use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::Shared;
-use super::connection::ZkSession;
 use super::handoff::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, local_token};
 use super::liveness::Health;
 use super::recipe::OwnedNode;
-use super::release;
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
+use engine::{NodeFuture, NodeSession, WatchFuture};
 
 /// How often a task with waiters looks at a suspended session again.
 const SUSPENDED_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 type Reply = oneshot::Sender<Result<Option<LocalGrant>, BackendError>>;
-type NodeFuture = Pin<Box<dyn Future<Output = Result<Option<OwnedNode>, BackendError>> + Send>>;
-type WatchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A guest waiting for a local grant.
 struct Waiter {
@@ -47,7 +49,7 @@ struct Waiter {
 struct HostNode {
     owned: OwnedNode,
     mode: Mode,
-    session: Arc<ZkSession>,
+    session: Arc<dyn NodeSession>,
     /// Grants made under this node so far (the low bits of their tokens).
     grants: u64,
     /// When a remote contender was first seen behind the node, and the local
@@ -94,11 +96,10 @@ enum Event {
 
 /// The task of one (host, lock name).
 pub(super) struct LocalLock {
-    shared: Arc<Shared>,
+    engine: Arc<dyn NodeEngine>,
     name: LockName,
     task: u64,
     limits: LocalHandoff,
-    data: Vec<u8>,
     receiver: mpsc::UnboundedReceiver<Message>,
     waiters: VecDeque<Waiter>,
     /// Grants under the current node, by request id.
@@ -110,23 +111,17 @@ pub(super) struct LocalLock {
 
 impl LocalLock {
     pub fn new(
-        shared: Arc<Shared>,
+        engine: Arc<dyn NodeEngine>,
         name: LockName,
         task: u64,
         limits: LocalHandoff,
         receiver: mpsc::UnboundedReceiver<Message>,
     ) -> Self {
-        let data = format!(
-            "{} (host-local hand-off)",
-            shared.connection.config().host_description
-        )
-        .into_bytes();
         LocalLock {
-            shared,
+            engine,
             name,
             task,
             limits,
-            data,
             receiver,
             waiters: VecDeque::new(),
             holders: HashMap::new(),
@@ -143,8 +138,8 @@ impl LocalLock {
             let idle = self.node.is_none() && self.acquiring.is_none() && self.waiters.is_empty();
             if idle
                 && self
-                    .shared
-                    .local_locks
+                    .engine
+                    .local_locks()
                     .retire(&self.name, self.task, &self.receiver)
             {
                 return;
@@ -197,8 +192,8 @@ impl LocalLock {
                     None => std::future::pending().await,
                 }
             } => Event::Timer,
-            () = async {
-                match &session {
+            () = async move {
+                match session {
                     Some(session) => session.until_over().await,
                     None => std::future::pending().await,
                 }
@@ -302,7 +297,7 @@ impl LocalLock {
             return;
         };
         match result {
-            Ok(Some(owned)) => match self.shared.connection.session_of(owned.generation) {
+            Ok(Some(owned)) => match self.engine.session(owned.generation) {
                 Some(session) => {
                     self.node = Some(HostNode {
                         owned,
@@ -315,23 +310,31 @@ impl LocalLock {
                     });
                 }
                 // The session ended as the node was granted: queue again.
-                None => {
-                    release::delete_node(&self.shared, owned.generation, owned.prefix, owned.path)
-                }
+                None => self.engine.release_node(owned),
             },
             Ok(None) => self.answer_tries(Ok(None)),
             Err(error) if !acquiring.wait => self.answer_tries(Err(error)),
-            Err(BackendError::Timeout) => {
-                // Only the waiters whose own deadline passed have given up.
-                let now = Instant::now();
-                self.waiters
-                    .retain(|w| w.deadline.is_none_or(|deadline| deadline > now));
-            }
+            Err(BackendError::Timeout) => self.answer_expired(Instant::now()),
             Err(error) => {
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.reply.send(Err(error.clone()));
                 }
             }
+        }
+    }
+
+    /// Answers `Timeout` to every waiter whose own deadline is not after `now`
+    /// and keeps the others. Each is answered, never just dropped: a closed
+    /// answer channel would reach its guest as something else than `timeout`
+    /// when the guest's own timer and this answer race.
+    pub(super) fn answer_expired(&mut self, now: Instant) {
+        let (expired, waiting): (VecDeque<Waiter>, VecDeque<Waiter>) = self
+            .waiters
+            .drain(..)
+            .partition(|w| w.deadline.is_some_and(|deadline| deadline <= now));
+        self.waiters = waiting;
+        for waiter in expired {
+            let _ = waiter.reply.send(Err(BackendError::Timeout));
         }
     }
 

@@ -1,0 +1,72 @@
+//! Stop signals for the long-running commands (`run`, `serve`).
+//!
+//! The first SIGTERM or SIGINT asks for a clean stop: guests are ended, their
+//! locks released and the engine session closed, so other hosts get the locks
+//! within a round trip instead of a session timeout. A second signal exits at
+//! once (an operator who presses Ctrl-C twice means it).
+
+/// A stop signal, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StopSignal {
+    Terminate,
+    Interrupt,
+}
+
+impl StopSignal {
+    /// The signal's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopSignal::Terminate => "SIGTERM",
+            StopSignal::Interrupt => "SIGINT",
+        }
+    }
+
+    /// The shell's exit code for a process ended by this signal (128 + its
+    /// number).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            StopSignal::Terminate => 128 + 15,
+            StopSignal::Interrupt => 128 + 2,
+        }
+    }
+}
+
+/// Resolves with the first SIGTERM or SIGINT received.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped wait leaves the signals as they were (a signal that
+/// arrives later is seen by the next wait).
+pub(super) async fn stop_signal() -> StopSignal {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => tokio::select! {
+                _ = term.recv() => StopSignal::Terminate,
+                _ = int.recv() => StopSignal::Interrupt,
+            },
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+                StopSignal::Interrupt
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        StopSignal::Interrupt
+    }
+}
+
+/// After a first stop signal: exits the process at once on the next one,
+/// skipping whatever clean stop is still under way.
+pub(super) fn exit_on_second_signal() {
+    tokio::spawn(async {
+        let second = stop_signal().await;
+        eprintln!("wardlock: {}: exiting now", second.name());
+        std::process::exit(second.exit_code());
+    });
+}

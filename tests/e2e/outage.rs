@@ -1,0 +1,175 @@
+//! Outliving the lock service, on a real ZooKeeper server that the harness
+//! kills (SIGKILL) and starts again: the backend reconnects by itself after
+//! any outage, reports its health truthfully, fails fast while the service
+//! is down past the session timeout, and starts before its service.
+
+use std::time::{Duration, Instant};
+
+use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_host::{BackendError, Health, LockBackend, Mode};
+use wardlock_tests::serve::{Server, get, post};
+use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::{Guest, name};
+
+const ROOT: &str = "/wardlock";
+const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+/// Longer than the session timeout: the session is gone when the server is back.
+const OUTAGE: Duration = Duration::from_secs(6);
+
+fn config(server: &ZkServer) -> ZooKeeperConfig {
+    ZooKeeperConfig::new(server.address())
+        .root(ROOT)
+        .session_timeout(SESSION_TIMEOUT)
+}
+
+/// Polls `backend`'s health (no lock request) until it is `want`; returns
+/// how long that took, or `None` after `limit`.
+async fn health_becomes(backend: &ZooKeeperBackend, want: Health, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if backend.health() == want {
+            return Some(started.elapsed());
+        }
+        // Health is a reading, not an event: look again soon.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+/// Takes and releases `lock`; returns the grant's fencing token.
+async fn take_and_release(backend: &ZooKeeperBackend, lock: &str) -> Result<u64, BackendError> {
+    let session = backend.open_session("outage-test");
+    let grant = session
+        .acquire(&name(lock), Mode::Exclusive, Some(Duration::from_secs(5)))
+        .await?;
+    session.release(grant.id)?;
+    Ok(grant.token)
+}
+
+/// While the server is down past the session timeout, an acquire fails at
+/// once with `unavailable` and health says `Down`.
+async fn fails_fast_while_down(backend: &ZooKeeperBackend) {
+    assert!(
+        health_becomes(backend, Health::Down, Duration::from_secs(3))
+            .await
+            .is_some(),
+        "health never became Down during the outage: {:?}",
+        backend.health()
+    );
+    let session = backend.open_session("outage-test");
+    let asked = Instant::now();
+    let answer = session
+        .acquire(&name("during"), Mode::Exclusive, Some(Duration::from_secs(2)))
+        .await;
+    let took = asked.elapsed();
+    assert!(
+        matches!(answer, Err(BackendError::Unavailable(_))),
+        "an acquire during the outage answered {answer:?}"
+    );
+    assert!(took < Duration::from_millis(500), "failing took {took:?}");
+}
+
+/// Server killed for 6 s (session timeout 4 s) and restarted with its data:
+/// requests fail fast meanwhile, health is `Connected` within 3 s of the
+/// restart without any request, and tokens keep rising.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_with_data_recovers_by_itself() {
+    let mut server = ZkServer::start();
+    let backend = ZooKeeperBackend::start(config(&server)).await.expect("backend");
+    let before = take_and_release(&backend, "outage").await.expect("before");
+    server.stop();
+    tokio::time::sleep(OUTAGE).await;
+    fails_fast_while_down(&backend).await;
+    server.restart();
+    let ready = health_becomes(&backend, Health::Connected, Duration::from_secs(3)).await;
+    assert!(ready.is_some(), "health not Connected within 3 s of the restart");
+    let after = take_and_release(&backend, "outage").await.expect("after");
+    assert!(after > before, "tokens went back: {before} then {after}");
+    eprintln!("ready {ready:?} after the restart");
+}
+
+/// Server gone for 6 s, then re-created empty on the same address (twice):
+/// each time the backend is `Connected` and grants within 10 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wiped_server_is_reconnected_from_scratch() {
+    let mut server = ZkServer::start();
+    let backend = ZooKeeperBackend::start(config(&server)).await.expect("backend");
+    take_and_release(&backend, "wiped").await.expect("before");
+    for round in 0..2 {
+        server.wipe();
+        tokio::time::sleep(OUTAGE).await;
+        fails_fast_while_down(&backend).await;
+        server.restart();
+        let ready = health_becomes(&backend, Health::Connected, Duration::from_secs(10)).await;
+        assert!(ready.is_some(), "round {round}: not Connected within 10 s");
+        take_and_release(&backend, "wiped")
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: no grant after the wipe: {e}"));
+        eprintln!("round {round}: ready {ready:?} after the re-created server started");
+    }
+}
+
+/// A backend started before its server is not ready and fails fast; it is
+/// ready and grants within 5 s of the server starting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_may_start_before_its_server() {
+    let mut server = ZkServer::reserve();
+    let backend = ZooKeeperBackend::start(config(&server)).await.expect("backend");
+    assert_ne!(backend.health(), Health::Connected);
+    fails_fast_while_down(&backend).await;
+    server.restart();
+    let ready = health_becomes(&backend, Health::Connected, Duration::from_secs(5)).await;
+    assert!(ready.is_some(), "not Connected within 5 s of the server starting");
+    take_and_release(&backend, "late").await.expect("a grant");
+    assert!(
+        ZooKeeperBackend::connect(config(&ZkServer::reserve()))
+            .await
+            .is_err(),
+        "connect (what --require-backend uses) must still refuse a missing server"
+    );
+}
+
+/// `wardlock serve` started before its ZooKeeper stays up: live, not ready,
+/// requests answered 503 with `Retry-After` at once; ready and serving within
+/// 5 s of the server starting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_starts_before_its_zookeeper() {
+    let mut zk = ZkServer::reserve();
+    let address = zk.address();
+    let server = Server::start_live(&[
+        "--zookeeper",
+        &address,
+        "--session-timeout",
+        "4",
+        "--request-timeout",
+        "2",
+        Guest::HttpCounter.path(),
+    ])
+    .await;
+    let ready = get(&server.admin, "/readyz").await.expect("readyz");
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert!(ready.body.contains("(zookeeper)"), "{}", ready.body);
+    let asked = Instant::now();
+    let refused = post(&server.addr, "/early").await.expect("a request");
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(refused.header("retry-after").is_some(), "no Retry-After");
+    assert!(asked.elapsed() < Duration::from_millis(500), "took {:?}", asked.elapsed());
+    zk.restart();
+    let started = Instant::now();
+    loop {
+        let ready = get(&server.admin, "/readyz").await.expect("readyz");
+        if ready.status == 200 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "not ready 5 s after ZooKeeper started: {}\n{}",
+            ready.body,
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let served = post(&server.addr, "/late").await.expect("a request");
+    assert_eq!(served.status, 200, "{}", served.body);
+    eprintln!("serve ready {:?} after ZooKeeper started", started.elapsed());
+}
