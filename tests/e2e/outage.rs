@@ -24,7 +24,11 @@ fn config(server: &ZkServer) -> ZooKeeperConfig {
 
 /// Polls `backend`'s health (no lock request) until it is `want`; returns
 /// how long that took, or `None` after `limit`.
-async fn health_becomes(backend: &ZooKeeperBackend, want: Health, limit: Duration) -> Option<Duration> {
+async fn health_becomes(
+    backend: &ZooKeeperBackend,
+    want: Health,
+    limit: Duration,
+) -> Option<Duration> {
     let started = Instant::now();
     while started.elapsed() < limit {
         if backend.health() == want {
@@ -59,7 +63,11 @@ async fn fails_fast_while_down(backend: &ZooKeeperBackend) {
     let session = backend.open_session("outage-test");
     let asked = Instant::now();
     let answer = session
-        .acquire(&name("during"), Mode::Exclusive, Some(Duration::from_secs(2)))
+        .acquire(
+            &name("during"),
+            Mode::Exclusive,
+            Some(Duration::from_secs(2)),
+        )
         .await;
     let took = asked.elapsed();
     assert!(
@@ -75,14 +83,19 @@ async fn fails_fast_while_down(backend: &ZooKeeperBackend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_with_data_recovers_by_itself() {
     let mut server = ZkServer::start();
-    let backend = ZooKeeperBackend::start(config(&server)).await.expect("backend");
+    let backend = ZooKeeperBackend::start(config(&server))
+        .await
+        .expect("backend");
     let before = take_and_release(&backend, "outage").await.expect("before");
     server.stop();
     tokio::time::sleep(OUTAGE).await;
     fails_fast_while_down(&backend).await;
     server.restart();
     let ready = health_becomes(&backend, Health::Connected, Duration::from_secs(3)).await;
-    assert!(ready.is_some(), "health not Connected within 3 s of the restart");
+    assert!(
+        ready.is_some(),
+        "health not Connected within 3 s of the restart"
+    );
     let after = take_and_release(&backend, "outage").await.expect("after");
     assert!(after > before, "tokens went back: {before} then {after}");
     eprintln!("ready {ready:?} after the restart");
@@ -93,7 +106,9 @@ async fn restart_with_data_recovers_by_itself() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wiped_server_is_reconnected_from_scratch() {
     let mut server = ZkServer::start();
-    let backend = ZooKeeperBackend::start(config(&server)).await.expect("backend");
+    let backend = ZooKeeperBackend::start(config(&server))
+        .await
+        .expect("backend");
     take_and_release(&backend, "wiped").await.expect("before");
     for round in 0..2 {
         server.wipe();
@@ -114,12 +129,17 @@ async fn wiped_server_is_reconnected_from_scratch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_may_start_before_its_server() {
     let mut server = ZkServer::reserve();
-    let backend = ZooKeeperBackend::start(config(&server)).await.expect("backend");
+    let backend = ZooKeeperBackend::start(config(&server))
+        .await
+        .expect("backend");
     assert_ne!(backend.health(), Health::Connected);
     fails_fast_while_down(&backend).await;
     server.restart();
     let ready = health_becomes(&backend, Health::Connected, Duration::from_secs(5)).await;
-    assert!(ready.is_some(), "not Connected within 5 s of the server starting");
+    assert!(
+        ready.is_some(),
+        "not Connected within 5 s of the server starting"
+    );
     take_and_release(&backend, "late").await.expect("a grant");
     assert!(
         ZooKeeperBackend::connect(config(&ZkServer::reserve()))
@@ -136,7 +156,11 @@ async fn a_host_may_start_before_its_server() {
 async fn serve_starts_before_its_zookeeper() {
     let mut zk = ZkServer::reserve();
     let address = zk.address();
+    let data = tempfile::tempdir().expect("data dir");
+    let preopen = format!("{}::/data", data.path().display());
     let server = Server::start_live(&[
+        "--dir",
+        &preopen,
         "--zookeeper",
         &address,
         "--session-timeout",
@@ -153,7 +177,11 @@ async fn serve_starts_before_its_zookeeper() {
     let refused = post(&server.addr, "/early").await.expect("a request");
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert!(refused.header("retry-after").is_some(), "no Retry-After");
-    assert!(asked.elapsed() < Duration::from_millis(500), "took {:?}", asked.elapsed());
+    assert!(
+        asked.elapsed() < Duration::from_millis(500),
+        "took {:?}",
+        asked.elapsed()
+    );
     zk.restart();
     let started = Instant::now();
     loop {
@@ -171,5 +199,8 @@ async fn serve_starts_before_its_zookeeper() {
     }
     let served = post(&server.addr, "/late").await.expect("a request");
     assert_eq!(served.status, 200, "{}", served.body);
-    eprintln!("serve ready {:?} after ZooKeeper started", started.elapsed());
+    eprintln!(
+        "serve ready {:?} after ZooKeeper started",
+        started.elapsed()
+    );
 }

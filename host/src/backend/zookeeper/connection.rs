@@ -255,7 +255,10 @@ impl Connection {
 
     /// One connect attempt at a time; callers that waited for another's
     /// attempt take its session, or (unless `even_if_down`) its failure.
-    async fn connect_once(&self, even_if_down: bool) -> Result<(Arc<ZkSession>, bool), BackendError> {
+    async fn connect_once(
+        &self,
+        even_if_down: bool,
+    ) -> Result<(Arc<ZkSession>, bool), BackendError> {
         if !even_if_down && let Some(down) = self.unreachable() {
             return Err(self.down_error(&down));
         }

@@ -47,7 +47,10 @@ async fn histogram_bounds_print_as_written() {
         .await
         .expect("a lock");
     let text = metrics.encode();
-    assert!(text.contains(r#"le="0.0003""#), "no le=\"0.0003\" in:\n{text}");
+    assert!(
+        text.contains(r#"le="0.0003""#),
+        "no le=\"0.0003\" in:\n{text}"
+    );
     let long = text
         .lines()
         .filter(|line| line.contains("le=\""))

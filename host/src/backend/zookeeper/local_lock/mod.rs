@@ -10,9 +10,9 @@
 
 mod engine;
 mod grants;
-mod remote;
 #[cfg(test)]
 mod model_tests;
+mod remote;
 mod zookeeper_nodes;
 
 pub(super) use engine::NodeEngine;
