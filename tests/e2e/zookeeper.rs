@@ -427,11 +427,17 @@ async fn cli_counter_on_zookeeper_is_exact() {
     assert_eq!(counted, (0, "120".to_owned()));
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
     probe.wait_len("zk-counter", 0).await;
-    // Nothing listening: refused at once, not after the (default, 10 s)
-    // session timeout during which the client would retry.
+    // Nothing listening, and --require-backend: refused at once, not after
+    // the (default, 10 s) session timeout during which the client would retry.
     let tried = Instant::now();
-    let error = wardlock(&["run", "--zookeeper", "127.0.0.1:1", Guest::Counter.path()])
-        .await
+    let error = wardlock(&[
+        "run",
+        "--require-backend",
+        "--zookeeper",
+        "127.0.0.1:1",
+        Guest::Counter.path(),
+    ])
+    .await
         .expect_err("no server there");
     let waited = tried.elapsed();
     let error = format!("{error:#}");
@@ -444,6 +450,32 @@ async fn cli_counter_on_zookeeper_is_exact() {
         waited < Duration::from_secs(10),
         "waited {waited:?}: the session timeout, not the refusal"
     );
+    // Without it the host starts anyway, and its guests' acquires fail at
+    // once (`unavailable`) rather than wait out a timeout.
+    let data = tempfile::tempdir().expect("data dir");
+    let preopen = format!("{}::/data", data.path().display());
+    let tried = Instant::now();
+    let code = wardlock(&[
+        "run",
+        "--dir",
+        &preopen,
+        "--zookeeper",
+        "127.0.0.1:1",
+        Guest::Counter.path(),
+        "--",
+        "no-zookeeper",
+        "1",
+        "/data/count",
+    ])
+    .await
+    .expect("run starts without its ZooKeeper");
+    let waited = tried.elapsed();
+    assert_eq!(code, 1, "the guest cannot have counted without a lock");
+    assert!(
+        !data.path().join("count").exists(),
+        "counted without a lock"
+    );
+    assert!(waited < Duration::from_secs(5), "waited {waited:?}");
 }
 
 /// With digest auth, wardlock's nodes carry the creator-only ACL: a client without
