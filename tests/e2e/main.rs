@@ -21,6 +21,7 @@ mod conformance;
 mod deadlines;
 mod exclusion;
 mod failover;
+mod fault_matrix;
 mod faults;
 mod handoff;
 mod hostile_names;

@@ -438,7 +438,7 @@ async fn cli_counter_on_zookeeper_is_exact() {
         Guest::Counter.path(),
     ])
     .await
-        .expect_err("no server there");
+    .expect_err("no server there");
     let waited = tried.elapsed();
     let error = format!("{error:#}");
     assert!(

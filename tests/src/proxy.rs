@@ -1,7 +1,8 @@
 //! A loopback TCP proxy the test controls, to cut connections at chosen moments.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -11,11 +12,13 @@ use tokio::sync::watch;
 /// passing server→client bytes (requests still reach the server);
 /// [`Proxy::partition`] stops passing bytes either way, on open and new
 /// connections alike, without closing anything; [`Proxy::cut`] closes every open
-/// connection.
+/// connection; [`Proxy::delay_replies`] holds every server→client chunk back
+/// for a while (a slow server).
 pub struct Proxy {
     port: u16,
     swallow: Arc<AtomicBool>,
     partitioned: Arc<AtomicBool>,
+    delay_ms: Arc<AtomicU64>,
     generation: watch::Sender<u64>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -27,10 +30,12 @@ impl Proxy {
         let port = listener.local_addr().expect("proxy addr").port();
         let swallow = Arc::new(AtomicBool::new(false));
         let partitioned = Arc::new(AtomicBool::new(false));
+        let delay_ms = Arc::new(AtomicU64::new(0));
         let (generation, _) = watch::channel(0u64);
         let task = tokio::spawn({
             let swallow = swallow.clone();
             let partitioned = partitioned.clone();
+            let delay_ms = delay_ms.clone();
             let generation = generation.clone();
             async move {
                 while let Ok((client, _)) = listener.accept().await {
@@ -43,6 +48,7 @@ impl Proxy {
                         Flags {
                             swallow: swallow.clone(),
                             partitioned: partitioned.clone(),
+                            delay_ms: delay_ms.clone(),
                         },
                         generation.subscribe(),
                     ));
@@ -53,6 +59,7 @@ impl Proxy {
             port,
             swallow,
             partitioned,
+            delay_ms,
             generation,
             task,
         }
@@ -74,6 +81,13 @@ impl Proxy {
         self.partitioned.store(partitioned, Ordering::SeqCst);
     }
 
+    /// Holds every server→client chunk back for `delay` before passing it on
+    /// (zero: none), on open and new connections alike.
+    pub fn delay_replies(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.delay_ms.store(ms, Ordering::SeqCst);
+    }
+
     /// Closes every connection open now.
     pub fn cut(&self) {
         self.generation.send_modify(|g| *g += 1);
@@ -91,6 +105,7 @@ impl Drop for Proxy {
 struct Flags {
     swallow: Arc<AtomicBool>,
     partitioned: Arc<AtomicBool>,
+    delay_ms: Arc<AtomicU64>,
 }
 
 async fn pipe(client: TcpStream, server: TcpStream, flags: Flags, mut cut: watch::Receiver<u64>) {
@@ -122,6 +137,11 @@ async fn pipe(client: TcpStream, server: TcpStream, flags: Flags, mut cut: watch
                         || flags.partitioned.load(Ordering::SeqCst)
                     {
                         continue;
+                    }
+                    let delay = flags.delay_ms.load(Ordering::SeqCst);
+                    if delay > 0 {
+                        // The fault itself: a server slow to answer.
+                        tokio::time::sleep(Duration::from_millis(delay)).await;
                     }
                     if client_write.write_all(&buf[..n]).await.is_err() {
                         return;

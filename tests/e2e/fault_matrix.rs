@@ -1,0 +1,435 @@
+//! The fault matrix: faults × engines × paths, each cell asserting the exact
+//! outcome its guests see and that nothing is left behind (afterwards a fresh
+//! guest takes the lock within 5 s: a leaked wait or node would block it).
+//!
+//! - faults: `deadline-race` (8 guests × 3 waits whose timeouts expire together
+//!   behind another host's hold: each `timeout`, never `unavailable`),
+//!   `cpu-starved` (the same while busy threads starve the host's tasks),
+//!   `holder-traps` (a guest traps while holding; the waiting guest is
+//!   granted), `session-expiry` (the holder's session expires: it reports
+//!   `lost`, the waiting guest is granted), `slow-server` (every answer of the
+//!   lock service is late: waits still end `timeout`, grants still come);
+//! - engines: memory (its fault injection: `Fault::Expire`, grant delay),
+//!   ZooKeeper, ZooKeeper with host-local hand-off (one server for all cells);
+//! - paths: `acquire`, `acquire-permit`, `acquire-many`, `acquire-async`
+//!   (through `lockctl2`, the 0.2.0 probe guest).
+//!
+//! Host SIGKILL, leader kills and partitions are tested in `lifetime`,
+//! `failover` and `partition`; SIGTERM in `deadlines`.
+//!
+//! The short form runs every cell once (CI). The soak form runs each cell N
+//! times and prints the matrix with counts:
+//! `WARDLOCK_SOAK=N cargo test -p wardlock-tests --test e2e fault_matrix -- --nocapture`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wardlock_host::backend::memory::Fault as MemoryFault;
+use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_host::runner::{InstanceReport, Outcome, RunnerConfig};
+use wardlock_host::{Grant, GrantStatus, LockBackend, LockSession, MemoryBackend, Mode};
+use wardlock_tests::probe::{MemoryProbe, Probe, ZkProbe};
+use wardlock_tests::proxy::Proxy;
+use wardlock_tests::zookeeper::{ZkServer, expire_session};
+use wardlock_tests::{Guest, TEST_WAIT_LIMIT, lines, name, runner_with, spawn_run};
+
+const ROOT: &str = "/wardlock";
+const WAITERS: usize = 8;
+const ROUNDS: usize = 3;
+const SHORT_TIMEOUT_MS: u64 = 200;
+const LONG_TIMEOUT_MS: u64 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    DeadlineRace,
+    CpuStarved,
+    HolderTraps,
+    SessionExpiry,
+    SlowServer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Memory,
+    ZooKeeper,
+    Handoff,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Lock,
+    Permit,
+    Many,
+    Async,
+}
+
+const FAULTS: [Fault; 5] = [
+    Fault::DeadlineRace,
+    Fault::CpuStarved,
+    Fault::HolderTraps,
+    Fault::SessionExpiry,
+    Fault::SlowServer,
+];
+const ENGINES: [Engine; 3] = [Engine::Memory, Engine::ZooKeeper, Engine::Handoff];
+const PATHS: [Path; 4] = [Path::Lock, Path::Permit, Path::Many, Path::Async];
+
+/// What a guest's wait came to, read from its last line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Granted,
+    Timeout,
+    Other(String),
+}
+
+impl Path {
+    /// `lockctl2` commands that wait for `lock` (at most `timeout_ms`) by this
+    /// path, as the guest's `round`-th wait; the last line says how it went.
+    fn commands(self, lock: &str, timeout_ms: u64, round: usize) -> Vec<String> {
+        match self {
+            Path::Lock => vec![format!("acquire x {timeout_ms} {lock}")],
+            Path::Permit => vec![format!("permit 1 {timeout_ms} {lock}")],
+            Path::Many => vec![format!("many {timeout_ms} x:{lock}")],
+            Path::Async => {
+                let pending = format!("p{}", round + 1);
+                vec![
+                    format!("async x {timeout_ms} {lock}"),
+                    format!("race {pending} {}", LONG_TIMEOUT_MS * 2),
+                    format!("get {pending}"),
+                ]
+            }
+        }
+    }
+
+    /// How many output lines one wait prints.
+    fn lines_per_wait(self) -> usize {
+        match self {
+            Path::Async => 3,
+            _ => 1,
+        }
+    }
+
+    fn seen(line: &str) -> Seen {
+        if line.starts_with('h') || line.starts_with('q') {
+            Seen::Granted
+        } else if line == "err timeout" {
+            Seen::Timeout
+        } else {
+            Seen::Other(line.to_owned())
+        }
+    }
+
+    /// Every wait's outcome in a guest's report (the last line of each).
+    fn waits(self, report: &InstanceReport) -> Vec<Seen> {
+        lines(report)
+            .chunks(self.lines_per_wait())
+            .map(|wait| Self::seen(wait.last().map(String::as_str).unwrap_or_default()))
+            .collect()
+    }
+
+    /// A native hold of `lock` by this path's kind (a lock or one permit).
+    async fn hold(self, session: &dyn LockSession, lock: &str) -> Grant {
+        let lock = name(lock);
+        let held = match self {
+            Path::Permit => {
+                session
+                    .acquire_permit(&lock, 1, Some(TEST_WAIT_LIMIT))
+                    .await
+            }
+            _ => {
+                session
+                    .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                    .await
+            }
+        };
+        held.unwrap_or_else(|e| panic!("the native holder of {lock}: {e}"))
+    }
+}
+
+/// The lock service the matrix runs on.
+struct World {
+    zk: ZkServer,
+}
+
+/// One cell's hosts: the holder's (direct, through a proxy on ZooKeeper) and
+/// the waiting guests' (by engine, through a proxy of its own).
+struct Hosts {
+    holder: Arc<dyn LockBackend>,
+    waiter: Arc<dyn LockBackend>,
+    memory: Option<MemoryBackend>,
+    holder_zk: Option<(ZooKeeperBackend, Proxy)>,
+    waiter_proxy: Option<Proxy>,
+    probe: Arc<dyn Probe>,
+}
+
+impl World {
+    async fn hosts(&self, engine: Engine) -> Hosts {
+        if engine == Engine::Memory {
+            let memory = MemoryBackend::new();
+            return Hosts {
+                holder: Arc::new(memory.clone()),
+                waiter: Arc::new(memory.clone()),
+                memory: Some(memory.clone()),
+                holder_zk: None,
+                waiter_proxy: None,
+                probe: Arc::new(MemoryProbe(memory)),
+            };
+        }
+        let holder_proxy = Proxy::start(self.zk.address()).await;
+        let holder = ZooKeeperBackend::connect(
+            ZooKeeperConfig::new(holder_proxy.address())
+                .root(ROOT)
+                .session_timeout(Duration::from_secs(4)),
+        )
+        .await
+        .expect("holder host");
+        let waiter_proxy = Proxy::start(self.zk.address()).await;
+        let mut config = ZooKeeperConfig::new(waiter_proxy.address()).root(ROOT);
+        if engine == Engine::Handoff {
+            config = config.local_handoff(LocalHandoff::default());
+        }
+        let waiter = ZooKeeperBackend::connect(config)
+            .await
+            .expect("waiter host");
+        Hosts {
+            holder: Arc::new(holder.clone()),
+            waiter: Arc::new(waiter),
+            memory: None,
+            holder_zk: Some((holder, holder_proxy)),
+            waiter_proxy: Some(waiter_proxy),
+            probe: Arc::new(ZkProbe::connect(&self.zk.address(), ROOT).await),
+        }
+    }
+}
+
+impl Hosts {
+    fn runner(&self, backend: &Arc<dyn LockBackend>) -> Arc<wardlock_host::runner::Runner> {
+        runner_with(
+            Guest::Lockctl2,
+            RunnerConfig {
+                backend: backend.clone(),
+                timeout: Some(TEST_WAIT_LIMIT),
+                ..RunnerConfig::default()
+            },
+        )
+    }
+
+    /// Runs one guest on the waiters' host with `commands`.
+    async fn guest(&self, commands: &[String]) -> InstanceReport {
+        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+        spawn_run(&self.runner(&self.waiter), 0, &commands)
+            .await
+            .expect("guest task")
+    }
+
+    /// Nothing left behind: a fresh guest takes `lock` by `path` in time.
+    async fn free_afterwards(&self, path: Path, lock: &str) -> Result<(), String> {
+        let report = self.guest(&path.commands(lock, 5_000, 0)).await;
+        match path.waits(&report).as_slice() {
+            [Seen::Granted] => Ok(()),
+            other => Err(format!("afterwards a fresh guest saw {other:?}")),
+        }
+    }
+
+    /// Makes every answer of the lock service late (memory: grants).
+    fn slow_down(&self) {
+        let delay = Duration::from_millis(20);
+        if let Some(memory) = &self.memory {
+            memory.delay_grants(delay);
+        }
+        if let Some(proxy) = &self.waiter_proxy {
+            proxy.delay_replies(delay);
+        }
+    }
+
+    /// Expires the holder's session (memory: injected).
+    async fn expire_holder(&self, world: &World) {
+        if let Some(memory) = &self.memory {
+            memory.inject("holder", MemoryFault::Expire);
+        }
+        if let Some((holder, proxy)) = &self.holder_zk {
+            expire_session(holder, proxy, &world.zk).await;
+        }
+    }
+}
+
+/// Busy threads that starve the host's tasks of CPU while they live.
+struct CpuHog {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl CpuHog {
+    fn start() -> CpuHog {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..4)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect();
+        CpuHog { stop, threads }
+    }
+}
+
+impl Drop for CpuHog {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// 8 guests × 3 waits behind a native hold, timeouts expiring together.
+async fn deadline_race(hosts: &Hosts, path: Path, lock: &str) -> Result<(), String> {
+    let holder = hosts.holder.open_session("holder");
+    let grant = path.hold(holder.as_ref(), lock).await;
+    let commands: Vec<String> = (0..ROUNDS)
+        .flat_map(|round| path.commands(lock, SHORT_TIMEOUT_MS, round))
+        .collect();
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let runner = hosts.runner(&hosts.waiter);
+    let guests: Vec<_> = (0..WAITERS)
+        .map(|i| spawn_run(&runner, i, &commands))
+        .collect();
+    let mut wrong = Vec::new();
+    for guest in guests {
+        let report = guest.await.expect("guest task");
+        let waits = path.waits(&report);
+        if waits.len() != ROUNDS || waits.iter().any(|w| *w != Seen::Timeout) {
+            wrong.push(format!("{waits:?} ({:?})", report.outcome));
+        }
+    }
+    holder.release(grant.id).map_err(|e| e.to_string())?;
+    if !wrong.is_empty() {
+        return Err(format!("waits that were not `timeout`: {wrong:?}"));
+    }
+    hosts.free_afterwards(path, lock).await
+}
+
+/// A guest traps while holding; the guest waiting behind it is granted.
+async fn holder_traps(hosts: &Hosts, path: Path, lock: &str) -> Result<(), String> {
+    let gate = format!("{lock}-gate");
+    let gatekeeper = hosts.holder.open_session("gatekeeper");
+    let gate_grant = Path::Lock.hold(gatekeeper.as_ref(), &gate).await;
+    let mut trapper = path.commands(lock, LONG_TIMEOUT_MS, 0);
+    trapper.push(format!("acquire x - {gate}"));
+    trapper.push("trap".to_owned());
+    let trapper: Vec<&str> = trapper.iter().map(String::as_str).collect();
+    let holder = spawn_run(&hosts.runner(&hosts.holder), 0, &trapper);
+    // The trapping guest holds `lock` once it waits at the gate.
+    hosts.probe.wait_len(&gate, 2).await;
+    let waiter = {
+        let commands = path.commands(lock, LONG_TIMEOUT_MS, 0);
+        let runner = hosts.runner(&hosts.waiter);
+        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+        spawn_run(&runner, 1, &commands)
+    };
+    gatekeeper
+        .release(gate_grant.id)
+        .map_err(|e| e.to_string())?;
+    let holder = holder.await.expect("holder task");
+    if !matches!(holder.outcome, Outcome::Trap(_)) {
+        return Err(format!("the holder ended {:?}", holder.outcome));
+    }
+    let waiter = waiter.await.expect("waiter task");
+    match path.waits(&waiter).as_slice() {
+        [Seen::Granted] => {}
+        other => return Err(format!("the waiter saw {other:?}")),
+    }
+    hosts.free_afterwards(path, lock).await
+}
+
+/// The holder's session expires: it reports `lost`; the waiter is granted.
+async fn session_expiry(
+    world: &World,
+    hosts: &Hosts,
+    path: Path,
+    lock: &str,
+) -> Result<(), String> {
+    let holder = hosts.holder.open_session("holder");
+    let grant = path.hold(holder.as_ref(), lock).await;
+    let waiter = {
+        let commands = path.commands(lock, LONG_TIMEOUT_MS, 0);
+        let runner = hosts.runner(&hosts.waiter);
+        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+        spawn_run(&runner, 0, &commands)
+    };
+    hosts.expire_holder(world).await;
+    let waiter = waiter.await.expect("waiter task");
+    match path.waits(&waiter).as_slice() {
+        [Seen::Granted] => {}
+        other => return Err(format!("the waiter saw {other:?}")),
+    }
+    let status = holder.status(grant.id);
+    if status != GrantStatus::Lost {
+        return Err(format!("the expired holder reports {status:?}"));
+    }
+    hosts.free_afterwards(path, lock).await
+}
+
+async fn cell(
+    world: &World,
+    fault: Fault,
+    engine: Engine,
+    path: Path,
+    round: usize,
+) -> Result<(), String> {
+    let hosts = world.hosts(engine).await;
+    let lock = format!("m-{fault:?}-{engine:?}-{path:?}-{round}").to_lowercase();
+    match fault {
+        Fault::DeadlineRace => deadline_race(&hosts, path, &lock).await,
+        Fault::CpuStarved => {
+            let _hog = CpuHog::start();
+            deadline_race(&hosts, path, &lock).await
+        }
+        Fault::HolderTraps => holder_traps(&hosts, path, &lock).await,
+        Fault::SessionExpiry => session_expiry(world, &hosts, path, &lock).await,
+        Fault::SlowServer => {
+            hosts.slow_down();
+            deadline_race(&hosts, path, &lock).await
+        }
+    }
+}
+
+/// Every cell, once (or `WARDLOCK_SOAK` times each, printing the counts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_matrix() {
+    let rounds: usize = std::env::var("WARDLOCK_SOAK")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let world = World {
+        zk: ZkServer::start(),
+    };
+    let mut failures = Vec::new();
+    println!("| fault | engine | path | passed |");
+    println!("| --- | --- | --- | --- |");
+    for fault in FAULTS {
+        for engine in ENGINES {
+            for path in PATHS {
+                let mut passed = 0;
+                for round in 0..rounds {
+                    match cell(&world, fault, engine, path, round).await {
+                        Ok(()) => passed += 1,
+                        Err(why) => {
+                            failures.push(format!("{fault:?} × {engine:?} × {path:?}: {why}"))
+                        }
+                    }
+                }
+                println!("| {fault:?} | {engine:?} | {path:?} | {passed}/{rounds} |");
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "failed cells:\n{}",
+        failures.join("\n")
+    );
+}
