@@ -9,6 +9,8 @@
 //! plugin reacts to `suspended` and `lost`.
 
 mod faults;
+#[cfg(test)]
+mod model_tests;
 mod queue;
 mod revoke;
 #[cfg(test)]
