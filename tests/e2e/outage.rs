@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::{BackendError, Health, LockBackend, Mode};
+use wardlock_host::{BackendError, GrantStatus, Health, LockBackend, Mode};
 use wardlock_tests::serve::{Server, get, post};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, name};
@@ -78,8 +78,10 @@ async fn fails_fast_while_down(backend: &ZooKeeperBackend) {
 }
 
 /// Server killed for 6 s (session timeout 4 s) and restarted with its data:
-/// requests fail fast meanwhile, health is `Connected` within 3 s of the
-/// restart without any request, and tokens keep rising.
+/// a guest waiting when it died gets `unavailable` once the session is judged
+/// gone (the holder's grant reports `lost`), requests fail fast meanwhile,
+/// health is `Connected` within 3 s of the restart without any request, and
+/// tokens keep rising.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_with_data_recovers_by_itself() {
     let mut server = ZkServer::start();
@@ -87,8 +89,40 @@ async fn restart_with_data_recovers_by_itself() {
         .await
         .expect("backend");
     let before = take_and_release(&backend, "outage").await.expect("before");
+    // A holder, and a guest session waiting (no timeout) behind it.
+    let holder = backend.open_session("holder");
+    let held = holder
+        .acquire(&name("held"), Mode::Exclusive, None)
+        .await
+        .expect("held");
+    let waiter = tokio::spawn({
+        let backend = backend.clone();
+        async move {
+            let session = backend.open_session("waiter");
+            session
+                .acquire(&name("held"), Mode::Exclusive, None)
+                .await
+                .map(|_| ())
+        }
+    });
     server.stop();
-    tokio::time::sleep(OUTAGE).await;
+    let stopped = Instant::now();
+    // The waiter learns the session is gone, as `unavailable`, soon after the
+    // session timeout (not never).
+    let waited = tokio::time::timeout(SESSION_TIMEOUT * 2, waiter)
+        .await
+        .expect("the waiter was never answered")
+        .expect("waiter task");
+    assert!(
+        matches!(waited, Err(BackendError::Unavailable(_))),
+        "the waiter got {waited:?}"
+    );
+    assert!(
+        stopped.elapsed() >= SESSION_TIMEOUT / 2,
+        "answered before the session could end"
+    );
+    assert_eq!(holder.status(held.id), GrantStatus::Lost);
+    tokio::time::sleep(OUTAGE.saturating_sub(stopped.elapsed())).await;
     fails_fast_while_down(&backend).await;
     server.restart();
     let ready = health_becomes(&backend, Health::Connected, Duration::from_secs(3)).await;
