@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
+use wardlock_host::backend::BackendError;
 use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{GrantStatus, LockBackend, LockPolicy, Mode};
@@ -520,6 +521,34 @@ async fn digest_auth_protects_lock_nodes() {
         1,
         "the credentials grant access"
     );
+    // A host with other credentials is refused for good: `Refused` (guests
+    // see `denied`), at once, not `unavailable` and not after a timeout.
+    let other = ZooKeeperBackend::connect(
+        ZooKeeperConfig::new(server.address())
+            .root(ROOT)
+            .digest_auth("intruder:guess"),
+    )
+    .await
+    .expect("other backend");
+    let tried = Instant::now();
+    let refused = other
+        .open_session("intruder")
+        .acquire(
+            &name("guarded"),
+            Mode::Exclusive,
+            Some(Duration::from_secs(20)),
+        )
+        .await;
+    assert!(
+        matches!(&refused, Err(BackendError::Refused(why)) if why.contains("refused")),
+        "{refused:?}"
+    );
+    assert!(
+        tried.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        tried.elapsed()
+    );
+    other.shutdown().await;
     session.release(grant.id).expect("release");
     insider.wait_len("guarded", 0).await;
 }

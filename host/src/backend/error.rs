@@ -16,9 +16,15 @@ pub enum BackendError {
     /// The backend cannot do what was asked (the text says what and why).
     #[error("{0}")]
     Unsupported(String),
-    /// The lock service cannot be reached or failed.
+    /// The lock service cannot be reached (beyond its session timeout) or
+    /// failed. Nothing else: see `docs/error-contract.md`.
     #[error("lock service unavailable: {0}")]
     Unavailable(String),
+    /// The lock service refused this host for good (an ACL, a failed
+    /// authentication); the text is a whole sentence naming the refusal and
+    /// what to check. Guests see it as `denied`.
+    #[error("{0}")]
+    Refused(String),
     /// The backend's configuration cannot work (the text names the setting);
     /// retrying does not help. Backends describe their own configuration errors
     /// (e.g. `zookeeper::ConfigError`) and convert them into this.

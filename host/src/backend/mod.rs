@@ -7,6 +7,8 @@
 //! the guest.
 
 mod error;
+#[cfg(feature = "zookeeper")]
+mod handoff;
 pub mod memory;
 mod request;
 mod revocation;

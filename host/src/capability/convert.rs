@@ -49,7 +49,7 @@ impl From<LockError> for v1::Error {
             LockError::InvalidName(why) => v1::Error::InvalidName(why.to_string()),
             // The payload is the whole sentence (it names the lock), written
             // once, by `LockError`'s Display; the SDKs show it as it is.
-            LockError::Denied(_) => v1::Error::Denied(error.to_string()),
+            LockError::Denied(_) | LockError::Refused(_) => v1::Error::Denied(error.to_string()),
             LockError::Timeout => v1::Error::Timeout,
             LockError::WouldDeadlock(_) => v1::Error::WouldDeadlock,
             LockError::Lost => v1::Error::Lost,
@@ -66,7 +66,7 @@ impl From<LockError> for v2::Error {
     fn from(error: LockError) -> Self {
         match error {
             LockError::InvalidName(why) => v2::Error::InvalidName(why.to_string()),
-            LockError::Denied(_) => v2::Error::Denied(error.to_string()),
+            LockError::Denied(_) | LockError::Refused(_) => v2::Error::Denied(error.to_string()),
             LockError::Timeout => v2::Error::Timeout,
             LockError::WouldDeadlock(_) => v2::Error::WouldDeadlock,
             LockError::Lost => v2::Error::Lost,

@@ -37,7 +37,9 @@ impl WardlockCtx {
             }
             Join::Acquire => {
                 let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-                    LockError::Unavailable("acquire-async needs a tokio runtime".into())
+                    LockError::InvalidRequest(
+                        "acquire-async needs the store to run on a tokio runtime (the embedder's set-up)".into(),
+                    )
                 })?;
                 let session = self.session.clone();
                 let (deliver, outcome) = oneshot::channel::<Outcome>();

@@ -13,6 +13,10 @@ pub enum LockError {
     /// The plugin is not granted the name.
     #[error("lock {0:?} is not granted to this plugin")]
     Denied(String),
+    /// The lock service refused this host (an ACL, authentication); the text
+    /// is the whole sentence. Guests see it as `denied`.
+    #[error("{0}")]
+    Refused(String),
     /// The timeout passed while waiting.
     #[error("timed out waiting for the lock")]
     Timeout,
@@ -42,10 +46,16 @@ impl From<BackendError> for LockError {
         match error {
             BackendError::Timeout => LockError::Timeout,
             BackendError::Lost | BackendError::UnknownGrant(_) => LockError::Lost,
-            BackendError::Unavailable(why)
-            | BackendError::Unsupported(why)
-            | BackendError::InvalidConfig(why) => LockError::Unavailable(why),
-            BackendError::InvalidRequest(why) => LockError::InvalidRequest(why),
+            BackendError::Refused(why) => LockError::Refused(why),
+            // Only a service that cannot be used is `unavailable`
+            // (docs/error-contract.md): a request the engine cannot serve
+            // is a malformed request for it, and retrying never helps.
+            BackendError::Unsupported(why) | BackendError::InvalidRequest(why) => {
+                LockError::InvalidRequest(why)
+            }
+            BackendError::Unavailable(why) | BackendError::InvalidConfig(why) => {
+                LockError::Unavailable(why)
+            }
         }
     }
 }
@@ -61,5 +71,24 @@ mod tests {
             LockError::from(BackendError::InvalidRequest(why.clone())),
             LockError::InvalidRequest(why)
         );
+    }
+
+    #[test]
+    fn only_an_unreachable_service_is_unavailable() {
+        let refused = "ZooKeeper refused this host: no auth".to_owned();
+        assert_eq!(
+            LockError::from(BackendError::Refused(refused.clone())),
+            LockError::Refused(refused)
+        );
+        let unsupported = "the curator-mutex dialect has no shared locks".to_owned();
+        assert_eq!(
+            LockError::from(BackendError::Unsupported(unsupported.clone())),
+            LockError::InvalidRequest(unsupported)
+        );
+        assert_eq!(LockError::from(BackendError::Timeout), LockError::Timeout);
+        assert!(matches!(
+            LockError::from(BackendError::Unavailable("down".into())),
+            LockError::Unavailable(_)
+        ));
     }
 }

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::dialect::Dialect;
-use super::handoff::LocalHandoff;
 use crate::backend::BackendError;
+use crate::backend::handoff::LocalHandoff;
 use crate::name::LockName;
 
 /// Most ZooKeeper sessions one host may spread its locks over.

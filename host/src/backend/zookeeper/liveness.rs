@@ -28,16 +28,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// What the host may claim about a session right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Health {
-    /// Connected and heard from recently.
-    Live,
-    /// Contact interrupted; the server cannot have expired the session yet.
-    Suspended,
-    /// The server may have expired the session (or did).
-    Ended,
-}
+pub(super) use crate::backend::handoff::Health;
 
 /// A session's "last heard" clock and its local end.
 pub(super) struct Liveness {

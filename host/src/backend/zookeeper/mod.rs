@@ -17,11 +17,9 @@ mod connection;
 mod create;
 mod dialect;
 mod downgrade;
-mod handoff;
+mod handoff_nodes;
 mod inspect;
 mod liveness;
-mod local_lock;
-mod local_request;
 mod monitor;
 mod pending;
 mod queue;
@@ -29,6 +27,7 @@ mod recipe;
 mod reconcile;
 mod reconnect;
 mod release;
+mod remote_contender;
 mod retry;
 mod revoke;
 mod semaphore;
@@ -40,9 +39,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use zookeeper_client::Acls;
 
+pub use crate::backend::handoff::LocalHandoff;
 pub use config::{ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
 pub use dialect::{Dialect, UnknownDialect};
-pub use handoff::LocalHandoff;
 pub use inspect::QueueNode;
 
 use self::connection::Connection;
@@ -79,7 +78,7 @@ pub(crate) struct Shared {
     /// Notified whenever a node stops being tracked (shutdown waits on it).
     idle: tokio::sync::Notify,
     /// Host-local hand-off tasks, by lock name.
-    local_locks: handoff::LocalLocks,
+    local_locks: crate::backend::handoff::LocalLocks,
 }
 
 impl ZooKeeperBackend {
@@ -103,7 +102,7 @@ impl ZooKeeperBackend {
                     runtime: runtime.clone(),
                     tracked: Mutex::new(HashSet::new()),
                     idle: tokio::sync::Notify::new(),
-                    local_locks: handoff::LocalLocks::default(),
+                    local_locks: crate::backend::handoff::LocalLocks::default(),
                 })
             })
             .collect();
@@ -188,7 +187,10 @@ impl ZooKeeperBackend {
             return 0;
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
-        if task.send(handoff::Message::Count { reply }).is_err() {
+        if task
+            .send(crate::backend::handoff::Message::Count { reply })
+            .is_err()
+        {
             return 0;
         }
         answer.await.unwrap_or(0)

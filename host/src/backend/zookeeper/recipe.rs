@@ -25,6 +25,7 @@ use super::create::{Listing, create_and_list, list};
 use super::pending::PendingNode;
 use super::queue::{Turn, queue, turn};
 use super::{Shared, retry};
+pub(super) use crate::backend::handoff::{OwnedNode, until};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 
@@ -33,16 +34,6 @@ use crate::name::LockName;
 const CONNECT_PATIENCE: u32 = 2;
 /// Pause between attempts to connect a new session.
 const CONNECT_BACKOFF: Duration = Duration::from_millis(200);
-
-/// A lock node this host created and holds.
-#[derive(Debug, Clone)]
-pub(super) struct OwnedNode {
-    pub path: String,
-    pub prefix: String,
-    pub generation: u64,
-    /// The grant's fencing token (see the module docs).
-    pub token: u64,
-}
 
 /// Whether to wait for the turn or give up at once (try-acquire).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,19 +211,6 @@ pub(super) async fn watch_fired(
         event = watcher.changed() => !(event.event_type == EventType::Session
             && event.session_state.is_terminated()),
         () = session.liveness.until_ended() => false,
-    }
-}
-
-/// Runs `future` until `deadline`.
-pub(super) async fn until<T>(
-    deadline: Option<Instant>,
-    future: impl Future<Output = T>,
-) -> Result<T, BackendError> {
-    match deadline {
-        None => Ok(future.await),
-        Some(deadline) => tokio::time::timeout_at(deadline, future)
-            .await
-            .map_err(|_| BackendError::Timeout),
     }
 }
 

@@ -20,7 +20,11 @@ pub(super) enum Retry {
     /// The session ended (expired, closed, moved): its ephemeral nodes are gone
     /// or going; start over on a new session.
     NewSession,
-    /// Retrying cannot help (ACLs, authentication, a bad request): report it.
+    /// The service said no to this host (an ACL, a failed authentication):
+    /// retrying cannot help, and the guest is told it is denied.
+    Refused,
+    /// Retrying cannot help (a bad request, an unimplemented operation): the
+    /// service failed for this request.
     GiveUp,
 }
 
@@ -40,6 +44,7 @@ impl Retry {
             | ZkError::ClientClosed
             | ZkError::SessionMoved
             | ZkError::NoHosts => Retry::NewSession,
+            ZkError::NoAuth | ZkError::AuthFailed | ZkError::InvalidAcl => Retry::Refused,
             _ => Retry::GiveUp,
         }
     }
@@ -51,7 +56,9 @@ impl Retry {
 /// session.
 ///
 /// # Errors
-/// [`BackendError::Unavailable`] naming the refusal when retrying cannot help.
+/// [`BackendError::Refused`] when ZooKeeper refused this host (ACL,
+/// authentication); [`BackendError::Unavailable`] naming the failure for any
+/// other error retrying cannot help.
 ///
 /// # Cancellation safety
 /// Cancel safe: it only waits.
@@ -64,6 +71,9 @@ pub(super) async fn after(session: &ZkSession, error: ZkError) -> Result<bool, B
             Ok(session.connected().await.is_ok())
         }
         Retry::NewSession => Ok(false),
+        Retry::Refused => Err(BackendError::Refused(format!(
+            "ZooKeeper refused this host: {error} (check the ensemble's ACLs and --zk-digest)"
+        ))),
         Retry::GiveUp => Err(BackendError::Unavailable(format!(
             "ZooKeeper refused: {error}"
         ))),
@@ -80,8 +90,9 @@ mod tests {
         assert_eq!(Retry::of(&ZkError::Timeout), Retry::SameSession);
         assert_eq!(Retry::of(&ZkError::SessionExpired), Retry::NewSession);
         assert_eq!(Retry::of(&ZkError::SessionMoved), Retry::NewSession);
-        assert_eq!(Retry::of(&ZkError::NoAuth), Retry::GiveUp);
-        assert_eq!(Retry::of(&ZkError::InvalidAcl), Retry::GiveUp);
-        assert_eq!(Retry::of(&ZkError::AuthFailed), Retry::GiveUp);
+        assert_eq!(Retry::of(&ZkError::NoAuth), Retry::Refused);
+        assert_eq!(Retry::of(&ZkError::InvalidAcl), Retry::Refused);
+        assert_eq!(Retry::of(&ZkError::AuthFailed), Retry::Refused);
+        assert_eq!(Retry::of(&ZkError::NoNode), Retry::GiveUp);
     }
 }

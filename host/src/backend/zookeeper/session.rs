@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::handoff::local_token;
+use super::handoff_nodes;
 use super::liveness::Health;
-use super::local_request::{self, LocalHeld};
 use super::recipe::{self, OwnedNode, Waiting};
 use super::{Shards, Shared, downgrade, release, revoke, semaphore, shard_for};
+use crate::backend::handoff::{self, LocalHeld, local_token};
 use crate::backend::{
     BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind, Revoked,
     StatusChange, check_permits, never_revoked, settled,
@@ -53,6 +53,13 @@ enum HeldKind {
     Permit(OwnedNode),
 }
 
+/// What to do when the revocation watch of a hand-off grant sees
+/// `__REVOKE__`: tell the task, which drains the node (see `revoke`).
+fn on_revoked(local: &LocalHeld) -> revoke::OnAsked {
+    let local = local.clone();
+    Box::new(move |path: &str| local.node_revoked(path))
+}
+
 impl Held {
     fn generation(&self) -> u64 {
         match &self.kind {
@@ -66,7 +73,7 @@ impl Held {
     fn revocation(&mut self) -> Option<tokio::sync::watch::Receiver<revoke::Seen>> {
         let (path, on_asked) = match &self.kind {
             HeldKind::Node(node) => (node.path.clone(), None),
-            HeldKind::Local(local) => (local.path.clone(), Some(local.on_revoked())),
+            HeldKind::Local(local) => (local.path.clone(), Some(on_revoked(local))),
             HeldKind::Permit(_) => return None,
         };
         let (shared, generation, alive) = (&self.shared, self.generation(), &self.alive);
@@ -137,7 +144,7 @@ impl ZkLockSession {
         let kind = match shared.connection.config().local_handoff {
             Some(limits) => {
                 let wait = waiting == Waiting::Wait;
-                local_request::acquire(shared, limits, name, mode, deadline, wait)
+                handoff_nodes::acquire(shared, limits, name, mode, deadline, wait)
                     .await?
                     .map(HeldKind::Local)
             }
@@ -280,7 +287,7 @@ impl LockSession for ZkLockSession {
                 HeldKind::Node(downgrade::downgrade(&shared, &node, &self.data).await?)
             }
             HeldKind::Local(local) => {
-                HeldKind::Local(local_request::downgrade(&shared, &local).await?)
+                HeldKind::Local(handoff::downgrade(&shared.local_locks, &local).await?)
             }
             HeldKind::Permit(_) => {
                 return Err(BackendError::InvalidRequest(

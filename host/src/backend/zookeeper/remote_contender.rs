@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use zookeeper_client::EventType;
 
-use super::super::connection::ZkSession;
-use super::super::queue::queue;
-use super::super::{Dialect, retry};
+use super::connection::ZkSession;
+use super::queue::queue;
+use super::{Dialect, retry};
 use crate::backend::Mode;
 
 /// Resolves when a contender of another client that conflicts with our node

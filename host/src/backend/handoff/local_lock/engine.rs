@@ -7,20 +7,19 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::super::handoff::LocalLocks;
-use super::super::liveness::Health;
-use super::super::recipe::OwnedNode;
+use super::super::LocalLocks;
+use super::super::node::{Health, OwnedNode};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 
 /// An acquisition of the host's node: `None` when a try found it taken.
-pub(in super::super) type NodeFuture =
+pub(crate) type NodeFuture =
     Pin<Box<dyn Future<Output = Result<Option<OwnedNode>, BackendError>> + Send>>;
 /// Resolves once, when what it watches happens.
-pub(in super::super) type WatchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+pub(crate) type WatchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// The engine side of host-local hand-off.
-pub(in super::super) trait NodeEngine: Send + Sync + 'static {
+pub(crate) trait NodeEngine: Send + Sync + 'static {
     /// The registry of running tasks, which a task leaves when it retires.
     fn local_locks(&self) -> &LocalLocks;
 
@@ -47,7 +46,7 @@ pub(in super::super) trait NodeEngine: Send + Sync + 'static {
 }
 
 /// An engine session as a hand-off task sees it.
-pub(in super::super) trait NodeSession: Send + Sync {
+pub(crate) trait NodeSession: Send + Sync {
     /// Whether the session can vouch for its nodes now.
     fn health(&self) -> Health;
 

@@ -12,11 +12,8 @@ mod engine;
 mod grants;
 #[cfg(test)]
 mod model_tests;
-mod remote;
-mod zookeeper_nodes;
 
-pub(super) use engine::NodeEngine;
-pub(super) use zookeeper_nodes::ZooKeeperNodes;
+pub(crate) use engine::{NodeEngine, NodeFuture, NodeSession, WatchFuture};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -24,12 +21,10 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::handoff::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, local_token};
-use super::liveness::Health;
-use super::recipe::OwnedNode;
+use super::node::{Health, OwnedNode};
+use super::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, local_token};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
-use engine::{NodeFuture, NodeSession, WatchFuture};
 
 /// How often a task with waiters looks at a suspended session again.
 const SUSPENDED_POLL: std::time::Duration = std::time::Duration::from_millis(20);
@@ -95,7 +90,7 @@ enum Event {
 }
 
 /// The task of one (host, lock name).
-pub(super) struct LocalLock {
+pub(crate) struct LocalLock {
     engine: Arc<dyn NodeEngine>,
     name: LockName,
     task: u64,
@@ -327,7 +322,7 @@ impl LocalLock {
     /// and keeps the others. Each is answered, never just dropped: a closed
     /// answer channel would reach its guest as something else than `timeout`
     /// when the guest's own timer and this answer race.
-    pub(super) fn answer_expired(&mut self, now: Instant) {
+    pub(crate) fn answer_expired(&mut self, now: Instant) {
         let (expired, waiting): (VecDeque<Waiter>, VecDeque<Waiter>) = self
             .waiters
             .drain(..)

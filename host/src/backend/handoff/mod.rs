@@ -1,18 +1,28 @@
-//! Host-local hand-off: the guests of one host that want the same lock queue
-//! once in ZooKeeper (one node, in the dialect's layout) and pass the grant
-//! among themselves in memory, in FIFO order, without a ZooKeeper write between
-//! them. One [`super::local_lock`] task per (host, lock name) owns the node.
+//! Host-local hand-off, for every remote engine: the guests of one host that
+//! want the same lock queue once in the lock service (one node or key, in the
+//! engine's layout) and pass the grant among themselves in memory, in FIFO
+//! order, without a write between them. One [`local_lock`] task per (host, lock
+//! name) owns the node; an engine plugs in through [`NodeEngine`].
 //!
 //! Fair to other hosts: while a remote contender queues behind the host's node,
 //! the host hands off locally at most [`LocalHandoff::max_handoffs`] more times
 //! or for [`LocalHandoff::max_time`], then releases its node so the remote
 //! contender goes next.
 //!
-//! Fencing tokens: every ZooKeeper grant's token is `zxid << 16 | k`, where
-//! `zxid` is the node's token (see `recipe`) and `k` counts the grants made under
-//! that node (0 for the first). Tokens therefore rise across local hand-offs and
-//! across hosts. Limits: `k` < 65,536 per node (the host then queues a new node)
-//! and the zxid below 2^48, i.e. fewer than 65,536 ZooKeeper leader epochs.
+//! Fencing tokens: every grant's token is `node << 16 | k`, where `node` is the
+//! node's own token (ZooKeeper: a zxid; etcd: a create revision) and `k` counts
+//! the grants made under that node (0 for the first). Tokens therefore rise
+//! across local hand-offs and across hosts. Limits: `k` < 65,536 per node (the
+//! host then queues a new node) and the node's token below 2^48 (ZooKeeper:
+//! fewer than 65,536 leader epochs).
+
+mod local_lock;
+mod node;
+mod request;
+
+pub(crate) use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeSession, WatchFuture};
+pub(crate) use node::{Health, OwnedNode, until};
+pub(crate) use request::{LocalHeld, ask, downgrade};
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -24,14 +34,14 @@ use tokio::sync::{mpsc, oneshot};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 
-/// Bits of a ZooKeeper fencing token that count grants under one node.
-pub(super) const LOCAL_BITS: u32 = 16;
+/// Bits of a fencing token that count grants under one node.
+pub(crate) const LOCAL_BITS: u32 = 16;
 
 /// Grants one node may carry before the host queues a new one.
-pub(super) const GRANTS_PER_NODE: u64 = 1 << LOCAL_BITS;
+pub(crate) const GRANTS_PER_NODE: u64 = 1 << LOCAL_BITS;
 
 /// The fencing token of grant `k` under a node whose own token is `node_token`.
-pub(super) fn local_token(node_token: u64, k: u64) -> u64 {
+pub(crate) fn local_token(node_token: u64, k: u64) -> u64 {
     (node_token << LOCAL_BITS) | k
 }
 
@@ -61,7 +71,7 @@ impl Default for LocalHandoff {
 
 /// A grant made by a host-local lock.
 #[derive(Debug)]
-pub(super) struct LocalGrant {
+pub(crate) struct LocalGrant {
     /// The session generation of the host's node.
     pub generation: u64,
     pub token: u64,
@@ -70,7 +80,7 @@ pub(super) struct LocalGrant {
 }
 
 /// What a guest asks of a host-local lock.
-pub(super) enum Message {
+pub(crate) enum Message {
     Acquire {
         id: u64,
         mode: Mode,
@@ -98,7 +108,7 @@ pub(super) enum Message {
 
 /// The host-local locks of one backend, by name.
 #[derive(Default)]
-pub(super) struct LocalLocks {
+pub(crate) struct LocalLocks {
     /// Each running task's number and sender.
     running: Mutex<HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>>,
     next_id: AtomicU64,

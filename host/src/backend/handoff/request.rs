@@ -1,21 +1,17 @@
 //! A guest's side of host-local hand-off: asking the lock's task for a grant
 //! (or a downgrade), cancel safe (see `handoff`).
 
-use std::sync::Arc;
-
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::Shared;
-use super::handoff::{LocalGrant, LocalHandoff, LocalLocks, Message};
-use super::local_lock::{LocalLock, ZooKeeperNodes};
-use super::recipe::until;
+use super::node::until;
+use super::{LocalGrant, LocalLocks, Message};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 
 /// A grant made by a host-local lock task, as its guest keeps it.
 #[derive(Clone)]
-pub(super) struct LocalHeld {
+pub(crate) struct LocalHeld {
     /// The request's id at the task.
     pub id: u64,
     pub generation: u64,
@@ -32,15 +28,13 @@ impl LocalHeld {
         let _ = self.task.send(Message::Release { id: self.id });
     }
 
-    /// What to do when this grant's revocation watch sees `__REVOKE__`: tell
-    /// the task, which drains the node (see `revoke`).
-    pub fn on_revoked(&self) -> super::revoke::OnAsked {
-        let task = self.task.clone();
-        Box::new(move |path: &str| {
-            let _ = task.send(Message::Revoked {
-                path: path.to_owned(),
-            });
-        })
+    /// Tells the task that someone asked the holders of the node at `path` to
+    /// give it up: it makes no more local grants under it, so the node goes
+    /// once its holders are gone (see the engine's revocation).
+    pub fn node_revoked(&self, path: &str) {
+        let _ = self.task.send(Message::Revoked {
+            path: path.to_owned(),
+        });
     }
 }
 
@@ -75,8 +69,9 @@ fn unanswered(deadline: Option<Instant>) -> BackendError {
     }
 }
 
-/// Asks `name`'s task on `shared` (started if needed) for a grant in `mode`;
-/// `wait: false` answers `None` rather than wait.
+/// Asks `name`'s task in `locks` for a grant in `mode` (`wait: false`
+/// answers `None` rather than wait), starting the task with `start(task
+/// number, receiver)` when none runs.
 ///
 /// # Errors
 /// `Timeout` past `deadline`; what the task's node acquisition reported.
@@ -84,31 +79,7 @@ fn unanswered(deadline: Option<Instant>) -> BackendError {
 /// # Cancellation safety
 /// Cancel safe: a dropped request is withdrawn from the task (or its grant
 /// released at once).
-pub(super) async fn acquire(
-    shared: &Arc<Shared>,
-    limits: LocalHandoff,
-    name: &LockName,
-    mode: Mode,
-    deadline: Option<Instant>,
-    wait: bool,
-) -> Result<Option<LocalHeld>, BackendError> {
-    let start = |number, receiver| {
-        let engine = Arc::new(ZooKeeperNodes::new(shared.clone()));
-        let lock = LocalLock::new(engine, name.clone(), number, limits, receiver);
-        shared.spawn(lock.run());
-    };
-    ask(&shared.local_locks, name, mode, deadline, wait, start).await
-}
-
-/// Asks `name`'s task in `locks` for a grant in `mode`, starting the task with
-/// `start(task number, receiver)` when none runs (see [`acquire`]).
-///
-/// # Errors
-/// As [`acquire`].
-///
-/// # Cancellation safety
-/// As [`acquire`].
-pub(super) async fn ask(
+pub(crate) async fn ask(
     locks: &LocalLocks,
     name: &LockName,
     mode: Mode,
@@ -159,12 +130,12 @@ pub(super) async fn ask(
 /// `UnknownGrant` when `exclusive` is not an exclusive grant held at the task.
 ///
 /// # Cancellation safety
-/// Cancel safe, as [`acquire`].
-pub(super) async fn downgrade(
-    shared: &Arc<Shared>,
+/// Cancel safe, as [`ask`].
+pub(crate) async fn downgrade(
+    locks: &LocalLocks,
     exclusive: &LocalHeld,
 ) -> Result<LocalHeld, BackendError> {
-    let new_id = shared.local_locks.next_id();
+    let new_id = locks.next_id();
     let (reply, answer) = oneshot::channel();
     let task = &exclusive.task;
     let message = Message::Downgrade {

@@ -20,10 +20,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::super::handoff::{LocalHandoff, LocalLocks};
-use super::super::liveness::Health;
-use super::super::local_request::{LocalHeld, ask};
-use super::super::recipe::{OwnedNode, until};
+use super::super::node::{Health, OwnedNode, until};
+use super::super::request::{LocalHeld, ask};
+use super::super::{LocalHandoff, LocalLocks};
 use super::LocalLock;
 use super::engine::{NodeEngine, NodeFuture, NodeSession, WatchFuture};
 use crate::backend::{BackendError, Mode};
@@ -414,7 +413,7 @@ impl Scenario {
                 if !held.is_empty() {
                     let len = held.len();
                     if let Some((Answer::Granted(grant), _)) = &held[n % len].answer {
-                        (grant.on_revoked())(&grant.path);
+                        grant.node_revoked(&grant.path);
                     }
                 }
             }

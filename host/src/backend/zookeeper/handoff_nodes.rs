@@ -1,23 +1,51 @@
-//! The host's node of a hand-off task on ZooKeeper: the lock recipe, the
-//! guaranteed delete, the remote-contender watch (see `engine`).
+//! Host-local hand-off on ZooKeeper: the host's node of a hand-off task (the
+//! lock recipe, the guaranteed delete, the remote-contender watch), and a
+//! guest's request to the task (see `crate::backend::handoff`).
 
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::super::Shared;
-use super::super::connection::ZkSession;
-use super::super::handoff::LocalLocks;
-use super::super::liveness::Health;
-use super::super::recipe::{self, OwnedNode, Waiting};
-use super::super::release;
-use super::engine::{NodeEngine, NodeFuture, NodeSession, WatchFuture};
-use super::remote::remote_contender;
-use crate::backend::Mode;
+use super::Shared;
+use super::connection::ZkSession;
+use super::liveness::Health;
+use super::recipe::{self, OwnedNode, Waiting};
+use super::release;
+use super::remote_contender::remote_contender;
+use crate::backend::handoff::{
+    LocalHandoff, LocalHeld, LocalLock, LocalLocks, NodeEngine, NodeFuture, NodeSession,
+    WatchFuture, ask,
+};
+use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 
+/// Asks `name`'s task on `shared` (started if needed) for a grant in `mode`;
+/// `wait: false` answers `None` rather than wait.
+///
+/// # Errors
+/// `Timeout` past `deadline`; what the task's node acquisition reported.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped request is withdrawn from the task (or its grant
+/// released at once).
+pub(super) async fn acquire(
+    shared: &Arc<Shared>,
+    limits: LocalHandoff,
+    name: &LockName,
+    mode: Mode,
+    deadline: Option<Instant>,
+    wait: bool,
+) -> Result<Option<LocalHeld>, BackendError> {
+    let start = |number, receiver| {
+        let engine = Arc::new(ZooKeeperNodes::new(shared.clone()));
+        let lock = LocalLock::new(engine, name.clone(), number, limits, receiver);
+        shared.spawn(lock.run());
+    };
+    ask(&shared.local_locks, name, mode, deadline, wait, start).await
+}
+
 /// One backend shard's ZooKeeper, as hand-off tasks use it.
-pub(in super::super) struct ZooKeeperNodes {
+pub(super) struct ZooKeeperNodes {
     shared: Arc<Shared>,
     /// The nodes' data: which host holds them.
     data: Arc<[u8]>,

@@ -4,7 +4,7 @@
 
 use tokio::time::Instant;
 
-use super::super::liveness::Health;
+use super::super::node::Health;
 use super::{Acquiring, LocalLock};
 use crate::backend::Mode;
 
