@@ -6,8 +6,6 @@
 //!   the lock at once (the engine session is closed), not after a session
 //!   timeout.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +13,7 @@ use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeepe
 use wardlock_host::runner::RunnerConfig;
 use wardlock_host::{BackendError, LockBackend, Mode};
 use wardlock_tests::probe::{Probe, ZkProbe};
-use wardlock_tests::serve::{cache_flags, wardlock_bin};
+use wardlock_tests::serve::spinning_holder;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, hold, lines, name, run_instances, runner_with};
 
@@ -117,16 +115,6 @@ async fn guests_timing_out_together_see_timeout() {
     holder.release(grant.id).expect("release");
 }
 
-/// A `wardlock run` child, killed by `Drop` if the test did not stop it.
-struct RunChild(Child);
-
-impl Drop for RunChild {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `wardlock run` (hand-off on or off) whose guest holds a lock and spins is
 /// sent SIGTERM: within a second the lock's node is gone from ZooKeeper (the
 /// session timeout is 10 s), and the exit code says SIGTERM.
@@ -140,30 +128,12 @@ async fn sigterm_releases_the_locks_of_run_at_once() {
         } else {
             "sigterm-direct"
         };
-        let acquire = format!("acquire exclusive - {lock}");
-        let mut command = Command::new(wardlock_bin());
-        command
-            .args(["run", "--zookeeper", &server.address(), "--root", ROOT])
-            .args(cache_flags(&[]))
-            .args((!handoff).then_some("--no-local-handoff"))
-            .args([Guest::Lockctl.path(), "--", &acquire, "spin"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let mut child = RunChild(command.spawn().expect("start wardlock run"));
-        let stdout = child.0.stdout.take().expect("stdout");
-        let said = tokio::task::spawn_blocking(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .take(2)
-                .collect::<Vec<_>>()
-        })
-        .await
-        .expect("reader");
-        assert!(
-            said.first().is_some_and(|l| l.starts_with("h1 token=")) && said.len() == 2,
-            "the guest did not take the lock and spin: {said:?}"
-        );
+        let address = server.address();
+        let mut flags = vec!["--zookeeper", &address, "--root", ROOT];
+        if !handoff {
+            flags.push("--no-local-handoff");
+        }
+        let mut child = spinning_holder(&flags, lock).await;
         assert_eq!(probe.contenders(lock).await.len(), 1, "the holder's node");
         let signalled = Instant::now();
         // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.

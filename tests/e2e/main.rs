@@ -19,6 +19,7 @@ mod compile;
 mod conform2;
 mod conformance;
 mod deadlines;
+mod etcd;
 mod exclusion;
 mod failover;
 mod fault_matrix;

@@ -2,13 +2,14 @@
 //! (`src/bin/`): guest components built by `build.rs`, one shared engine, and
 //! helpers to run guests and wait for lock events on the in-memory backend
 //! (here) or on ZooKeeper ([`probe`]); real ZooKeeper servers and ensembles
-//! ([`zookeeper`]) and a controllable TCP proxy ([`proxy`]); Curator and kazoo
+//! ([`zookeeper`]), real etcd servers ([`etcd`]) and a controllable TCP proxy ([`proxy`]); Curator and kazoo
 //! drivers ([`interop`]); `wardlock serve` processes ([`serve`]); the backend
 //! conformance suite ([`conformance`]); a backend wrapper reporting when guests
 //! act ([`tap`]); one logging who holds semaphore permits ([`holds`]); how
 //! soon a guest learns of an injected loss ([`loss`]).
 
 pub mod conformance;
+pub mod etcd;
 pub mod fenced;
 pub mod holds;
 pub mod interop;

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use wardlock_host::LockName;
 use wardlock_host::MemoryBackend;
+use wardlock_host::backend::etcd::EtcdBackend;
 use wardlock_host::backend::zookeeper::ZooKeeperBackend;
 use zookeeper_client::{Client, Error as ZkError};
 
@@ -28,12 +30,41 @@ impl Probe for MemoryProbe {
     }
 }
 
-/// Probe of a ZooKeeper backend with host-local hand-off: its guests queue in
-/// the host's task, not as nodes of their own.
-pub struct HandoffProbe(pub ZooKeeperBackend);
+/// A backend whose guests queue in host-local hand-off tasks, which count
+/// them (ZooKeeper with hand-off on; etcd always).
+#[async_trait]
+pub trait LocalContenders: Send + Sync {
+    /// How many of the host's guests hold or wait for `lock`.
+    async fn local_contenders(&self, lock: &LockName) -> usize;
+}
 
 #[async_trait]
-impl Probe for HandoffProbe {
+impl LocalContenders for ZooKeeperBackend {
+    async fn local_contenders(&self, lock: &LockName) -> usize {
+        ZooKeeperBackend::local_contenders(self, lock).await
+    }
+}
+
+#[async_trait]
+impl LocalContenders for EtcdBackend {
+    async fn local_contenders(&self, lock: &LockName) -> usize {
+        EtcdBackend::local_contenders(self, lock).await
+    }
+}
+
+#[async_trait]
+impl<B: LocalContenders> LocalContenders for std::sync::Arc<B> {
+    async fn local_contenders(&self, lock: &LockName) -> usize {
+        B::local_contenders(self, lock).await
+    }
+}
+
+/// Probe of a backend with host-local hand-off: its guests queue in the
+/// host's task, not as nodes or keys of their own.
+pub struct HandoffProbe<B>(pub B);
+
+#[async_trait]
+impl<B: LocalContenders> Probe for HandoffProbe<B> {
     async fn wait_len(&self, lock: &str, len: usize) {
         // The task's count is asked for, not pushed: ask again until it fits
         // (bounded).

@@ -57,6 +57,52 @@ pub fn cache_flags(args: &[&str]) -> Vec<String> {
 }
 
 /// A free loopback port (bound and released; the server binds it next).
+/// A `wardlock run` child, killed by `Drop` if the test did not stop it.
+pub struct RunChild(pub Child);
+
+impl Drop for RunChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `wardlock run BACKEND_FLAGS lockctl -- "acquire exclusive - LOCK"
+/// spin` and returns once its guest holds `lock` and spins (a host to stop
+/// or kill while it holds).
+///
+/// # Panics
+/// When the guest does not report holding the lock.
+pub async fn spinning_holder(backend_flags: &[&str], lock: &str) -> RunChild {
+    let acquire = format!("acquire exclusive - {lock}");
+    let mut command = Command::new(wardlock_bin());
+    command
+        .arg("run")
+        .args(backend_flags)
+        .args(cache_flags(&[]))
+        .args([crate::Guest::Lockctl.path(), "--", &acquire, "spin"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = RunChild(command.spawn().expect("start wardlock run"));
+    let stdout = child.0.stdout.take().expect("stdout");
+    let said = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .take(2)
+            .collect::<Vec<_>>()
+    })
+    .await
+    .expect("reader");
+    assert!(
+        said.first().is_some_and(|l| l.starts_with("h1 token=")) && said.len() == 2,
+        "the guest did not take the lock and spin: {said:?}"
+    );
+    child
+}
+
+/// A free loopback port (bound, then let go).
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     listener.local_addr().expect("local addr").port()

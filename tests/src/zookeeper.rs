@@ -4,7 +4,7 @@
 pub mod ensemble;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use wardlock_host::backend::zookeeper::ZooKeeperBackend;
 
 use crate::proxy::Proxy;
+use crate::serve::free_port;
 
 const ZK_SERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
 const INSTALL_HINT: &str =
@@ -143,11 +144,6 @@ impl Drop for ZkServer {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
 }
 
 fn four_letter(port: u16, word: &str) -> Option<String> {

@@ -6,9 +6,15 @@
 //! opens one session per guest instance, so a guest's locks live exactly as long as
 //! the guest.
 
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+mod backoff;
 mod error;
-#[cfg(feature = "zookeeper")]
+#[cfg(feature = "etcd")]
+pub mod etcd;
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
 mod handoff;
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+mod liveness;
 pub mod memory;
 mod request;
 mod revocation;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::LockBackend;
+use crate::backend::etcd::{EtcdBackend, EtcdConfig};
 use crate::backend::memory::MemoryBackend;
 use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use anyhow::bail;
@@ -16,18 +17,28 @@ pub enum BackendKind {
     Memory,
     /// A ZooKeeper ensemble (implied by --zookeeper).
     Zookeeper,
+    /// An etcd v3 cluster (implied by --etcd).
+    Etcd,
 }
 
 /// Which lock service guests lock on.
 #[derive(Debug, Args)]
 pub struct BackendArgs {
-    /// Lock backend (default: memory, or zookeeper when --zookeeper is given).
+    /// Lock backend (default: memory; zookeeper when --zookeeper is given,
+    /// etcd when --etcd is).
     #[arg(long, value_enum)]
     pub backend: Option<BackendKind>,
 
     /// Where and how to lock on ZooKeeper.
     #[command(flatten)]
     pub zookeeper: ZooKeeperArgs,
+
+    /// etcd cluster endpoints, HOST:PORT[,HOST:PORT...]: selects the etcd
+    /// backend. Locks are shared with `etcdctl lock <root>/<NAME>` (a `/`
+    /// inside NAME is written `%2F`); --session-timeout is the host lease's
+    /// TTL (whole seconds) and --root the key prefix.
+    #[arg(long, value_name = "HOST:PORT[,...]", conflicts_with = "zookeeper")]
+    pub etcd: Option<String>,
 
     /// How this host's guests share a lock on ZooKeeper.
     #[command(flatten)]
@@ -80,6 +91,8 @@ pub struct ZooKeeperArgs {
 pub struct HandoffArgs {
     /// Let every guest queue on ZooKeeper on its own, instead of the host
     /// queueing once per lock and handing the grant among its guests in memory.
+    /// On etcd (one key per host and lock, under the host's lease) the host
+    /// then gives its key up after every local holder.
     #[arg(long)]
     pub no_local_handoff: bool,
 
@@ -105,6 +118,18 @@ impl HandoffArgs {
             max_handoffs: self.handoff_max,
             max_time: Duration::from_millis(self.handoff_max_ms),
             linger: Duration::from_millis(self.linger_ms),
+        })
+    }
+}
+
+impl HandoffArgs {
+    /// The hand-off limits on etcd, where a host always queues one key per
+    /// lock: turned off, the key goes after every local holder.
+    pub fn etcd_limits(&self) -> LocalHandoff {
+        self.limits().unwrap_or(LocalHandoff {
+            max_handoffs: 0,
+            max_time: Duration::ZERO,
+            linger: Duration::ZERO,
         })
     }
 }
@@ -135,6 +160,8 @@ pub enum BackendSpec {
     Memory,
     /// A ZooKeeper ensemble.
     ZooKeeper(ZooKeeperConfig),
+    /// An etcd cluster.
+    Etcd(EtcdConfig),
 }
 
 impl BackendArgs {
@@ -144,23 +171,38 @@ impl BackendArgs {
     /// Contradictory or invalid flags, named.
     pub fn spec(&self) -> anyhow::Result<BackendSpec> {
         let hosts = &self.zookeeper.hosts;
-        let kind = self.backend.unwrap_or(if hosts.is_some() {
-            BackendKind::Zookeeper
-        } else {
-            BackendKind::Memory
+        let kind = self.backend.unwrap_or(match (hosts, &self.etcd) {
+            (Some(_), _) => BackendKind::Zookeeper,
+            (None, Some(_)) => BackendKind::Etcd,
+            (None, None) => BackendKind::Memory,
         });
-        match (kind, hosts) {
-            (BackendKind::Memory, Some(_)) => {
+        match (kind, hosts, &self.etcd) {
+            (BackendKind::Memory, None, None) => Ok(BackendSpec::Memory),
+            (BackendKind::Memory | BackendKind::Etcd, Some(_), _) => {
                 bail!("--zookeeper needs --backend zookeeper (or no --backend)")
             }
-            (BackendKind::Memory, None) => Ok(BackendSpec::Memory),
-            (BackendKind::Zookeeper, None) => {
+            (BackendKind::Memory | BackendKind::Zookeeper, _, Some(_)) => {
+                bail!("--etcd needs --backend etcd (or no --backend)")
+            }
+            (BackendKind::Zookeeper, None, _) => {
                 bail!("--backend zookeeper needs --zookeeper HOST:PORT[,HOST:PORT...]")
             }
-            (BackendKind::Zookeeper, Some(hosts)) => {
+            (BackendKind::Zookeeper, Some(hosts), None) => {
                 let mut config = self.zookeeper.config(hosts)?;
                 config.local_handoff = self.handoff.limits();
                 Ok(BackendSpec::ZooKeeper(config))
+            }
+            (BackendKind::Etcd, None, None) => {
+                bail!("--backend etcd needs --etcd HOST:PORT[,HOST:PORT...]")
+            }
+            (BackendKind::Etcd, None, Some(endpoints)) => {
+                let ttl = positive_secs("--session-timeout", self.zookeeper.session_timeout)?;
+                let config = EtcdConfig::new(endpoints)
+                    .root(self.zookeeper.root.clone())
+                    .lease_ttl(ttl)
+                    .local_handoff(self.handoff.etcd_limits());
+                config.validate()?;
+                Ok(BackendSpec::Etcd(config))
             }
         }
     }
@@ -187,6 +229,14 @@ impl BackendSpec {
             BackendSpec::ZooKeeper(config) => {
                 tracing::info!(hosts = %config.hosts, "connecting to ZooKeeper");
                 Ok(Arc::new(ZooKeeperBackend::start(config.clone()).await?))
+            }
+            BackendSpec::Etcd(config) if require => {
+                tracing::info!(endpoints = %config.endpoints.join(","), "connecting to etcd");
+                Ok(Arc::new(EtcdBackend::connect(config.clone()).await?))
+            }
+            BackendSpec::Etcd(config) => {
+                tracing::info!(endpoints = %config.endpoints.join(","), "connecting to etcd");
+                Ok(Arc::new(EtcdBackend::start(config.clone()).await?))
             }
         }
     }

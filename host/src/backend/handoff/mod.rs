@@ -158,6 +158,21 @@ impl LocalLocks {
         self.running().get(name).map(|(_, sender)| sender.clone())
     }
 
+    /// How many guests hold or wait for `name` at its task (0 when none runs).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub async fn contenders(&self, name: &LockName) -> usize {
+        let Some(task) = self.task(name) else {
+            return 0;
+        };
+        let (reply, answer) = oneshot::channel();
+        if task.send(Message::Count { reply }).is_err() {
+            return 0;
+        }
+        answer.await.unwrap_or(0)
+    }
+
     /// Called by task `task` of `name` when it has nothing left to do: true when
     /// it may end (no message waits for it); no sender finds it afterwards.
     pub fn retire(

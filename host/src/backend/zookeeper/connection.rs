@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use zookeeper_client::{Client, Error as ZkError, SessionState, StateWatcher};
 
 use super::config::ZooKeeperConfig;
-use super::liveness::{Health, Liveness};
 use crate::backend::BackendError;
+use crate::backend::liveness::{Health, Liveness};
 
 /// One *ZooKeeper session* (a client and its server-side session id), shared by
 /// every guest's lock session ([`super::session::ZkLockSession`]) of this

@@ -8,7 +8,6 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::connection::ZkSession;
-use super::liveness::Health;
 use super::recipe::{self, OwnedNode, Waiting};
 use super::release;
 use super::remote_contender::remote_contender;
@@ -16,6 +15,7 @@ use crate::backend::handoff::{
     LocalHandoff, LocalHeld, LocalLock, LocalLocks, NodeEngine, NodeFuture, NodeSession,
     WatchFuture, ask,
 };
+use crate::backend::liveness::Health;
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 

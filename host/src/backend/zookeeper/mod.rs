@@ -19,7 +19,6 @@ mod dialect;
 mod downgrade;
 mod handoff_nodes;
 mod inspect;
-mod liveness;
 mod monitor;
 mod pending;
 mod queue;
@@ -183,17 +182,10 @@ impl ZooKeeperBackend {
     /// # Cancellation safety
     /// Cancel safe.
     pub async fn local_contenders(&self, name: &crate::name::LockName) -> usize {
-        let Some(task) = shard_for(&self.shards, name).local_locks.task(name) else {
-            return 0;
-        };
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        if task
-            .send(crate::backend::handoff::Message::Count { reply })
-            .is_err()
-        {
-            return 0;
-        }
-        answer.await.unwrap_or(0)
+        shard_for(&self.shards, name)
+            .local_locks
+            .contenders(name)
+            .await
     }
 
     /// The current session's id and password, for tools that must act as this
@@ -224,9 +216,9 @@ impl LockBackend for ZooKeeperBackend {
     /// ended and the service is judged unreachable.
     fn health(&self) -> Health {
         let of = |shard: &Arc<Shared>| match shard.connection.latest().map(|s| s.health()) {
-            Some(liveness::Health::Live) => Health::Connected,
-            Some(liveness::Health::Suspended) => Health::Connecting,
-            Some(liveness::Health::Ended) => Health::Down,
+            Some(crate::backend::liveness::Health::Live) => Health::Connected,
+            Some(crate::backend::liveness::Health::Suspended) => Health::Connecting,
+            Some(crate::backend::liveness::Health::Ended) => Health::Down,
             None if shard.connection.unreachable().is_some() => Health::Down,
             // Not connected yet, or a new session is being made.
             None => Health::Connecting,

@@ -1,5 +1,5 @@
 //! The watch kept over each ZooKeeper session while it lives: heartbeats that keep
-//! "last heard" fresh (see [`super::liveness`]), the local end of a session the
+//! "last heard" fresh (see [`crate::backend::liveness`]), the local end of a session the
 //! server may have expired, and reconciliation — after every observed reconnect
 //! and periodically, since the client's state watcher keeps only the latest state
 //! and a quick Disconnected → SyncConnected can pass unseen.
@@ -12,9 +12,9 @@ use zookeeper_client::SessionState;
 
 use super::Shared;
 use super::connection::ZkSession;
-use super::liveness::Health;
 use super::reconcile::reconcile;
 use super::reconnect;
+use crate::backend::liveness::Health;
 
 /// Reconcile at least this often (and after every reconnect seen).
 const RECONCILE_EVERY: Duration = Duration::from_secs(10);

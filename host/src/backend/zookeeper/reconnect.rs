@@ -10,17 +10,11 @@
 //! the service is judged unreachable and requests fail at once
 //! (`Connection::session`).
 
-use std::hash::BuildHasher;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use super::Shared;
-
-/// The first back-off (the first attempt is made at once).
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-/// The longest back-off between two attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(2);
+use crate::backend::backoff::{FIRST_BACKOFF, MAX_BACKOFF, jittered};
 
 /// Starts the reconnect loop of `shared` unless one runs or the backend was
 /// shut down.
@@ -62,27 +56,5 @@ async fn reconnect(shared: Weak<Shared>) {
         drop(now);
         tokio::time::sleep(jittered(backoff)).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
-    }
-}
-
-/// `backoff` scaled by a random factor in [0.5, 1) ("equal jitter").
-fn jittered(backoff: Duration) -> Duration {
-    // A process-random hash of the time: enough randomness to spread hosts
-    // apart, without a random-number crate.
-    let random = std::hash::RandomState::new().hash_one(std::time::SystemTime::now());
-    let fraction = (random >> 11) as f64 / (1u64 << 53) as f64;
-    backoff.mul_f64(0.5 + fraction / 2.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jitter_stays_within_half_to_whole_backoff() {
-        for _ in 0..1000 {
-            let delay = jittered(MAX_BACKOFF);
-            assert!(delay >= MAX_BACKOFF / 2 && delay < MAX_BACKOFF, "{delay:?}");
-        }
     }
 }

@@ -8,10 +8,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::handoff_nodes;
-use super::liveness::Health;
 use super::recipe::{self, OwnedNode, Waiting};
 use super::{Shards, Shared, downgrade, release, revoke, semaphore, shard_for};
 use crate::backend::handoff::{self, LocalHeld, local_token};
+use crate::backend::liveness;
 use crate::backend::{
     BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind, Revoked,
     StatusChange, check_permits, never_revoked, settled,
@@ -231,7 +231,7 @@ impl LockSession for ZkLockSession {
         };
         match shared.connection.session_of(generation) {
             None => GrantStatus::Lost,
-            Some(session) => grant_status(session.health()),
+            Some(session) => liveness::grant_status(session.health()),
         }
     }
 
@@ -240,39 +240,17 @@ impl LockSession for ZkLockSession {
             let session = held.shared.connection.session_of(held.generation());
             (held.alive.subscribe(), session)
         });
-        let Some((mut alive, session)) = watched else {
+        let Some((alive, session)) = watched else {
             return settled(GrantStatus::Released, seen);
         };
         // The health the session's own computations publish (see `liveness`):
         // the monitor's heartbeat ticks and client state changes wake us.
-        let Some(mut health) = session.map(|s| {
+        let health = session.map(|s| {
             // Compute once now, so the published value is current.
             let _ = s.health();
             s.liveness.watch_health()
-        }) else {
-            return settled(GrantStatus::Lost, seen);
-        };
-        Box::pin(async move {
-            loop {
-                let now = grant_status(*health.borrow_and_update());
-                if now != seen {
-                    return now;
-                }
-                tokio::select! {
-                    // `alive` is never sent to: this is the grant ending.
-                    _ = alive.changed() => return GrantStatus::Released,
-                    ended = health.changed() => if ended.is_err() {
-                        // The ZooKeeper session itself is gone: lost, then
-                        // released once the grant goes.
-                        if seen != GrantStatus::Lost {
-                            return GrantStatus::Lost;
-                        }
-                        let _ = alive.changed().await;
-                        return GrantStatus::Released;
-                    },
-                }
-            }
-        })
+        });
+        liveness::status_change(alive, health, seen)
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
@@ -326,15 +304,6 @@ impl ZkLockSession {
         let mut held = self.held();
         let held = held.get_mut(&grant.0)?;
         Some((held.revocation()?, held.shared.clone()))
-    }
-}
-
-/// What a grant of a live-or-not session guarantees, given the session's health.
-fn grant_status(health: Health) -> GrantStatus {
-    match health {
-        Health::Live => GrantStatus::Held,
-        Health::Suspended => GrantStatus::Suspended,
-        Health::Ended => GrantStatus::Lost,
     }
 }
 

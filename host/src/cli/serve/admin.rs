@@ -29,20 +29,19 @@ impl AdminState {
         AdminState { metrics, backends }
     }
 
-    /// Updates the session-state gauge of every ZooKeeper backend; returns
-    /// each backend's label, kind and health.
+    /// Updates the session-state gauge of every backend (by its label; an
+    /// in-process backend is always connected); returns each backend's label,
+    /// kind and health.
     fn refresh(&self) -> Vec<(String, &'static str, Health)> {
         let mut health = Vec::new();
         for (label, backend) in &self.backends {
             let state = backend.health();
-            if backend.kind() == "zookeeper" {
-                let value = match state {
-                    Health::Connected => 1,
-                    Health::Connecting => 0,
-                    Health::Down => -1,
-                };
-                self.metrics.set_session_state(label, value);
-            }
+            let value = match state {
+                Health::Connected => 1,
+                Health::Connecting => 0,
+                Health::Down => -1,
+            };
+            self.metrics.set_session_state(label, value);
             health.push((label.clone(), backend.kind(), state));
         }
         health

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::backend::etcd::EtcdConfig;
 use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperConfig};
 use crate::runner::{AllowedHost, OutboundPolicy};
 use serde::Deserialize;
@@ -41,6 +42,19 @@ enum BackendEntry {
         digest: Option<String>,
         sessions: Option<usize>,
         /// Host-local hand-off (default on).
+        local_handoff: Option<bool>,
+        handoff_max: Option<u32>,
+        handoff_max_ms: Option<u64>,
+        linger_ms: Option<u64>,
+    },
+    Etcd {
+        /// `HOST:PORT[,HOST:PORT...]`.
+        endpoints: String,
+        /// The host lease's TTL, seconds.
+        session_timeout: Option<f64>,
+        root: Option<String>,
+        /// Local hand-off while another host waits (default on; off: the
+        /// host's key goes after every local holder).
         local_handoff: Option<bool>,
         handoff_max: Option<u32>,
         handoff_max_ms: Option<u64>,
@@ -184,12 +198,8 @@ fn backend(key: &str, entry: BackendEntry) -> Result<BackendSpec, Mistake> {
                 config = config.sessions(sessions);
             }
             if local_handoff.unwrap_or(true) {
-                let default = LocalHandoff::default();
-                config = config.local_handoff(LocalHandoff {
-                    max_handoffs: handoff_max.unwrap_or(default.max_handoffs),
-                    max_time: handoff_max_ms.map_or(default.max_time, Duration::from_millis),
-                    linger: linger_ms.map_or(default.linger, Duration::from_millis),
-                });
+                config =
+                    config.local_handoff(handoff_limits(handoff_max, handoff_max_ms, linger_ms));
             }
             if let Some(secs) = session_timeout {
                 config = config.session_timeout(secs_key(&format!("{key}.session_timeout"), secs)?);
@@ -211,6 +221,46 @@ fn backend(key: &str, entry: BackendEntry) -> Result<BackendSpec, Mistake> {
                 .map_err(|why| (key.to_owned(), why.to_string()))?;
             Ok(BackendSpec::ZooKeeper(config))
         }
+        BackendEntry::Etcd {
+            endpoints,
+            session_timeout,
+            root,
+            local_handoff,
+            handoff_max,
+            handoff_max_ms,
+            linger_ms,
+        } => {
+            let mut config = EtcdConfig::new(&endpoints);
+            config = config.local_handoff(if local_handoff.unwrap_or(true) {
+                handoff_limits(handoff_max, handoff_max_ms, linger_ms)
+            } else {
+                LocalHandoff {
+                    max_handoffs: 0,
+                    max_time: Duration::ZERO,
+                    linger: Duration::ZERO,
+                }
+            });
+            if let Some(secs) = session_timeout {
+                config = config.lease_ttl(secs_key(&format!("{key}.session_timeout"), secs)?);
+            }
+            if let Some(root) = root {
+                config = config.root(root);
+            }
+            config
+                .validate()
+                .map_err(|why| (key.to_owned(), why.to_string()))?;
+            Ok(BackendSpec::Etcd(config))
+        }
+    }
+}
+
+/// Hand-off limits from a backend entry's optional fields.
+fn handoff_limits(max: Option<u32>, max_ms: Option<u64>, linger_ms: Option<u64>) -> LocalHandoff {
+    let default = LocalHandoff::default();
+    LocalHandoff {
+        max_handoffs: max.unwrap_or(default.max_handoffs),
+        max_time: max_ms.map_or(default.max_time, Duration::from_millis),
+        linger: linger_ms.map_or(default.linger, Duration::from_millis),
     }
 }
 

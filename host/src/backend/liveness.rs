@@ -1,6 +1,9 @@
-//! When the host last heard from ZooKeeper, and what that allows it to claim.
+//! When the host last heard from its lock service, and what that allows it to
+//! claim: one clock for every remote engine (a ZooKeeper session, an etcd
+//! lease). Written for ZooKeeper first; etcd's lease keeper uses it the same
+//! way, with the lease's TTL less a margin as the timeout.
 //!
-//! The client library expires a session locally only 7/5 × the negotiated timeout
+//! On ZooKeeper, the client library expires a session locally only 7/5 × the negotiated timeout
 //! after it last heard from the server; the server expires it at 1 ×, and then
 //! another host may be granted our locks. So wardlock keeps its own clock, as
 //! Curator's simulated expiry does: a heartbeat request is sent every tenth of the
@@ -28,10 +31,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-pub(super) use crate::backend::handoff::Health;
+use crate::backend::{GrantStatus, StatusChange, settled};
+
+pub(crate) use crate::backend::handoff::Health;
 
 /// A session's "last heard" clock and its local end.
-pub(super) struct Liveness {
+pub(crate) struct Liveness {
     start: Instant,
     /// Milliseconds after `start` of the send time of the last answered request.
     heard_ms: AtomicU64,
@@ -136,6 +141,50 @@ impl Liveness {
         let mut ended = self.ended.subscribe();
         let _ = ended.wait_for(|ended| *ended).await;
     }
+}
+
+/// What a grant guarantees, given its session's health.
+pub(crate) fn grant_status(health: Health) -> GrantStatus {
+    match health {
+        Health::Live => GrantStatus::Held,
+        Health::Suspended => GrantStatus::Suspended,
+        Health::Ended => GrantStatus::Lost,
+    }
+}
+
+/// The [`StatusChange`] of a grant whose session publishes `health` (`None`:
+/// the session is gone) and which ends when `alive`'s sender is dropped: woken
+/// by the session's own health computations and by the grant's end, never by
+/// polling.
+pub(crate) fn status_change(
+    mut alive: watch::Receiver<()>,
+    health: Option<watch::Receiver<Health>>,
+    seen: GrantStatus,
+) -> StatusChange {
+    let Some(mut health) = health else {
+        return settled(GrantStatus::Lost, seen);
+    };
+    Box::pin(async move {
+        loop {
+            let now = grant_status(*health.borrow_and_update());
+            if now != seen {
+                return now;
+            }
+            tokio::select! {
+                // `alive` is never sent to: this is the grant ending.
+                _ = alive.changed() => return GrantStatus::Released,
+                ended = health.changed() => if ended.is_err() {
+                    // The session itself is gone: lost, then released once
+                    // the grant goes.
+                    if seen != GrantStatus::Lost {
+                        return GrantStatus::Lost;
+                    }
+                    let _ = alive.changed().await;
+                    return GrantStatus::Released;
+                },
+            }
+        }
+    })
 }
 
 #[cfg(test)]

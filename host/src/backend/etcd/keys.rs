@@ -1,0 +1,54 @@
+//! Host-local hand-off on etcd: the host's key of a hand-off task (the lock
+//! recipe, the background delete, the remote-contender watch).
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::{Shared, recipe};
+use crate::backend::Mode;
+use crate::backend::handoff::{
+    LocalLocks, NodeEngine, NodeFuture, NodeSession, OwnedNode, WatchFuture,
+};
+use crate::name::LockName;
+
+/// The backend's etcd, as hand-off tasks use it.
+pub(super) struct EtcdKeys {
+    pub shared: Arc<Shared>,
+}
+
+impl NodeEngine for EtcdKeys {
+    fn local_locks(&self) -> &LocalLocks {
+        &self.shared.local_locks
+    }
+
+    fn acquire_node(
+        &self,
+        name: &LockName,
+        mode: Mode,
+        deadline: Option<Instant>,
+        wait: bool,
+    ) -> NodeFuture {
+        let shared = self.shared.clone();
+        let name = name.clone();
+        Box::pin(async move { recipe::acquire(&shared, &name, mode, deadline, wait).await })
+    }
+
+    fn session(&self, generation: u64) -> Option<Arc<dyn NodeSession>> {
+        let lease = self.shared.leases.lease_of(generation)?;
+        Some(lease)
+    }
+
+    fn release_node(&self, node: OwnedNode) {
+        recipe::delete_key(&self.shared, node.generation, node.path);
+    }
+
+    fn remote_contender(&self, name: &LockName, node: &OwnedNode, mode: Mode) -> WatchFuture {
+        Box::pin(recipe::remote_contender(
+            self.shared.clone(),
+            name.clone(),
+            node.clone(),
+            mode,
+        ))
+    }
+}

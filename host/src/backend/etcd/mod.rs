@@ -1,0 +1,141 @@
+//! The etcd v3 backend: locks that `etcdctl lock` and Go's
+//! `clientv3/concurrency.Mutex` share (see `layout`), read/write queues on the
+//! same keys, one lease per host (see `lease`), and host-local hand-off for
+//! every lock (see `crate::backend::handoff`): a host queues one key per lock
+//! and passes the grant among its guests in memory.
+//!
+//! Semaphores and revocation are not served on etcd yet (`invalid-request`
+//! for the guest); locks, read/write locks, downgrades, `acquire-many` and
+//! pending locks are.
+
+mod config;
+mod errors;
+mod keys;
+mod layout;
+mod lease;
+mod recipe;
+mod session;
+
+use std::sync::Arc;
+
+pub use config::{DEFAULT_LEASE_TTL, EtcdConfig};
+pub use layout::etcdctl_name;
+
+use crate::backend::handoff::LocalLocks;
+use crate::backend::{BackendError, Health, LockBackend, LockSession};
+use lease::Leases;
+use recipe::Deletes;
+
+/// State shared by every guest session of a backend.
+pub(crate) struct Shared {
+    leases: Arc<Leases>,
+    /// Host-local hand-off tasks, by lock name.
+    local_locks: LocalLocks,
+    deletes: Deletes,
+    runtime: tokio::runtime::Handle,
+}
+
+/// Locks in etcd. Cheap to share: clone the `Arc` it is used through.
+pub struct EtcdBackend {
+    shared: Arc<Shared>,
+}
+
+impl EtcdBackend {
+    /// A backend that connects on the first lock request.
+    ///
+    /// # Errors
+    /// [`BackendError::InvalidConfig`] for a configuration
+    /// [`EtcdConfig::validate`] rejects; [`BackendError::Unsupported`] outside
+    /// a tokio runtime (keep-alives and deletes run on it).
+    pub fn new(config: EtcdConfig) -> Result<Self, BackendError> {
+        config.validate()?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            BackendError::Unsupported(
+                "the etcd backend must be created inside a tokio runtime".into(),
+            )
+        })?;
+        let shared = Arc::new(Shared {
+            leases: Arc::new(Leases::new(config, runtime.clone())),
+            local_locks: LocalLocks::default(),
+            deletes: Deletes::default(),
+            runtime,
+        });
+        Ok(EtcdBackend { shared })
+    }
+
+    /// A backend with its lease granted, so a wrong address or a cluster that
+    /// is down is reported now.
+    ///
+    /// # Errors
+    /// As [`EtcdBackend::new`], and [`BackendError::Unavailable`] naming the
+    /// endpoints when no lease was granted within the connect timeout.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub async fn connect(config: EtcdConfig) -> Result<Self, BackendError> {
+        let backend = Self::new(config)?;
+        backend.shared.leases.establish().await?;
+        Ok(backend)
+    }
+
+    /// A backend that connects now if it can and otherwise keeps trying in
+    /// the background; until then requests fail at once (`Unavailable`).
+    ///
+    /// # Errors
+    /// As [`EtcdBackend::new`]; never for an unreachable cluster.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub async fn start(config: EtcdConfig) -> Result<Self, BackendError> {
+        let backend = Self::new(config)?;
+        if let Err(error) = backend.shared.leases.establish().await {
+            tracing::warn!(%error, "starting without etcd; connecting in the background");
+        }
+        Ok(backend)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EtcdConfig {
+        self.shared.leases.config()
+    }
+
+    /// How many of this host's guests hold or wait for `name` (they share
+    /// the host's one key for it).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub async fn local_contenders(&self, name: &crate::name::LockName) -> usize {
+        self.shared.local_locks.contenders(name).await
+    }
+
+    /// The current lease's ID, if one lives.
+    pub fn lease_id(&self) -> Option<i64> {
+        self.shared.leases.latest().map(|l| l.id)
+    }
+}
+
+impl LockBackend for EtcdBackend {
+    fn open_session(&self, owner: &str) -> Box<dyn LockSession> {
+        let _ = owner;
+        Box::new(session::EtcdLockSession::new(self.shared.clone()))
+    }
+
+    fn kind(&self) -> &'static str {
+        "etcd"
+    }
+
+    fn health(&self) -> Health {
+        match self.shared.leases.latest().map(|l| l.health()) {
+            Some(crate::backend::liveness::Health::Live) => Health::Connected,
+            Some(crate::backend::liveness::Health::Suspended) => Health::Connecting,
+            Some(crate::backend::liveness::Health::Ended) => Health::Down,
+            None if self.shared.leases.is_unreachable() => Health::Down,
+            None => Health::Connecting,
+        }
+    }
+
+    fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        // Revoking the lease deletes every key of this host at once.
+        Box::pin(self.shared.leases.close())
+    }
+}

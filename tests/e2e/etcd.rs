@@ -1,0 +1,270 @@
+//! The etcd backend against a real etcd server (Debian's `etcd-server`) that
+//! each test starts on loopback ports and stops: the conformance suite, the
+//! layout shared with `etcdctl lock` (both ways), nested names kept apart, a
+//! counter through `wardlock run --etcd`, and what happens to a host's locks
+//! when it stops cleanly, dies, or is cut off.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wardlock_host::backend::etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
+use wardlock_host::{GrantStatus, LockBackend, LockSession, Mode};
+use wardlock_tests::conformance::{self, Subject};
+use wardlock_tests::etcd::{EtcdServer, EtcdctlLock};
+use wardlock_tests::probe::HandoffProbe;
+use wardlock_tests::proxy::Proxy;
+use wardlock_tests::serve::{RunChild, spinning_holder};
+use wardlock_tests::{TEST_WAIT_LIMIT, name};
+
+use crate::cli::run_counters;
+
+const ROOT: &str = "/wardlock-test";
+
+async fn backend(address: &str) -> EtcdBackend {
+    let config = EtcdConfig::new(address)
+        .root(ROOT)
+        .lease_ttl(Duration::from_secs(2));
+    EtcdBackend::connect(config).await.expect("etcd backend")
+}
+
+/// The conformance suite's lock checks on etcd (semaphores and revocation
+/// are not served on etcd yet); afterwards no key is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_backend_conforms() {
+    let server = EtcdServer::start();
+    let backend = Arc::new(backend(&server.address()).await);
+    let subject = Subject {
+        backend: backend.clone(),
+        probe: Arc::new(HandoffProbe(backend.clone())),
+    };
+    use conformance::checks::*;
+    exclusive_excludes(&subject).await;
+    shared_holders_overlap(&subject).await;
+    grants_in_arrival_order(&subject).await;
+    queued_writer_holds_back_readers(&subject).await;
+    timeout_leaves_nothing_queued(&subject).await;
+    cancelled_wait_leaves_nothing_queued(&subject).await;
+    session_drop_releases_everything(&subject).await;
+    tokens_increase_across_names_and_sessions(&subject).await;
+    guest_counter_is_exact(&subject).await;
+    guest_trap_hands_over(&subject).await;
+    guest_sees_wit_semantics(&subject).await;
+    status_subscriber_wakes_on_release(&subject).await;
+    drop(subject);
+    server.wait_keys(ROOT, 0).await;
+    backend.shutdown().await;
+}
+
+/// `etcdctl lock` and wardlock exclude each other, in both directions, on the
+/// same keys: etcdctl's key is `<root>/<name>/<lease hex>`, as is the host's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_and_guests_exclude_each_other_both_ways() {
+    let server = EtcdServer::start();
+    let backend = backend(&server.address()).await;
+    let lock = name("shared/with-etcdctl");
+    let etcdctl_name = etcdctl_name(ROOT, &lock);
+    assert_eq!(etcdctl_name, format!("{ROOT}/shared%2Fwith-etcdctl"));
+
+    // etcdctl first: the guest cannot have it until etcdctl lets go.
+    let mut outside = EtcdctlLock::spawn(&server, &etcdctl_name);
+    let key = outside.held().await;
+    assert!(key.starts_with(&format!("{etcdctl_name}/")), "{key}");
+    let session = backend.open_session("guest");
+    assert_eq!(
+        session
+            .try_acquire(&lock, Mode::Exclusive)
+            .await
+            .expect("try"),
+        None
+    );
+    assert_eq!(
+        session.try_acquire(&lock, Mode::Shared).await.expect("try"),
+        None,
+        "etcdctl's key counts as a writer"
+    );
+    let waiting = tokio::spawn(async move {
+        let grant = session
+            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("granted after etcdctl");
+        (session, grant)
+    });
+    server.wait_keys(&format!("{etcdctl_name}/"), 2).await;
+    assert!(!waiting.is_finished(), "granted while etcdctl held");
+    outside.release().await;
+    let (session, grant) = waiting.await.expect("join");
+    let keys = server.keys(&format!("{etcdctl_name}/")).await;
+    let lease = backend.lease_id().expect("lease");
+    assert_eq!(keys, vec![format!("{etcdctl_name}/{lease:x}")]);
+
+    // The guest first: etcdctl waits until the guest releases.
+    let mut outside = EtcdctlLock::spawn(&server, &etcdctl_name);
+    assert!(
+        !outside.holds_within(Duration::from_millis(500)).await,
+        "etcdctl got a lock a guest holds"
+    );
+    session.release(grant.id).expect("release");
+    let key = outside.held().await;
+    assert!(key.starts_with(&format!("{etcdctl_name}/")), "{key}");
+    outside.release().await;
+    server.wait_keys(ROOT, 0).await;
+    backend.shutdown().await;
+}
+
+/// Holding `a/b` never delays `a` (nor the other way): nested names live under
+/// disjoint prefixes; etcdctl on `a` is not delayed by a guest on `a/b` either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_names_do_not_block_each_other() {
+    let server = EtcdServer::start();
+    let backend = backend(&server.address()).await;
+    let session = backend.open_session("guest");
+    let child = session
+        .acquire(&name("a/b"), Mode::Exclusive, None)
+        .await
+        .expect("a/b");
+    let parent = session
+        .try_acquire(&name("a"), Mode::Exclusive)
+        .await
+        .expect("try a")
+        .expect("a is free while a/b is held");
+    let other = backend.open_session("other");
+    assert!(
+        other
+            .try_acquire(&name("a/b/c"), Mode::Exclusive)
+            .await
+            .expect("try a/b/c")
+            .is_some(),
+        "a/b/c is free while a/b is held"
+    );
+    session.release(parent.id).expect("release a");
+    let mut outside = EtcdctlLock::spawn(&server, &format!("{ROOT}/a"));
+    outside.held().await;
+    outside.release().await;
+    session.release(child.id).expect("release a/b");
+    drop(other);
+    server.wait_keys(ROOT, 0).await;
+    backend.shutdown().await;
+}
+
+/// The README's counter on etcd: 8 instances × 25 increments under one lock,
+/// through `wardlock run --etcd`, count exactly; nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_counter_on_etcd_is_exact() {
+    let server = EtcdServer::start();
+    let address = server.address();
+    let flags = ["--etcd", &address, "--root", ROOT, "--require-backend"];
+    assert_eq!(
+        run_counters(&flags, "count", "25").await,
+        (0, "200".to_owned())
+    );
+    let flags = ["--etcd", &address, "--root", ROOT, "--no-local-handoff"];
+    assert_eq!(
+        run_counters(&flags, "count", "10").await,
+        (0, "80".to_owned()),
+        "without hand-off (the key goes after every holder)"
+    );
+    server.wait_keys(ROOT, 0).await;
+}
+
+/// How long another host waits for `lock` after `signal` reached `holder`.
+async fn wait_after(
+    holder: RunChild,
+    signal: i32,
+    waiter: &dyn LockSession,
+    lock: &str,
+) -> Duration {
+    // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.
+    unsafe { libc::kill(holder.0.id() as i32, signal) };
+    let signalled = Instant::now();
+    let grant = waiter
+        .acquire(&name(lock), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("granted once the holder is gone");
+    let waited = signalled.elapsed();
+    waiter.release(grant.id).expect("release");
+    drop(holder);
+    waited
+}
+
+/// A host stopped by SIGTERM revokes its lease: another host gets the lock at
+/// once. A host killed (SIGKILL) leaves it held until its 2 s lease runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_hosts_free_at_once_killed_hosts_within_the_ttl() {
+    let server = EtcdServer::start();
+    let other = backend(&server.address()).await;
+    let waiter = other.open_session("waiter");
+
+    let address = server.address();
+    let flags = ["--etcd", &address, "--root", ROOT, "--session-timeout", "2"];
+    let holder = spinning_holder(&flags, "stopped").await;
+    let waited = wait_after(holder, libc::SIGTERM, waiter.as_ref(), "stopped").await;
+    assert!(
+        waited < Duration::from_secs(1),
+        "a clean stop freed the lock only after {waited:?}"
+    );
+
+    let holder = spinning_holder(&flags, "killed").await;
+    let waited = wait_after(holder, libc::SIGKILL, waiter.as_ref(), "killed").await;
+    assert!(
+        waited >= Duration::from_millis(1000) && waited < Duration::from_secs(5),
+        "a killed host's 2 s lease freed the lock after {waited:?}"
+    );
+    eprintln!("killed host: lock free again after {waited:?}");
+    drop(waiter);
+    other.shutdown().await;
+    server.wait_keys(ROOT, 0).await;
+}
+
+/// Cut off from etcd by a partition that keeps the socket open, a holder is
+/// told `suspended`, then `lost` — before another host is granted the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_holder_is_lost_before_another_host_is_granted() {
+    let server = EtcdServer::start();
+    let proxy = Proxy::start(server.address()).await;
+    let lock = name("partitioned");
+    let cut_off = backend(&proxy.address()).await;
+    let holder = cut_off.open_session("holder");
+    let grant = holder
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    assert_eq!(holder.status(grant.id), GrantStatus::Held);
+    let mut changes = holder.status_changed(grant.id, GrantStatus::Held);
+
+    let other = backend(&server.address()).await;
+    let waiter = other.open_session("waiter");
+    let waiting = tokio::spawn(async move {
+        let grant = waiter
+            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("granted after the lease expired");
+        (Instant::now(), waiter, grant)
+    });
+    proxy.partition(true);
+    let mut lost_at = None;
+    while lost_at.is_none() {
+        let seen = tokio::time::timeout(TEST_WAIT_LIMIT, &mut changes)
+            .await
+            .expect("status changed in time");
+        if seen == GrantStatus::Lost {
+            lost_at = Some(Instant::now());
+        } else {
+            assert_eq!(
+                seen,
+                GrantStatus::Suspended,
+                "only suspended comes before lost"
+            );
+            changes = holder.status_changed(grant.id, seen);
+        }
+    }
+    let (granted_at, waiter, other_grant) = waiting.await.expect("join");
+    let lost_at = lost_at.expect("lost");
+    assert!(
+        lost_at < granted_at,
+        "the holder was told lost {:?} after the other host's grant",
+        lost_at - granted_at
+    );
+    waiter.release(other_grant.id).expect("release");
+    drop(holder);
+    other.shutdown().await;
+}
