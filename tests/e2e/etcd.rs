@@ -13,7 +13,7 @@ use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::etcd::{EtcdServer, EtcdctlLock};
 use wardlock_tests::probe::HandoffProbe;
 use wardlock_tests::proxy::Proxy;
-use wardlock_tests::serve::{RunChild, spinning_holder};
+use wardlock_tests::serve::{RunChild, spinning_holder, wardlock_bin};
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
 
 use crate::cli::run_counters;
@@ -91,6 +91,30 @@ async fn etcdctl_and_guests_exclude_each_other_both_ways() {
     });
     server.wait_keys(&format!("{etcdctl_name}/"), 2).await;
     assert!(!waiting.is_finished(), "granted while etcdctl held");
+    // `wardlock status --etcd` shows etcdctl holding and this host waiting.
+    let status = std::process::Command::new(wardlock_bin())
+        .args([
+            "status",
+            "--etcd",
+            &server.address(),
+            "--root",
+            ROOT,
+            "--json",
+        ])
+        .arg("shared/with-etcdctl")
+        .output()
+        .expect("run wardlock status");
+    assert!(status.status.success(), "{status:?}");
+    let report: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
+    assert_eq!(report["etcdctl_name"], etcdctl_name.as_str(), "{report}");
+    assert_eq!(
+        (report["holders"].as_u64(), report["waiters"].as_u64()),
+        (Some(1), Some(1)),
+        "{report}"
+    );
+    assert_eq!(report["keys"][0]["key"], key.as_str(), "{report}");
+    let lease = format!("{:x}", backend.lease_id().expect("lease"));
+    assert_eq!(report["keys"][1]["lease"], lease.as_str(), "{report}");
     outside.release().await;
     let (session, grant) = waiting.await.expect("join");
     let keys = server.keys(&format!("{etcdctl_name}/")).await;

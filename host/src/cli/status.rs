@@ -1,4 +1,4 @@
-//! `wardlock status`: who holds a lock and who waits, on ZooKeeper.
+//! `wardlock status`: who holds a lock and who waits, on ZooKeeper or etcd.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -7,6 +7,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::ZooKeeperArgs;
+use crate::backend::etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
 use crate::backend::zookeeper::{QueueNode, ZooKeeperBackend};
 use crate::name::LockName;
 
@@ -23,6 +24,11 @@ pub struct StatusArgs {
     /// Where the lock lives on ZooKeeper.
     #[command(flatten)]
     pub zookeeper: ZooKeeperArgs,
+
+    /// Look on this etcd cluster instead, HOST:PORT[,HOST:PORT...] (the lock
+    /// is under --root, as `run --etcd` puts it).
+    #[arg(long, value_name = "HOST:PORT[,...]", conflicts_with = "zookeeper")]
+    pub etcd: Option<String>,
 
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -57,6 +63,9 @@ struct NodeReport {
 pub(super) async fn status(args: StatusArgs) -> anyhow::Result<i32> {
     let name =
         LockName::new(&args.name).with_context(|| format!("bad lock name {:?}", args.name))?;
+    if let Some(endpoints) = &args.etcd {
+        return etcd_status(&args, endpoints, &name).await;
+    }
     let hosts = args.zookeeper.hosts.as_deref().unwrap_or(DEFAULT_HOSTS);
     let config = args.zookeeper.config(hosts)?;
     let path = config.lock_path(&name);
@@ -143,4 +152,75 @@ fn print_table(report: &Report<'_>) {
             n.data
         );
     }
+}
+
+#[derive(Serialize)]
+struct EtcdReport<'a> {
+    lock: &'a str,
+    /// The name `etcdctl lock` takes for this lock.
+    etcdctl_name: String,
+    holders: usize,
+    waiters: usize,
+    keys: Vec<EtcdKeyReport>,
+}
+
+#[derive(Serialize)]
+struct EtcdKeyReport {
+    position: usize,
+    state: &'static str,
+    mode: &'static str,
+    key: String,
+    lease: String,
+    revision: i64,
+}
+
+/// `status --etcd`: the lock's keys in queue order.
+async fn etcd_status(args: &StatusArgs, endpoints: &str, name: &LockName) -> anyhow::Result<i32> {
+    let config = EtcdConfig::new(endpoints).root(args.zookeeper.root.clone());
+    config.validate()?;
+    let etcdctl_name = etcdctl_name(&config.root, name);
+    let backend = EtcdBackend::new(config)?;
+    let contenders = backend.queue(name).await?;
+    let keys: Vec<EtcdKeyReport> = contenders
+        .iter()
+        .enumerate()
+        .map(|(i, c)| EtcdKeyReport {
+            position: i + 1,
+            state: if c.holds { "holds" } else { "waits" },
+            mode: c.mode.as_str(),
+            key: c.key.clone(),
+            lease: format!("{:x}", c.lease),
+            revision: c.revision,
+        })
+        .collect();
+    let report = EtcdReport {
+        lock: &args.name,
+        etcdctl_name,
+        holders: contenders.iter().filter(|c| c.holds).count(),
+        waiters: contenders.iter().filter(|c| !c.holds).count(),
+        keys,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(0);
+    }
+    println!(
+        "lock {} (etcdctl lock {}): {} holding, {} waiting",
+        report.lock, report.etcdctl_name, report.holders, report.waiters
+    );
+    if report.keys.is_empty() {
+        println!("(free: nobody holds or waits)");
+        return Ok(0);
+    }
+    println!(
+        "{:>3}  {:<7}  {:<9}  {:<18}  {:>10}  key",
+        "#", "state", "mode", "lease", "revision"
+    );
+    for k in &report.keys {
+        println!(
+            "{:>3}  {:<7}  {:<9}  {:<18}  {:>10}  {}",
+            k.position, k.state, k.mode, k.lease, k.revision, k.key
+        );
+    }
+    Ok(0)
 }

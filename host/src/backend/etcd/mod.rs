@@ -10,6 +10,7 @@
 
 mod config;
 mod errors;
+mod inspect;
 mod keys;
 mod layout;
 mod lease;
@@ -19,6 +20,7 @@ mod session;
 use std::sync::Arc;
 
 pub use config::{DEFAULT_LEASE_TTL, EtcdConfig};
+pub use inspect::EtcdContender;
 pub use layout::etcdctl_name;
 
 use crate::backend::handoff::LocalLocks;
