@@ -6,12 +6,11 @@
 //! lock node left.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::{LockBackend, Mode};
-use wardlock_tests::name;
+use wardlock_host::LockBackend;
+use wardlock_tests::chaos::Contention;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::zookeeper::ensemble::Ensemble;
 
@@ -20,16 +19,6 @@ const CHAOS: Duration = Duration::from_secs(40);
 const KILL_EVERY: Duration = Duration::from_secs(5);
 const HOSTS: usize = 2;
 const WORKERS: usize = 4;
-/// Most acquisitions per worker and phase: bounds the loop in count as well as
-/// in time (a phase makes a few hundred in all).
-const MAX_OPS: usize = 20_000;
-
-#[derive(Default)]
-struct Tally {
-    increments: AtomicUsize,
-    double_holders: AtomicUsize,
-    errors: AtomicUsize,
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_failovers_are_invisible_to_holders() {
@@ -46,73 +35,19 @@ async fn leader_failovers_are_invisible_to_holders() {
 async fn chaos_phase(ensemble: &mut Ensemble, phase: &str, handoff: Option<LocalHandoff>) {
     let root = format!("{ROOT}/{phase}");
     let connect = ensemble.connect_string();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let counter = dir.path().join("count");
-    let marker = dir.path().join("holder");
-    std::fs::write(&counter, "0").expect("counter");
-    let tally = Arc::new(Tally::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut workers = Vec::new();
-    for host in 0..HOSTS {
+    let mut hosts: Vec<Arc<dyn LockBackend>> = Vec::new();
+    for _ in 0..HOSTS {
         let mut config = ZooKeeperConfig::new(connect.clone())
             .root(root.as_str())
             .session_timeout(Duration::from_secs(10));
         if let Some(handoff) = handoff {
             config = config.local_handoff(handoff);
         }
-        let backend = ZooKeeperBackend::connect(config).await.expect("backend");
-        for worker in 0..WORKERS {
-            let (backend, tally, stop) = (backend.clone(), tally.clone(), stop.clone());
-            let (counter, marker) = (counter.clone(), marker.clone());
-            workers.push(tokio::spawn(async move {
-                let session = backend.open_session(&format!("host {host} worker {worker}"));
-                // Bounded by the chaos period (plus one grant's wait) and MAX_OPS.
-                for _ in 0..MAX_OPS {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let grant = match session
-                        .acquire(
-                            &name("failover"),
-                            Mode::Exclusive,
-                            Some(Duration::from_secs(30)),
-                        )
-                        .await
-                    {
-                        Ok(grant) => grant,
-                        Err(error) => {
-                            eprintln!("host {host} worker {worker}: {error}");
-                            tally.errors.fetch_add(1, Ordering::SeqCst);
-                            // A back-off, not a synchronisation: the test fails anyway.
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                            continue;
-                        }
-                    };
-                    let exclusive = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(&marker);
-                    if exclusive.is_err() {
-                        tally.double_holders.fetch_add(1, Ordering::SeqCst);
-                    }
-                    let value: u64 = std::fs::read_to_string(&counter)
-                        .ok()
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    tokio::task::yield_now().await;
-                    std::fs::write(&counter, (value + 1).to_string()).expect("write counter");
-                    tally.increments.fetch_add(1, Ordering::SeqCst);
-                    if exclusive.is_ok() {
-                        let _ = std::fs::remove_file(&marker);
-                    }
-                    if let Err(error) = session.release(grant.id) {
-                        eprintln!("host {host} worker {worker}: release: {error}");
-                        tally.errors.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-            }));
-        }
+        hosts.push(Arc::new(
+            ZooKeeperBackend::connect(config).await.expect("backend"),
+        ));
     }
+    let contention = Contention::start(&hosts, WORKERS, "failover", Duration::from_secs(30));
     let started = Instant::now();
     let mut kills = 0;
     while started.elapsed() < CHAOS {
@@ -125,35 +60,24 @@ async fn chaos_phase(ensemble: &mut Ensemble, phase: &str, handoff: Option<Local
             kills += 1;
         }
     }
-    stop.store(true, Ordering::SeqCst);
-    for worker in workers {
-        tokio::time::timeout(Duration::from_secs(60), worker)
-            .await
-            .expect("worker finishes")
-            .expect("worker");
-    }
-    let count: usize = std::fs::read_to_string(&counter)
-        .expect("counter")
-        .trim()
-        .parse()
-        .expect("number");
-    let increments = tally.increments.load(Ordering::SeqCst);
+    let report = contention.finish().await;
+    let (increments, count) = (report.increments, report.counter);
     let probe = ZkProbe::connect(&connect, &root).await;
     probe.wait_len("failover", 0).await;
     let left = probe.all_nodes().await;
     eprintln!(
         "{{\"metric\":\"failover\",\"phase\":\"{phase}\",\"kills\":{kills},\"increments\":{increments},\"counter\":{count},\"double_holders\":{},\"errors\":{},\"znodes_left\":{}}}",
-        tally.double_holders.load(Ordering::SeqCst),
-        tally.errors.load(Ordering::SeqCst),
+        report.double_holders,
+        report.errors,
         left.iter()
             .filter(|n| n.contains("__WRIT__") || n.contains("__READ__"))
             .count()
     );
     assert!(kills >= 3, "only {kills} leader kills");
     assert!(increments > 0);
-    assert_eq!(tally.double_holders.load(Ordering::SeqCst), 0);
+    assert_eq!(report.double_holders, 0);
     assert_eq!(count, increments, "lost updates");
-    assert_eq!(tally.errors.load(Ordering::SeqCst), 0);
+    assert_eq!(report.errors, 0);
     assert!(
         !left
             .iter()

@@ -17,11 +17,75 @@ const ETCD: &str = "/usr/bin/etcd";
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 const INSTALL_HINT: &str = "etcd is not installed: run `apt-get install -y etcd-server etcd-client` (Debian), or `.ci/run`";
 
-/// An etcd server process this test started, and only it stops.
-pub struct EtcdServer {
+/// One etcd member process this test started, and only it stops.
+struct Member {
+    name: String,
     child: Option<Child>,
     client_port: u16,
     peer_port: u16,
+}
+
+impl Member {
+    fn new(index: usize) -> Member {
+        Member {
+            name: format!("m{}", index + 1),
+            child: None,
+            client_port: free_port(),
+            peer_port: free_port(),
+        }
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    /// Starts the member (data under `dir/<name>`) of the cluster `initial`.
+    fn launch(&mut self, dir: &Path, initial: &str) {
+        let log_path = dir.join(format!("{}.log", self.name));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .expect("log file");
+        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let peer = self.peer_url();
+        let child = Command::new(ETCD)
+            .args(["--name", &self.name, "--data-dir"])
+            .arg(dir.join(&self.name))
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", initial])
+            .args(["--initial-cluster-token", "wardlock-test"])
+            // Short elections: a cluster without its leader elects another fast.
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .expect("start etcd");
+        self.child = Some(child);
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+    }
+}
+
+/// Real etcd servers this test started (one member, or a cluster of three),
+/// and only it stops.
+pub struct EtcdServer {
+    members: Vec<Member>,
     dir: tempfile::TempDir,
 }
 
@@ -33,75 +97,133 @@ impl EtcdServer {
     /// When etcd is not installed (naming the install command) or does not
     /// come up within 60 s.
     pub fn start() -> EtcdServer {
+        EtcdServer::cluster(1)
+    }
+
+    /// Starts a cluster of `size` members on loopback and waits until each
+    /// reports itself healthy.
+    ///
+    /// # Panics
+    /// As [`EtcdServer::start`].
+    pub fn cluster(size: usize) -> EtcdServer {
         assert!(Path::new(ETCD).exists(), "{INSTALL_HINT}");
         let mut server = EtcdServer {
-            child: None,
-            client_port: free_port(),
-            peer_port: free_port(),
+            members: (0..size).map(Member::new).collect(),
             dir: tempfile::tempdir().expect("temp dir"),
         };
-        server.launch();
+        for i in 0..size {
+            server.launch(i);
+        }
+        for i in 0..size {
+            server.wait_healthy(i);
+        }
         server
     }
 
-    /// `127.0.0.1:PORT` of the client listener.
-    pub fn address(&self) -> String {
-        format!("127.0.0.1:{}", self.client_port)
+    fn initial_cluster(&self) -> String {
+        self.members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
-    /// Stops the server (kills the process this test started, by PID).
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+    fn launch(&mut self, i: usize) {
+        let initial = self.initial_cluster();
+        let dir = self.dir.path().to_owned();
+        self.members[i].launch(&dir, &initial);
     }
 
-    /// Starts the stopped server again on the same ports and data.
-    pub fn restart(&mut self) {
-        self.stop();
-        self.launch();
-    }
-
-    fn launch(&mut self) {
-        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("log file");
-        let client = format!("http://127.0.0.1:{}", self.client_port);
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let child = Command::new(ETCD)
-            .args(["--name", "m1", "--data-dir"])
-            .arg(self.dir.path().join("data"))
-            .args(["--listen-client-urls", &client])
-            .args(["--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer])
-            .args(["--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("m1={peer}")])
-            // Short elections: a restarted member leads again at once.
-            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log)
-            .spawn()
-            .expect("start etcd");
-        self.child = Some(child);
+    fn wait_healthy(&mut self, i: usize) {
         let started = Instant::now();
-        while !healthy(self.client_port) {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                panic!("etcd exited with {status}: {}", self.log());
+        while !healthy(self.members[i].client_port) {
+            if let Some(status) = self.members[i].exited() {
+                panic!(
+                    "etcd {} exited with {status}: {}",
+                    self.members[i].name,
+                    self.log(i)
+                );
             }
             assert!(
                 started.elapsed() < Duration::from_secs(60),
-                "etcd did not start within 60 s: {}",
-                self.log()
+                "etcd {} did not start within 60 s: {}",
+                self.members[i].name,
+                self.log(i)
             );
             // Readiness of a foreign process: nothing to await but its port.
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+    /// `127.0.0.1:PORT[,...]`: every member's client listener.
+    pub fn address(&self) -> String {
+        self.members
+            .iter()
+            .map(|m| format!("127.0.0.1:{}", m.client_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Stops every member (kills the processes this test started, by PID).
+    pub fn stop(&mut self) {
+        for member in &mut self.members {
+            member.stop();
+        }
+    }
+
+    /// Starts the stopped server again on the same ports and data.
+    pub fn restart(&mut self) {
+        self.stop();
+        for i in 0..self.members.len() {
+            self.launch(i);
+        }
+        for i in 0..self.members.len() {
+            self.wait_healthy(i);
+        }
+    }
+
+    /// Kills member `i` (SIGKILL).
+    pub fn kill(&mut self, i: usize) {
+        self.members[i].stop();
+    }
+
+    /// Starts member `i` again on its data and waits until it is healthy.
+    pub fn restart_member(&mut self, i: usize) {
+        self.members[i].stop();
+        self.launch(i);
+        self.wait_healthy(i);
+    }
+
+    /// The index of the member that leads now, if the running members agree
+    /// on one (`etcdctl endpoint status`).
+    pub async fn leader(&self) -> Option<usize> {
+        let output = self
+            .etcdctl()
+            .args(["endpoint", "status", "-w", "json"])
+            .output()
+            .await
+            .ok()?;
+        let statuses: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+        let statuses = statuses.as_array()?;
+        let leader = statuses
+            .iter()
+            .find_map(|s| s["Status"]["leader"].as_u64())?;
+        let endpoint = statuses
+            .iter()
+            .find(|s| s["Status"]["header"]["member_id"].as_u64() == Some(leader))?["Endpoint"]
+            .as_str()?
+            .to_owned();
+        self.members
+            .iter()
+            .position(|m| endpoint.ends_with(&format!(":{}", m.client_port)))
+    }
+
+    fn log(&self, i: usize) -> String {
+        let path = self
+            .dir
+            .path()
+            .join(format!("{}.log", self.members[i].name));
+        std::fs::read_to_string(path).unwrap_or_default()
     }
 
     /// `etcdctl` against this server (API v3), with `args`.

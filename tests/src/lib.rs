@@ -8,6 +8,7 @@
 //! act ([`tap`]); one logging who holds semaphore permits ([`holds`]); how
 //! soon a guest learns of an injected loss ([`loss`]).
 
+pub mod chaos;
 pub mod conformance;
 pub mod etcd;
 pub mod fenced;
