@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::LockBackend;
+use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_tests::chaos::Contention;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::zookeeper::ensemble::Ensemble;

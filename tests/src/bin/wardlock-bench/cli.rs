@@ -20,6 +20,12 @@ pub struct Args {
     #[arg(long, value_name = "HOST:PORT")]
     pub zookeeper: Option<String>,
 
+    /// Also measure on etcd (the etcd-floor, etcd-native and etcd-guest
+    /// systems): on the cluster at HOST:PORT[,...], or, given without a
+    /// value, on a private server started on a free loopback port.
+    #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = PRIVATE)]
+    pub etcd: Option<String>,
+
     /// Workloads to run, comma-separated.
     #[arg(
         long,
@@ -80,11 +86,18 @@ impl Args {
         selected(&self.workloads)
     }
 
-    /// The selected systems, in the canonical order, without repeats.
+    /// The selected systems, in the canonical order, without repeats; the
+    /// etcd systems only with `--etcd`.
     pub fn selected_systems(&self) -> Vec<System> {
         selected(&self.systems)
+            .into_iter()
+            .filter(|s| self.etcd.is_some() || !s.uses_etcd())
+            .collect()
     }
 }
+
+/// `--etcd` without a value: start a private server.
+pub const PRIVATE: &str = "private";
 
 /// A `--workloads` or `--systems` item: `all`, or one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

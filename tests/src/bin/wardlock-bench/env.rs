@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use wardlock_host::MemoryBackend;
+use wardlock_host::backend::etcd::{EtcdBackend, EtcdConfig};
 use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{Preopen, Runner, RunnerConfig};
+use wardlock_host::{LockBackend, MemoryBackend};
 
 use super::cli::Args;
 use super::systems::System;
@@ -108,6 +109,44 @@ impl ZkEnv {
     }
 }
 
+/// The etcd side of a run.
+pub struct EtcdEnv {
+    pub address: String,
+    /// wardlock's backend ("this host"): one lease for all clients.
+    pub backend: Arc<EtcdBackend>,
+    /// The lease TTL of every client, seconds.
+    pub ttl_secs: i64,
+}
+
+impl EtcdEnv {
+    /// Connects wardlock's etcd backend (hand-off as `--no-local-handoff`
+    /// says; etcd always queues one key per host and lock).
+    ///
+    /// # Errors
+    /// When etcd cannot be reached.
+    pub async fn connect(address: &str, args: &Args) -> anyhow::Result<EtcdEnv> {
+        let mut config = EtcdConfig::new(address)
+            .root(WARDLOCK_ROOT)
+            .lease_ttl(args.session_timeout());
+        if args.no_local_handoff {
+            config = config.local_handoff(LocalHandoff {
+                max_handoffs: 0,
+                max_time: Duration::ZERO,
+                linger: Duration::ZERO,
+            });
+        }
+        let ttl_secs = config.ttl_seconds();
+        let backend = EtcdBackend::connect(config)
+            .await
+            .with_context(|| format!("wardlock cannot connect to etcd at {address}"))?;
+        Ok(EtcdEnv {
+            address: address.to_owned(),
+            backend: Arc::new(backend),
+            ttl_secs,
+        })
+    }
+}
+
 /// Shared state of a run.
 pub struct Env {
     pub args: Args,
@@ -116,6 +155,8 @@ pub struct Env {
     dir: tempfile::TempDir,
     memory_runner: Arc<Runner>,
     zk_runner: Option<Arc<Runner>>,
+    etcd: Option<EtcdEnv>,
+    etcd_runner: Option<Arc<Runner>>,
     /// The Curator JVM, started on first use.
     curator: Arc<tokio::sync::Mutex<Option<Driver>>>,
 }
@@ -126,7 +167,11 @@ impl Env {
     ///
     /// # Errors
     /// When ZooKeeper cannot be reached or the data directory not created.
-    pub async fn new(args: Args, zk_address: Option<&str>) -> anyhow::Result<Env> {
+    pub async fn new(
+        args: Args,
+        zk_address: Option<&str>,
+        etcd_address: Option<&str>,
+    ) -> anyhow::Result<Env> {
         let dir = data_dir()?;
         let zk = match zk_address {
             Some(address) => Some(
@@ -139,6 +184,14 @@ impl Env {
             ),
             None => None,
         };
+        let etcd = match etcd_address {
+            Some(address) => Some(EtcdEnv::connect(address, &args).await?),
+            None => None,
+        };
+        let etcd_runner = etcd.as_ref().map(|etcd| {
+            let backend: Arc<dyn LockBackend> = etcd.backend.clone();
+            guest_runner(backend, dir.path())
+        });
         let memory = MemoryBackend::new();
         let memory_runner = guest_runner(Arc::new(memory.clone()), dir.path());
         let zk_runner = zk
@@ -151,6 +204,8 @@ impl Env {
             dir,
             memory_runner,
             zk_runner,
+            etcd,
+            etcd_runner,
             curator: Arc::default(),
         })
     }
@@ -176,6 +231,16 @@ impl Env {
         self.zk.as_ref().context("this run has no ZooKeeper")
     }
 
+    /// The etcd side.
+    ///
+    /// # Errors
+    /// When the run has no etcd (`--etcd` not given).
+    pub fn etcd(&self) -> anyhow::Result<&EtcdEnv> {
+        self.etcd
+            .as_ref()
+            .context("this run has no etcd (pass --etcd)")
+    }
+
     /// The directory counter files live in (guests see it as `/data`); see
     /// [`data_dir`].
     pub fn dir(&self) -> &Path {
@@ -190,6 +255,7 @@ impl Env {
         match system {
             System::MemoryGuest => Ok(self.memory_runner.clone()),
             System::ZooKeeperGuest => self.zk_runner.clone().context("this run has no ZooKeeper"),
+            System::EtcdGuest => self.etcd_runner.clone().context("this run has no etcd"),
             other => bail!("{} is not a guest system", other.name()),
         }
     }
@@ -233,7 +299,7 @@ fn data_dir() -> anyhow::Result<tempfile::TempDir> {
 }
 
 /// A runner of `bench-guest` on `backend`, with `dir` preopened as `/data`.
-fn guest_runner(backend: Arc<dyn wardlock_host::LockBackend>, dir: &Path) -> Arc<Runner> {
+fn guest_runner(backend: Arc<dyn LockBackend>, dir: &Path) -> Arc<Runner> {
     runner_with(
         Guest::BenchGuest,
         RunnerConfig {

@@ -4,13 +4,13 @@
 //! or run with `--help`:
 //!
 //! `cargo run --release -p wardlock-tests --bin wardlock-bench -- [--zookeeper HOST:PORT]
-//! [--workloads LIST] [--clients K] [--ops M] [--json]`
+//! [--etcd [HOST:PORT]] [--workloads LIST] [--clients K] [--ops M] [--json]`
 //!
 //! What it shares with the tests (the ZooKeeper harness, the guests' paths, the
 //! probes) comes from the `wardlock_tests` library.
 //!
 //! - [`cli`]: arguments; [`env`]: backends, guest runners, data directory;
-//! - [`systems`]: the six systems and how a phase of client loops runs on them;
+//! - [`systems`]: the systems (ZooKeeper, memory, Curator, etcd) and how a phase of client loops runs on them;
 //! - [`workloads`]: one module per workload;
 //! - [`check`]: the exclusion check; [`stats`]: percentiles; [`zk_stats`]: the
 //!   server's counters; [`cpu`]: this process's CPU time; [`report`]: result rows and ratios; [`output`]: JSON
@@ -37,6 +37,7 @@ use self::report::{Row, add_ratios};
 use self::systems::System;
 use self::systems::zk_floor::FloorClient;
 use self::workloads::{Workload, progress};
+use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::zookeeper::ZkServer;
 
 /// Runs the benchmark: exit 0 when every selected workload ran with no
@@ -65,6 +66,25 @@ fn main() -> ExitCode {
     if let Some(address) = &address {
         progress(&format!("ZooKeeper at {address}"));
     }
+    let needs_etcd = workloads.iter().any(|w| {
+        w.systems()
+            .iter()
+            .any(|s| s.uses_etcd() && systems.contains(s))
+    });
+    // Stopped when dropped, as the ZooKeeper server.
+    let etcd_server = (needs_etcd && args.etcd.as_deref() == Some(cli::PRIVATE)).then(|| {
+        progress("starting a private etcd server");
+        EtcdServer::start()
+    });
+    let etcd_address = needs_etcd
+        .then(|| match &etcd_server {
+            Some(server) => Some(server.address()),
+            None => args.etcd.clone(),
+        })
+        .flatten();
+    if let Some(address) = &etcd_address {
+        progress(&format!("etcd at {address}"));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -75,12 +95,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(run(args, &workloads, &systems, address.as_deref()));
+    let code = runtime.block_on(run(
+        args,
+        &workloads,
+        &systems,
+        address.as_deref(),
+        etcd_address.as_deref(),
+    ));
     drop(runtime);
     if server.is_some() {
         progress("stopping the private ZooKeeper server");
     }
     drop(server);
+    drop(etcd_server);
     code
 }
 
@@ -89,9 +116,10 @@ async fn run(
     workloads: &[Workload],
     systems: &[System],
     address: Option<&str>,
+    etcd_address: Option<&str>,
 ) -> ExitCode {
     let json = args.json;
-    let env = match Env::new(args, address).await {
+    let env = match Env::new(args, address, etcd_address).await {
         Ok(env) => env,
         Err(error) => {
             eprintln!("wardlock-bench: {error:#}");

@@ -130,7 +130,7 @@ pub fn add_ratios(rows: &mut [Row]) {
     };
     for index in 0..rows.len() {
         let (system, variant) = (rows[index].system, rows[index].variant);
-        let floor = find(rows, System::ZkFloor, variant);
+        let floor = find(rows, system.floor(), variant);
         let twin = system.native_twin().and_then(|t| find(rows, t, variant));
         let curator = find(rows, System::Curator, variant);
         let row = &mut rows[index];

@@ -6,6 +6,7 @@
 //! `bench-guest` instances ([`guest`]).
 
 pub mod curator;
+pub mod etcd_floor;
 pub mod guest;
 pub mod native;
 pub mod zk_floor;
@@ -47,6 +48,14 @@ pub enum System {
     /// `InterProcessReadWriteLock`, one `CuratorFramework` per client, all
     /// clients threads of one JVM.
     Curator,
+    /// Raw `etcd-client` running Go's `concurrency.Mutex` recipe, each client
+    /// its own lease (only with `--etcd`).
+    EtcdFloor,
+    /// `EtcdBackend` called through `LockSession` from Rust (only with `--etcd`).
+    EtcdNative,
+    /// `bench-guest` components on the etcd backend, through the WIT (only
+    /// with `--etcd`).
+    EtcdGuest,
 }
 
 impl System {
@@ -63,12 +72,30 @@ impl System {
         )
     }
 
+    /// True for the systems that lock on etcd.
+    pub fn uses_etcd(self) -> bool {
+        matches!(
+            self,
+            System::EtcdFloor | System::EtcdNative | System::EtcdGuest
+        )
+    }
+
     /// For a guest system, the native system on the same backend.
     pub fn native_twin(self) -> Option<System> {
         match self {
             System::ZooKeeperGuest => Some(System::ZooKeeperNative),
             System::MemoryGuest => Some(System::MemoryNative),
+            System::EtcdGuest => Some(System::EtcdNative),
             _ => None,
+        }
+    }
+
+    /// The raw-client floor this system's ratios are taken against.
+    pub fn floor(self) -> System {
+        if self.uses_etcd() {
+            System::EtcdFloor
+        } else {
+            System::ZkFloor
         }
     }
 }
@@ -156,6 +183,7 @@ pub struct Prepared {
 
 enum Clients {
     Floor(Vec<zk_floor::FloorClient>),
+    EtcdFloor(Vec<etcd_floor::EtcdFloorClient>),
     Sessions(Vec<native::SessionLocker>),
     Guests(Arc<Runner>),
     Curator(tokio::sync::OwnedMutexGuard<Option<curator::Driver>>),
@@ -192,7 +220,20 @@ impl Prepared {
                 Clients::Sessions(native::sessions(&env.zk()?.backend, specs.len()))
             }
             System::MemoryNative => Clients::Sessions(native::sessions(&env.memory, specs.len())),
-            System::ZooKeeperGuest | System::MemoryGuest => {
+            System::EtcdFloor => {
+                let etcd = env.etcd()?;
+                let mut lockers = Vec::new();
+                for _ in &specs {
+                    lockers.push(
+                        etcd_floor::EtcdFloorClient::connect(&etcd.address, etcd.ttl_secs).await?,
+                    );
+                }
+                Clients::EtcdFloor(lockers)
+            }
+            System::EtcdNative => {
+                Clients::Sessions(native::sessions(env.etcd()?.backend.as_ref(), specs.len()))
+            }
+            System::ZooKeeperGuest | System::MemoryGuest | System::EtcdGuest => {
                 Clients::Guests(env.guest_runner(system)?)
             }
             System::Curator => {
@@ -223,6 +264,9 @@ impl Prepared {
         } = self;
         let task = match clients {
             Clients::Floor(lockers) => {
+                tokio::spawn(async move { Ok((native::run_all(lockers, specs, dir).await?, None)) })
+            }
+            Clients::EtcdFloor(lockers) => {
                 tokio::spawn(async move { Ok((native::run_all(lockers, specs, dir).await?, None)) })
             }
             Clients::Sessions(lockers) => {

@@ -53,7 +53,9 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
                 let session = env.memory.open_session(HOLDER);
                 hand_offs(env, system, SessionLocker::new(session)).await?
             }
-            System::Curator => anyhow::bail!("herd does not run on curator"),
+            System::Curator | System::EtcdFloor | System::EtcdNative | System::EtcdGuest => {
+                anyhow::bail!("herd does not run on {}", system.name())
+            }
         };
         rows.push(
             Row::new(system, Workload::Herd, env.args.clients, &samples)
