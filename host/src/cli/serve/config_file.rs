@@ -391,6 +391,24 @@ mod tests {
     }
 
     #[test]
+    fn an_etcd_backend_is_configured_from_its_entry() {
+        let plan = load_text(
+            "[backends.e]\nkind = \"etcd\"\nendpoints = \"10.0.0.1:2379,10.0.0.2:2379\"\n\
+             session_timeout = 4\nroot = \"/locks\"\nlocal_handoff = false\n\
+             [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
+        )
+        .expect("valid");
+        let Some(BackendSpec::Etcd(config)) = plan.backends.get("e") else {
+            panic!("not an etcd backend: {:?}", plan.backends);
+        };
+        assert_eq!(config.endpoints.len(), 2);
+        assert_eq!(config.ttl_seconds(), 4);
+        assert_eq!(config.root, "/locks");
+        assert_eq!(config.local_handoff.max_handoffs, 0, "hand-off off");
+        assert_eq!(plan.plugins[0].backend, "e");
+    }
+
+    #[test]
     fn mistakes_name_the_key() {
         let cases = [
             (
@@ -421,7 +439,11 @@ mod tests {
                 "[backends.zk]\nkind = \"zookeeper\"\nhosts = \"h:1\"\ndialect = \"x\"\n[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
                 "backends.zk.dialect",
             ),
-            ("[backends.zk]\nkind = \"etcd\"\n", "etcd"),
+            ("[backends.zk]\nkind = \"consul\"\n", "consul"),
+            (
+                "[backends.e]\nkind = \"etcd\"\nendpoints = \"h:1\"\nsession_timeout = 1\n",
+                "backends.e",
+            ),
             (
                 "listen = \"nowhere\"\n[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
                 "listen",
