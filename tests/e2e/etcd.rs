@@ -345,3 +345,85 @@ async fn leader_failovers_are_invisible_to_holders() {
     assert_eq!(report.errors, 0);
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// etcd stopped past the lease TTL, then started again on its data: while it
+/// is down, the holder is told `lost` and new requests fail at once with
+/// `Unavailable` (not after their timeout); once it is back, the backend
+/// reports `Connected` again by itself (no request needed) and grants again,
+/// with a greater fencing token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovers_by_itself_after_an_outage() {
+    let mut server = EtcdServer::start();
+    let backend = backend(&server.address()).await;
+    let session = backend.open_session("holder");
+    let lock = name("outage");
+    let before = session
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let mut changes = session.status_changed(before.id, GrantStatus::Held);
+    server.stop();
+    let mut seen = GrantStatus::Held;
+    while seen != GrantStatus::Lost {
+        seen = tokio::time::timeout(TEST_WAIT_LIMIT, &mut changes)
+            .await
+            .expect("told in time");
+        changes = session.status_changed(before.id, seen);
+    }
+    // Lost: the lease is over; wait for the backend to judge etcd unreachable
+    // (its first reconnect attempt fails) before asking.
+    let started = Instant::now();
+    while backend.health() != wardlock_host::Health::Down {
+        assert!(
+            started.elapsed() < TEST_WAIT_LIMIT,
+            "{:?}",
+            backend.health()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let other = backend.open_session("while down");
+    let asked = Instant::now();
+    let refused = other
+        .acquire(
+            &name("during"),
+            Mode::Exclusive,
+            Some(Duration::from_secs(10)),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(wardlock_host::BackendError::Unavailable(_))),
+        "{refused:?}"
+    );
+    assert!(
+        asked.elapsed() < Duration::from_millis(500),
+        "failed after {:?}, not at once",
+        asked.elapsed()
+    );
+    server.restart();
+    let restarted = Instant::now();
+    while backend.health() != wardlock_host::Health::Connected {
+        assert!(
+            restarted.elapsed() < Duration::from_secs(10),
+            "not connected {:?} after the restart",
+            restarted.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "connected again {:?} after the restart",
+        restarted.elapsed()
+    );
+    let after = other
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("granted after the outage");
+    assert!(
+        after.token > before.token,
+        "{} then {}",
+        before.token,
+        after.token
+    );
+    other.release(after.id).expect("release");
+    drop(session);
+    backend.shutdown().await;
+}
