@@ -21,15 +21,22 @@ use crate::cli::run_counters;
 
 const ROOT: &str = "/wardlock-test";
 
+/// A backend ("a host") on `address` with a 10 s lease: long enough that a
+/// loaded machine never misses it by accident.
 async fn backend(address: &str) -> EtcdBackend {
+    backend_with_ttl(address, 10).await
+}
+
+/// A backend whose lease lasts `ttl` seconds, for tests that wait it out.
+async fn backend_with_ttl(address: &str, ttl: u64) -> EtcdBackend {
     let config = EtcdConfig::new(address)
         .root(ROOT)
-        .lease_ttl(Duration::from_secs(2));
+        .lease_ttl(Duration::from_secs(ttl));
     EtcdBackend::connect(config).await.expect("etcd backend")
 }
 
-/// The conformance suite's lock checks on etcd (semaphores and revocation
-/// are not served on etcd yet); afterwards no key is left.
+/// The whole conformance suite on etcd (locks, semaphores, revocation, guests);
+/// afterwards no key is left (lock keys, permit keys, revocation markers).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_backend_conforms() {
     let server = EtcdServer::start();
@@ -38,19 +45,7 @@ async fn etcd_backend_conforms() {
         backend: backend.clone(),
         probe: Arc::new(HandoffProbe(backend.clone())),
     };
-    use conformance::checks::*;
-    exclusive_excludes(&subject).await;
-    shared_holders_overlap(&subject).await;
-    grants_in_arrival_order(&subject).await;
-    queued_writer_holds_back_readers(&subject).await;
-    timeout_leaves_nothing_queued(&subject).await;
-    cancelled_wait_leaves_nothing_queued(&subject).await;
-    session_drop_releases_everything(&subject).await;
-    tokens_increase_across_names_and_sessions(&subject).await;
-    guest_counter_is_exact(&subject).await;
-    guest_trap_hands_over(&subject).await;
-    guest_sees_wit_semantics(&subject).await;
-    status_subscriber_wakes_on_release(&subject).await;
+    conformance::all(&subject).await;
     drop(subject);
     server.wait_keys(ROOT, 0).await;
     backend.shutdown().await;
@@ -83,9 +78,11 @@ async fn etcdctl_and_guests_exclude_each_other_both_ways() {
         None,
         "etcdctl's key counts as a writer"
     );
+    // No timeout of its own: the bound below starts when etcdctl lets go
+    // (a slow machine may take long to get there).
     let waiting = tokio::spawn(async move {
         let grant = session
-            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .acquire(&lock, Mode::Exclusive, None)
             .await
             .expect("granted after etcdctl");
         (session, grant)
@@ -117,7 +114,10 @@ async fn etcdctl_and_guests_exclude_each_other_both_ways() {
     let lease = format!("{:x}", backend.lease_id().expect("lease"));
     assert_eq!(report["keys"][1]["lease"], lease.as_str(), "{report}");
     outside.release().await;
-    let (session, grant) = waiting.await.expect("join");
+    let (session, grant) = tokio::time::timeout(TEST_WAIT_LIMIT, waiting)
+        .await
+        .expect("granted within the wait limit of etcdctl's release")
+        .expect("join");
     let keys = server.keys(&format!("{etcdctl_name}/")).await;
     let lease = backend.lease_id().expect("lease");
     assert_eq!(keys, vec![format!("{etcdctl_name}/{lease:x}")]);
@@ -212,7 +212,7 @@ async fn wait_after(
 }
 
 /// A host stopped by SIGTERM revokes its lease: another host gets the lock at
-/// once. A host killed (SIGKILL) leaves it held until its 2 s lease runs out.
+/// once. A host killed (SIGKILL) leaves it held until its 4 s lease runs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopped_hosts_free_at_once_killed_hosts_within_the_ttl() {
     let server = EtcdServer::start();
@@ -220,7 +220,7 @@ async fn stopped_hosts_free_at_once_killed_hosts_within_the_ttl() {
     let waiter = other.open_session("waiter");
 
     let address = server.address();
-    let flags = ["--etcd", &address, "--root", ROOT, "--session-timeout", "2"];
+    let flags = ["--etcd", &address, "--root", ROOT, "--session-timeout", "4"];
     let holder = spinning_holder(&flags, "stopped").await;
     let waited = wait_after(holder, libc::SIGTERM, waiter.as_ref(), "stopped").await;
     assert!(
@@ -231,8 +231,8 @@ async fn stopped_hosts_free_at_once_killed_hosts_within_the_ttl() {
     let holder = spinning_holder(&flags, "killed").await;
     let waited = wait_after(holder, libc::SIGKILL, waiter.as_ref(), "killed").await;
     assert!(
-        waited >= Duration::from_millis(1000) && waited < Duration::from_secs(5),
-        "a killed host's 2 s lease freed the lock after {waited:?}"
+        waited >= Duration::from_millis(1000) && waited < Duration::from_secs(8),
+        "a killed host's 4 s lease freed the lock after {waited:?}"
     );
     eprintln!("killed host: lock free again after {waited:?}");
     drop(waiter);
@@ -247,7 +247,7 @@ async fn a_partitioned_holder_is_lost_before_another_host_is_granted() {
     let server = EtcdServer::start();
     let proxy = Proxy::start(server.address()).await;
     let lock = name("partitioned");
-    let cut_off = backend(&proxy.address()).await;
+    let cut_off = backend_with_ttl(&proxy.address(), 2).await;
     let holder = cut_off.open_session("holder");
     let grant = holder
         .acquire(&lock, Mode::Exclusive, None)
@@ -354,7 +354,7 @@ async fn leader_failovers_are_invisible_to_holders() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovers_by_itself_after_an_outage() {
     let mut server = EtcdServer::start();
-    let backend = backend(&server.address()).await;
+    let backend = backend_with_ttl(&server.address(), 2).await;
     let session = backend.open_session("holder");
     let lock = name("outage");
     let before = session

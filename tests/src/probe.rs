@@ -45,10 +45,16 @@ impl LocalContenders for ZooKeeperBackend {
     }
 }
 
+/// With nobody left at the host's task, the host's key must be gone from
+/// etcd too (its delete runs in the background): then the keys still there
+/// are counted.
 #[async_trait]
 impl LocalContenders for EtcdBackend {
     async fn local_contenders(&self, lock: &LockName) -> usize {
-        EtcdBackend::local_contenders(self, lock).await
+        match EtcdBackend::local_contenders(self, lock).await {
+            0 => self.queue(lock).await.map_or(0, |keys| keys.len()),
+            local => local,
+        }
     }
 }
 

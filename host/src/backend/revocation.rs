@@ -5,6 +5,8 @@
 //! releases. Forcing is the embedder's choice (the runner's hold lease,
 //! `wardlock run --max-hold`).
 
+use tokio::sync::watch;
+
 /// The future [`super::LockSession::revoked`] returns: resolves once someone
 /// asked the holder of a grant to give it up. It owns what it needs
 /// (`'static`), like [`super::StatusChange`].
@@ -18,6 +20,34 @@ pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 /// (released, unknown) and backends without revocation.
 pub fn never_revoked() -> Revoked {
     Box::pin(std::future::pending())
+}
+
+/// What a grant's revocation watch has seen (engine-neutral: ZooKeeper
+/// watches the holder's node, etcd a marker key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// The first read has not answered yet.
+    Unknown,
+    /// Read, not asked (yet).
+    NotAsked,
+    /// The node carries `__REVOKE__`: the holder was asked to give the lock up.
+    Asked,
+}
+
+/// Whether the watch `seen` saw a request, waiting for its first read at most
+/// `limit` (false when no answer came by then).
+pub(crate) async fn asked(mut seen: watch::Receiver<Seen>, limit: std::time::Duration) -> bool {
+    let answered = tokio::time::timeout(limit, seen.wait_for(|s| *s != Seen::Unknown)).await;
+    matches!(answered, Ok(Ok(s)) if *s == Seen::Asked)
+}
+
+/// Resolves once the watch `seen` sees a request; never if it ends first.
+pub(crate) fn revoked(mut seen: watch::Receiver<Seen>) -> Revoked {
+    Box::pin(async move {
+        if seen.wait_for(|s| *s == Seen::Asked).await.is_err() {
+            never_revoked().await;
+        }
+    })
 }
 
 /// Implements the revocation methods of [`super::LockSession`] by forwarding

@@ -4,9 +4,9 @@
 
 use etcd_client::{GetOptions, SortOrder, SortTarget};
 
-use super::EtcdBackend;
 use super::errors::classify;
 use super::layout::{conflicts, mode_of, prefix};
+use super::{EtcdBackend, Shared};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 
@@ -36,37 +36,52 @@ impl EtcdBackend {
     /// # Cancellation safety
     /// Cancel safe: it only reads.
     pub async fn queue(&self, name: &LockName) -> Result<Vec<EtcdContender>, BackendError> {
-        let mut client = self.shared.leases.client().await?;
-        let prefix = prefix(&self.config().root, name);
-        let options = GetOptions::new()
-            .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend);
-        let listed = tokio::time::timeout(
-            self.config().connect_timeout,
-            client.get(prefix.as_str(), Some(options)),
-        )
-        .await
-        .map_err(|_| {
-            BackendError::Unavailable(format!(
-                "etcd did not answer within {:?}",
-                self.config().connect_timeout
-            ))
-        })?
-        .map_err(|e| classify(&e, "list a lock's contenders"))?;
-        let mut contenders: Vec<EtcdContender> = Vec::with_capacity(listed.kvs().len());
-        for kv in listed.kvs() {
-            let mode = mode_of(kv.value());
-            let holds = contenders
-                .iter()
-                .all(|earlier| !conflicts(mode, earlier.mode));
-            contenders.push(EtcdContender {
-                key: String::from_utf8_lossy(kv.key()).into_owned(),
-                mode,
-                holds,
-                lease: kv.lease(),
-                revision: kv.create_revision(),
-            });
-        }
-        Ok(contenders)
+        contenders(&self.shared, name).await
     }
+}
+
+/// [`EtcdBackend::queue`] on the backend's shared state.
+///
+/// # Errors
+/// As [`EtcdBackend::queue`].
+///
+/// # Cancellation safety
+/// Cancel safe: it only reads.
+pub(super) async fn contenders(
+    shared: &Shared,
+    name: &LockName,
+) -> Result<Vec<EtcdContender>, BackendError> {
+    let config = shared.leases.config();
+    let mut client = shared.leases.client().await?;
+    let prefix = prefix(&config.root, name);
+    let options = GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, SortOrder::Ascend);
+    let listed = tokio::time::timeout(
+        config.connect_timeout,
+        client.get(prefix.as_str(), Some(options)),
+    )
+    .await
+    .map_err(|_| {
+        BackendError::Unavailable(format!(
+            "etcd did not answer within {:?}",
+            config.connect_timeout
+        ))
+    })?
+    .map_err(|e| classify(&e, "list a lock's contenders"))?;
+    let mut contenders: Vec<EtcdContender> = Vec::with_capacity(listed.kvs().len());
+    for kv in listed.kvs() {
+        let mode = mode_of(kv.value());
+        let holds = contenders
+            .iter()
+            .all(|earlier| !conflicts(mode, earlier.mode));
+        contenders.push(EtcdContender {
+            key: String::from_utf8_lossy(kv.key()).into_owned(),
+            mode,
+            holds,
+            lease: kv.lease(),
+            revision: kv.create_revision(),
+        });
+    }
+    Ok(contenders)
 }

@@ -4,9 +4,9 @@
 //! every lock (see `crate::backend::handoff`): a host queues one key per lock
 //! and passes the grant among its guests in memory.
 //!
-//! Semaphores and revocation are not served on etcd yet (`invalid-request`
-//! for the guest); locks, read/write locks, downgrades, `acquire-many` and
-//! pending locks are.
+//! Semaphores (`semaphore`) and revocation (`revoke`) use layouts of
+//! wardlock's own under `<root>/%sem/` and `<root>/%revoke/`, which no lock's
+//! prefix covers.
 
 mod config;
 mod errors;
@@ -15,6 +15,8 @@ mod keys;
 mod layout;
 mod lease;
 mod recipe;
+mod revoke;
+mod semaphore;
 mod session;
 
 use std::sync::Arc;
@@ -34,6 +36,8 @@ pub(crate) struct Shared {
     /// Host-local hand-off tasks, by lock name.
     local_locks: LocalLocks,
     deletes: Deletes,
+    /// Counts this host's permit keys (`<lease hex>-<k>`).
+    permit_keys: std::sync::atomic::AtomicU64,
     runtime: tokio::runtime::Handle,
 }
 
@@ -60,6 +64,7 @@ impl EtcdBackend {
             leases: Arc::new(Leases::new(config, runtime.clone())),
             local_locks: LocalLocks::default(),
             deletes: Deletes::default(),
+            permit_keys: std::sync::atomic::AtomicU64::new(0),
             runtime,
         });
         Ok(EtcdBackend { shared })

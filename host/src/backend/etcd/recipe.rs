@@ -38,7 +38,7 @@ use crate::name::LockName;
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// How one attempt (on one lease) ended, when not with a result.
-enum Attempt {
+pub(super) enum Attempt {
     /// The lease ended: start over on the next one.
     LeaseGone,
     Failed(BackendError),
@@ -88,11 +88,12 @@ pub(super) async fn acquire(
     }
 }
 
-/// Deletes the key of an acquisition that did not end in a grant.
-struct Withdraw<'a> {
-    shared: &'a Arc<Shared>,
-    key: Option<String>,
-    generation: u64,
+/// Deletes the key of an acquisition that did not end in a grant (clear
+/// `key` once granted).
+pub(super) struct Withdraw<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub key: Option<String>,
+    pub generation: u64,
 }
 
 impl Drop for Withdraw<'_> {
@@ -113,7 +114,7 @@ async fn attempt(
     wait: bool,
 ) -> Result<Option<OwnedNode>, Attempt> {
     let (mine, mut contenders, mut revision) =
-        put_and_list(shared, lease, prefix, key, mode).await?;
+        put_and_list(shared, lease, prefix, key, value_of(mode)).await?;
     let mut waited = false;
     loop {
         let blocker = contenders
@@ -126,12 +127,7 @@ async fn attempt(
             if waited {
                 confirm(shared, lease, key).await?;
             }
-            return Ok(Some(OwnedNode {
-                path: key.to_owned(),
-                prefix: key.to_owned(),
-                generation: lease.generation,
-                token: u64::try_from(mine).unwrap_or(0),
-            }));
+            return Ok(Some(owned(key, lease, mine)));
         };
         if !wait {
             return Ok(None);
@@ -139,6 +135,16 @@ async fn attempt(
         deleted(shared, lease, blocker, revision + 1).await?;
         waited = true;
         (contenders, revision) = list(shared, lease, prefix, mine).await?;
+    }
+}
+
+/// The node of a grant: `key`, put under `lease` at create revision `revision`.
+pub(super) fn owned(key: &str, lease: &Lease, revision: i64) -> OwnedNode {
+    OwnedNode {
+        path: key.to_owned(),
+        prefix: key.to_owned(),
+        generation: lease.generation,
+        token: u64::try_from(revision).unwrap_or(0),
     }
 }
 
@@ -164,15 +170,15 @@ where
     }
 }
 
-/// Puts `key` under `lease` if absent, in one transaction with the listing of
-/// every contender. Returns the key's create revision, the contenders and the
-/// listing's revision.
-async fn put_and_list(
+/// Puts `key` (holding `value`) under `lease` if absent, in one transaction
+/// with the listing of every key under `prefix` by create revision. Returns
+/// the key's create revision, the listing and the listing's revision.
+pub(super) async fn put_and_list(
     shared: &Arc<Shared>,
     lease: &Arc<Lease>,
     prefix: &str,
     key: &str,
-    mode: Mode,
+    value: &[u8],
 ) -> Result<(i64, Vec<KeyValue>, i64), Attempt> {
     let client = shared.leases.client().await?;
     let contenders = || {
@@ -186,7 +192,7 @@ async fn put_and_list(
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([
-                TxnOp::put(key, value_of(mode), Some(put.clone())),
+                TxnOp::put(key, value, Some(put.clone())),
                 TxnOp::get(prefix, Some(contenders())),
             ])
             .or_else([TxnOp::get(prefix, Some(contenders()))]);
@@ -314,7 +320,11 @@ pub(super) fn delete_key(shared: &Arc<Shared>, generation: u64, key: String) {
             let Ok(mut client) = shared.leases.client().await else {
                 break;
             };
-            match client.delete(key.as_str(), None).await {
+            // A lock key goes with its revocation marker (if any), at once.
+            let marker = super::revoke::marker_of_key(&shared.leases.config().root, &key);
+            let mut deletes = vec![TxnOp::delete(key.as_str(), None)];
+            deletes.extend(marker.map(|m| TxnOp::delete(m, None)));
+            match client.txn(Txn::new().and_then(deletes)).await {
                 Ok(_) => break,
                 Err(error) if retryable(&error) => tokio::time::sleep(RETRY_PAUSE).await,
                 Err(error) => {

@@ -1,6 +1,7 @@
 //! A guest's lock session on etcd: every lock goes through the host's
 //! hand-off task for its name (one key per host and lock, under the host's
-//! lease; see `keys`).
+//! lease; see `keys`); every semaphore permit has a key of its own (see
+//! `semaphore`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,21 +12,52 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::Shared;
 use super::keys::EtcdKeys;
-use crate::backend::handoff::{self, LocalHeld, LocalLock};
+use super::{Shared, revoke, semaphore};
+use crate::backend::handoff::{self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, local_token};
 use crate::backend::liveness;
+use crate::backend::revocation::{self, Seen};
 use crate::backend::{
     BackendError, Grant, GrantId, GrantStatus, LockSession, Request, RequestKind, StatusChange,
     settled,
 };
+use crate::backend::{Revoked, never_revoked};
 use crate::name::LockName;
+
+/// What a grant holds.
+#[derive(Clone)]
+enum HeldKind {
+    /// A lock, through the host's hand-off task (its name names the
+    /// revocation marker).
+    Local(LocalHeld, LockName),
+    /// A semaphore permit: a key of its own.
+    Permit(OwnedNode),
+}
 
 /// A grant and what ends it.
 struct Held {
-    local: LocalHeld,
-    /// Dropped with the grant: wakes its status subscribers.
+    kind: HeldKind,
+    /// Dropped with the grant: wakes its status subscribers and ends its
+    /// revocation watch.
     alive: watch::Sender<()>,
+    /// The revocation watch, started on first use (locks only).
+    revocation: Option<watch::Receiver<Seen>>,
+}
+
+impl Held {
+    fn generation(&self) -> u64 {
+        match &self.kind {
+            HeldKind::Local(local, _) => local.generation,
+            HeldKind::Permit(node) => node.generation,
+        }
+    }
+
+    fn release(self, shared: &Arc<Shared>) {
+        match self.kind {
+            HeldKind::Local(local, _) => local.release(),
+            HeldKind::Permit(node) => semaphore::release(shared, node),
+        }
+    }
 }
 
 /// A session of [`super::EtcdBackend`].
@@ -48,15 +80,50 @@ impl EtcdLockSession {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn record(&self, local: LocalHeld) -> Grant {
-        let token = local.token;
+    fn record(&self, kind: HeldKind) -> Grant {
+        let token = match &kind {
+            HeldKind::Local(local, _) => local.token,
+            // A key of its own is grant 0 under it (see `handoff`).
+            HeldKind::Permit(node) => local_token(node.token, 0),
+        };
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
-        let alive = watch::Sender::new(());
-        self.held().insert(id, Held { local, alive });
+        let held = Held {
+            kind,
+            alive: watch::Sender::new(()),
+            revocation: None,
+        };
+        self.held().insert(id, held);
         Grant {
             id: GrantId(id),
             token,
         }
+    }
+
+    /// The revocation watch of `grant`, started on first use; `None` for a
+    /// permit or a grant not held here.
+    fn revocation_of(&self, grant: GrantId) -> Option<watch::Receiver<Seen>> {
+        let mut held = self.held();
+        let held = held.get_mut(&grant.0)?;
+        if let Some(seen) = &held.revocation {
+            return Some(seen.clone());
+        }
+        let HeldKind::Local(local, name) = &held.kind else {
+            return None;
+        };
+        let lease = self.shared.leases.lease_of(local.generation)?;
+        let marker = revoke::marker_key(&self.shared.leases.config().root, name, lease.id);
+        let revision = i64::try_from(local.token >> LOCAL_BITS).unwrap_or(i64::MAX);
+        let task = local.clone();
+        let seen = revoke::watch_marker(
+            &self.shared,
+            marker,
+            local.path.clone(),
+            revision,
+            held.alive.subscribe(),
+            Box::new(move |path: &str| task.node_revoked(path)),
+        );
+        held.revocation = Some(seen.clone());
+        Some(seen)
     }
 
     async fn take(
@@ -65,17 +132,15 @@ impl EtcdLockSession {
         deadline: Option<Instant>,
         wait: bool,
     ) -> Result<Option<Grant>, BackendError> {
-        let mode = match request.kind {
-            RequestKind::Lock(mode) => mode,
-            RequestKind::Permit(_) => {
-                return Err(BackendError::Unsupported(
-                    "the etcd backend has no semaphores yet; use ZooKeeper or memory for permits"
-                        .into(),
-                ));
-            }
-        };
         let shared = &self.shared;
         let name: &LockName = request.name;
+        let mode = match request.kind {
+            RequestKind::Lock(mode) => mode,
+            RequestKind::Permit(permits) => {
+                let node = semaphore::acquire(shared, name, permits, deadline, wait).await?;
+                return Ok(node.map(|node| self.record(HeldKind::Permit(node))));
+            }
+        };
         let start = |number, receiver| {
             let engine = Arc::new(EtcdKeys {
                 shared: shared.clone(),
@@ -85,7 +150,7 @@ impl EtcdLockSession {
             shared.runtime.spawn(lock.run());
         };
         let held = handoff::ask(&shared.local_locks, name, mode, deadline, wait, start).await?;
-        Ok(held.map(|local| self.record(local)))
+        Ok(held.map(|local| self.record(HeldKind::Local(local, name.clone()))))
     }
 }
 
@@ -114,12 +179,12 @@ impl LockSession for EtcdLockSession {
             .held()
             .remove(&grant.0)
             .ok_or(BackendError::UnknownGrant(grant.0))?;
-        held.local.release();
+        held.release(&self.shared);
         Ok(())
     }
 
     fn status(&self, grant: GrantId) -> GrantStatus {
-        let Some(generation) = self.held().get(&grant.0).map(|h| h.local.generation) else {
+        let Some(generation) = self.held().get(&grant.0).map(Held::generation) else {
             return GrantStatus::Released;
         };
         match self.shared.leases.lease_of(generation) {
@@ -132,7 +197,7 @@ impl LockSession for EtcdLockSession {
         let watched = self
             .held()
             .get(&grant.0)
-            .map(|h| (h.alive.subscribe(), h.local.generation));
+            .map(|h| (h.alive.subscribe(), h.generation()));
         let Some((alive, generation)) = watched else {
             return settled(GrantStatus::Released, seen);
         };
@@ -144,20 +209,44 @@ impl LockSession for EtcdLockSession {
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        let local = self
+        let kind = self
             .held()
             .get(&exclusive.0)
-            .map(|h| h.local.clone())
+            .map(|h| h.kind.clone())
             .ok_or(BackendError::UnknownGrant(exclusive.0))?;
+        let HeldKind::Local(local, name) = kind else {
+            return Err(BackendError::InvalidRequest(
+                "a semaphore permit cannot be downgraded".into(),
+            ));
+        };
         let shared = handoff::downgrade(&self.shared.local_locks, &local).await?;
-        Ok(self.record(shared))
+        Ok(self.record(HeldKind::Local(shared, name)))
+    }
+
+    async fn revocation_requested(&self, grant: GrantId) -> bool {
+        let Some(seen) = self.revocation_of(grant) else {
+            return false;
+        };
+        revocation::asked(seen, self.shared.leases.config().lease_ttl).await
+    }
+
+    fn revoked(&self, grant: GrantId) -> Revoked {
+        match self.revocation_of(grant) {
+            Some(seen) => revocation::revoked(seen),
+            None => never_revoked(),
+        }
+    }
+
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+        revoke::request(&self.shared, name).await
     }
 }
 
 impl Drop for EtcdLockSession {
     fn drop(&mut self) {
-        for (_, held) in self.held().drain() {
-            held.local.release();
+        let held: Vec<Held> = self.held().drain().map(|(_, held)| held).collect();
+        for held in held {
+            held.release(&self.shared);
         }
     }
 }

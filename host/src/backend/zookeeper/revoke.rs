@@ -25,19 +25,9 @@ use zookeeper_client::Error as ZkError;
 use super::queue::{holds, queue};
 use super::recipe::{connect, until, watch_fired};
 use super::{Shared, retry};
-use crate::backend::{BackendError, REVOKE_MESSAGE, Revoked, never_revoked};
+pub(super) use crate::backend::revocation::{Seen, asked, revoked};
+use crate::backend::{BackendError, REVOKE_MESSAGE};
 use crate::name::LockName;
-
-/// What a grant's watch has seen of its node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Seen {
-    /// The first read has not answered yet.
-    Unknown,
-    /// Read, not asked (yet).
-    NotAsked,
-    /// The node carries `__REVOKE__`: the holder was asked to give the lock up.
-    Asked,
-}
 
 /// Called once when a watch sees `__REVOKE__` (a host-local grant tells its
 /// lock's task).
@@ -102,22 +92,6 @@ async fn follow(
             }
         }
     }
-}
-
-/// Whether the watch `seen` saw a request, waiting for its first read at most
-/// `limit` (false when no answer came by then).
-pub(super) async fn asked(mut seen: watch::Receiver<Seen>, limit: std::time::Duration) -> bool {
-    let answered = tokio::time::timeout(limit, seen.wait_for(|s| *s != Seen::Unknown)).await;
-    matches!(answered, Ok(Ok(s)) if *s == Seen::Asked)
-}
-
-/// Resolves once the watch `seen` sees a request; never if it ends first.
-pub(super) fn revoked(mut seen: watch::Receiver<Seen>) -> Revoked {
-    Box::pin(async move {
-        if seen.wait_for(|s| *s == Seen::Asked).await.is_err() {
-            never_revoked().await;
-        }
-    })
 }
 
 /// Writes `__REVOKE__` into the node of every current holder of lock `name`
