@@ -421,7 +421,7 @@ async fn two_hosts_on_zookeeper_lose_no_update_and_stop_cleanly() {
     for server in [&one, &two] {
         let text = get(&server.admin, "/metrics").await.expect("metrics").body;
         grants += metric(&text, "wardlock_grants_total", &[]);
-        assert_eq!(metric(&text, "wardlock_zookeeper_session_state", &[]), 1.0);
+        assert_eq!(metric(&text, "wardlock_backend_session_state", &[]), 1.0);
     }
     assert_eq!(grants, 200.0);
 

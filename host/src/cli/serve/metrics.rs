@@ -122,8 +122,8 @@ impl Metrics {
             requests.clone(),
         );
         registry.register(
-            "wardlock_zookeeper_session_state",
-            "ZooKeeper session: 1 connected, 0 connecting or disconnected, -1 expired or closed",
+            "wardlock_backend_session_state",
+            "The backend's session with its lock service (ZooKeeper session, etcd lease): 1 connected, 0 connecting or disconnected, -1 down (ended, unreachable); in-process backends 1",
             session_state.clone(),
         );
         Arc::new(Metrics {
