@@ -14,7 +14,10 @@ use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::etcd::{EtcdServer, EtcdctlLock};
 use wardlock_tests::probe::HandoffProbe;
 use wardlock_tests::proxy::Proxy;
-use wardlock_tests::serve::{RunChild, Server, get, metric, post, spinning_holder, wardlock_bin};
+use wardlock_tests::serve::{
+    RunChild, Server, assert_exact_and_fenced, concurrent_increments, get, metric, spinning_holder,
+    wardlock_bin,
+};
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, name};
 
 use crate::cli::run_counters;
@@ -449,38 +452,8 @@ async fn serve_on_etcd_counts_exactly_and_stops_cleanly() {
     ];
     let mut one = Server::start(&args).await;
     let mut two = Server::start(&args).await;
-    let mut requests = tokio::task::JoinSet::new();
-    for i in 0..100 {
-        let host = if i % 2 == 0 {
-            one.addr.clone()
-        } else {
-            two.addr.clone()
-        };
-        requests.spawn(async move { post(&host, "/c").await });
-    }
-    let mut answers = Vec::new();
-    while let Some(joined) = requests.join_next().await {
-        let response = joined.expect("task").expect("request");
-        assert_eq!(response.status, 200, "{response:?}");
-        let value: u64 = response.body.trim().parse().expect("value");
-        let token: u64 = response
-            .header("fencing-token")
-            .expect("fencing-token header")
-            .parse()
-            .expect("token");
-        answers.push((value, token));
-    }
-    answers.sort();
-    let values: Vec<u64> = answers.iter().map(|(v, _)| *v).collect();
-    assert_eq!(
-        values,
-        (1..=100).collect::<Vec<u64>>(),
-        "lost or duplicated updates"
-    );
-    assert!(
-        answers.windows(2).all(|pair| pair[0].1 < pair[1].1),
-        "tokens do not rise with values: {answers:?}"
-    );
+    let answers = concurrent_increments(&[&one.addr, &two.addr], 100).await;
+    assert_exact_and_fenced(&answers);
     for host in [&one, &two] {
         let ready = get(&host.admin, "/readyz").await.expect("readyz");
         assert_eq!(ready.status, 200, "{ready:?}");

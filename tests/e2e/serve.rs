@@ -4,7 +4,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use wardlock_tests::Guest;
-use wardlock_tests::serve::{Server, free_port, get, metric, post, post_and_hold};
+use wardlock_tests::serve::{
+    Server, assert_exact_and_fenced, concurrent_increments, free_port, get, metric, post,
+    post_and_hold,
+};
 use wardlock_tests::zookeeper::ZkServer;
 
 /// How soon a lock freed by a stopped request must be back (the bound).
@@ -14,42 +17,6 @@ fn data_dir() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let spec = format!("{}::/data", dir.path().display());
     (dir, spec)
-}
-
-/// Posts `count` increments of counter `c` concurrently, spread over `hosts`;
-/// returns (value, token) per response.
-async fn concurrent_increments(hosts: &[&str], count: usize) -> Vec<(u64, u64)> {
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..count {
-        let host = hosts[i % hosts.len()].to_owned();
-        tasks.spawn(async move { post(&host, "/c").await });
-    }
-    let mut results = Vec::new();
-    while let Some(joined) = tasks.join_next().await {
-        let response = joined.expect("task").expect("request");
-        assert_eq!(response.status, 200, "{response:?}");
-        let value: u64 = response.body.trim().parse().expect("value");
-        let token: u64 = response
-            .header("fencing-token")
-            .expect("fencing-token header")
-            .parse()
-            .expect("token");
-        results.push((value, token));
-    }
-    results.sort();
-    results
-}
-
-fn assert_exact_and_fenced(results: &[(u64, u64)]) {
-    let values: Vec<u64> = results.iter().map(|(v, _)| *v).collect();
-    let expected: Vec<u64> = (1..=results.len() as u64).collect();
-    assert_eq!(values, expected, "lost or duplicated updates");
-    for pair in results.windows(2) {
-        assert!(
-            pair[0].1 < pair[1].1,
-            "tokens do not rise with values: {pair:?}"
-        );
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

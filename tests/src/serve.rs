@@ -326,3 +326,41 @@ pub fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
+
+/// Posts `count` increments of the http-counter plugin's counter `c`
+/// concurrently, spread over `hosts`; returns (value, token) per response,
+/// sorted.
+pub async fn concurrent_increments(hosts: &[&str], count: usize) -> Vec<(u64, u64)> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..count {
+        let host = hosts[i % hosts.len()].to_owned();
+        tasks.spawn(async move { post(&host, "/c").await });
+    }
+    let mut results = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        let response = joined.expect("task").expect("request");
+        assert_eq!(response.status, 200, "{response:?}");
+        let value: u64 = response.body.trim().parse().expect("value");
+        let token: u64 = response
+            .header("fencing-token")
+            .expect("fencing-token header")
+            .parse()
+            .expect("token");
+        results.push((value, token));
+    }
+    results.sort();
+    results
+}
+
+/// Panics unless the values are 1..=n with fencing tokens rising with them.
+pub fn assert_exact_and_fenced(results: &[(u64, u64)]) {
+    let values: Vec<u64> = results.iter().map(|(v, _)| *v).collect();
+    let expected: Vec<u64> = (1..=results.len() as u64).collect();
+    assert_eq!(values, expected, "lost or duplicated updates");
+    for pair in results.windows(2) {
+        assert!(
+            pair[0].1 < pair[1].1,
+            "tokens do not rise with values: {pair:?}"
+        );
+    }
+}
