@@ -131,10 +131,12 @@ static inline bool wardlock_release(wardlock_guard_t *guard, wardlock_error_t *e
     return ok;
 }
 
-/* The grant's fencing token (the guard must be held): strictly greater for
- * every later conflicting grant of the name, so the resource you protect can
- * refuse stale writers. */
+/* The grant's fencing token: strictly greater for every later conflicting
+ * grant of the name, so the resource you protect can refuse stale writers;
+ * 0 (no grant's token) once the guard is not held. */
 static inline uint64_t wardlock_token(const wardlock_guard_t *guard) {
+    if (!guard->held)
+        return 0;
     return wardlock_lock_locks_method_lock_fencing_token(wardlock_lock_locks_borrow_lock(guard->handle));
 }
 

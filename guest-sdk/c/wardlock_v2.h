@@ -210,8 +210,10 @@ static inline bool wardlock2_release(wardlock2_guard_t *guard, wardlock2_error_t
     return ok;
 }
 
-/* The grant's fencing token (the guard must be held). */
+/* The grant's fencing token; 0 (no grant's token) once the guard is not held. */
 static inline uint64_t wardlock2_token(const wardlock2_guard_t *guard) {
+    if (!guard->held)
+        return 0;
     return wardlock_lock_0_2_0_locks_method_lock_fencing_token(wardlock2_borrow(guard));
 }
 
@@ -240,8 +242,11 @@ static inline bool wardlock2_wait_lost(const wardlock2_guard_t *guard, int64_t t
     return !guard->held || wardlock2_wait_and_drop(wardlock2_subscribe(guard), timeout_ms);
 }
 
-/* Whether someone asked this holder to give the lock up (the guard must be held). */
+/* Whether someone asked this holder to give the lock up; false once the
+ * guard is not held. */
 static inline bool wardlock2_revocation_requested(const wardlock2_guard_t *guard) {
+    if (!guard->held)
+        return false;
     return wardlock_lock_0_2_0_locks_method_lock_revocation_requested(wardlock2_borrow(guard));
 }
 
@@ -250,9 +255,10 @@ static inline wardlock2_pollable_t wardlock2_subscribe_revocation(const wardlock
     return wardlock_lock_0_2_0_locks_method_lock_subscribe_revocation(wardlock2_borrow(guard));
 }
 
-/* Waits until a revocation is requested (true) or `timeout_ms` passed (false). */
+/* Waits until a revocation is requested (true) or `timeout_ms` passed
+ * (false); false at once if the guard is not held. */
 static inline bool wardlock2_wait_revocation(const wardlock2_guard_t *guard, int64_t timeout_ms) {
-    return wardlock2_wait_and_drop(wardlock2_subscribe_revocation(guard), timeout_ms);
+    return guard->held && wardlock2_wait_and_drop(wardlock2_subscribe_revocation(guard), timeout_ms);
 }
 
 /* Asks every holder of `name` to give it up; `*asked` is how many were asked. */

@@ -27,9 +27,16 @@ export function call(operation) {
   }
 }
 
-/** Milliseconds as the WIT's `option<u64>` (a BigInt, rounded up), or undefined. */
+/** Milliseconds as the WIT's `option<u64>` (a BigInt, rounded up), or
+ * undefined; a `RangeError` naming `timeoutMs` for anything but a finite
+ * number ≥ 0 (or a BigInt ≥ 0). */
 export function millis(timeoutMs) {
-  return timeoutMs === undefined ? undefined : BigInt(Math.ceil(Number(timeoutMs)));
+  if (timeoutMs === undefined) return undefined;
+  if (typeof timeoutMs === 'bigint' && timeoutMs >= 0n) return timeoutMs;
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
+    throw new RangeError(`timeoutMs must be a finite number of milliseconds >= 0, got ${String(timeoutMs)}`);
+  }
+  return BigInt(Math.ceil(timeoutMs));
 }
 
 /** A held grant over a raw resource (a lock, or a 0.2.0 permit), held until
@@ -99,8 +106,10 @@ export class Guard extends Handle {
  * Runs `fn(scope)` and then releases `scope` (anything with `release()` and
  * `[Symbol.dispose]()`), returning what `fn` returns. When `fn` ends normally
  * the release is checked (a lock lost meanwhile throws `'lost'`, so its work
- * is not silently trusted); when it throws, `scope` is disposed quietly and
- * `fn`'s error goes on. An async `fn` keeps it until its promise settles.
+ * is not silently trusted) unless `fn` released it itself (`scope.live` is
+ * then false: releasing early is allowed); when it throws, `scope` is
+ * disposed quietly and `fn`'s error goes on. An async `fn` keeps it until its
+ * promise settles.
  */
 export function runScoped(scope, fn) {
   let result;
@@ -110,13 +119,16 @@ export function runScoped(scope, fn) {
     scope[Symbol.dispose]();
     throw e;
   }
+  const finish = () => {
+    if (scope.live !== false) scope.release();
+  };
   if (typeof result?.then !== 'function') {
-    scope.release();
+    finish();
     return result;
   }
   return result.then(
     (value) => {
-      scope.release();
+      finish();
       return value;
     },
     (e) => {
@@ -124,6 +136,17 @@ export function runScoped(scope, fn) {
       throw e;
     },
   );
+}
+
+/**
+ * The `[options], fn` tail of the scoped calls (`withLock(name, fn)` or
+ * `withLock(name, options, fn)`): returns `[options, fn]`; a `TypeError`
+ * naming `call` when there is no function.
+ */
+export function optionsAndFn(call, options, fn) {
+  if (typeof options === 'function' && fn === undefined) [options, fn] = [undefined, options];
+  if (typeof fn !== 'function') throw new TypeError(`${call}: the last argument must be a function`);
+  return [options, fn];
 }
 
 /**
@@ -138,6 +161,9 @@ export function lockApi(rawAcquire, rawTryAcquire, GuardClass) {
     const raw = call(() => rawTryAcquire(name, mode));
     return raw === undefined ? undefined : new GuardClass(raw);
   };
-  const withLock = (name, options, fn) => runScoped(acquire(name, options), fn);
+  const withLock = (name, options, fn) => {
+    [options, fn] = optionsAndFn('withLock(name, [options], fn)', options, fn);
+    return runScoped(acquire(name, options), fn);
+  };
   return { acquire, tryAcquire, withLock };
 }

@@ -41,7 +41,16 @@ import {
   tryAcquire as rawTryAcquire,
   tryAcquirePermit as rawTryAcquirePermit,
 } from 'wardlock:lock/locks@0.2.0';
-import { Guard as BaseGuard, Handle, LockError, call, lockApi, millis, runScoped } from './wardlock-core.js';
+import {
+  Guard as BaseGuard,
+  Handle,
+  LockError,
+  call,
+  lockApi,
+  millis,
+  optionsAndFn,
+  runScoped,
+} from './wardlock-core.js';
 
 export { LockError };
 
@@ -212,6 +221,7 @@ export function acquireMany(requests, { timeoutMs } = {}) {
 
 /** Runs `fn(guards)` holding every lock of `requests` (as `withLock`). */
 export function withLocks(requests, options, fn) {
+  [options, fn] = optionsAndFn('withLocks(requests, [options], fn)', options, fn);
   return runScoped(acquireMany(requests, options), fn);
 }
 
@@ -248,6 +258,7 @@ export function tryAcquirePermit(name, permits) {
 
 /** Runs `fn(permit)` holding a permit of `name` (as `withLock`). */
 export function withPermit(name, permits, options, fn) {
+  [options, fn] = optionsAndFn('withPermit(name, permits, [options], fn)', options, fn);
   return runScoped(acquirePermit(name, permits, options), fn);
 }
 

@@ -71,8 +71,9 @@ class Denied(LockError):
     kind = "denied"
 
 
-class Timeout(LockError):
-    """The timeout passed before the lock was granted."""
+class Timeout(LockError, TimeoutError):
+    """The timeout passed before the lock was granted (also a `TimeoutError`,
+    so `except TimeoutError` catches it as Python code expects)."""
     kind = "timeout"
 
 

@@ -346,3 +346,32 @@ async fn all_on_zookeeper() {
     let subject = crate::zookeeper::subject(&server, "/wardlock-languages").await;
     all(&subject).await;
 }
+
+/// The JavaScript SDK's shared core (scoped release, `withLock(name, fn)`,
+/// checked timeouts) passes its unit tests in Node
+/// (`guest-sdk/js/test/wardlock-core.test.mjs`, over stand-ins for the raw
+/// WIT resources). Node comes with the JavaScript toolchain; without it the
+/// check is skipped, but not in CI (`CI` set), where every toolchain is.
+#[test]
+fn js_sdk_core_unit_tests_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tests = root.join("guest-sdk/js/test");
+    let run = std::process::Command::new("node")
+        .arg("--test")
+        .arg(&tests)
+        .output();
+    let output = match run {
+        Ok(output) => output,
+        Err(error) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: no node ({error}); plugins/install-toolchains.sh installs it");
+            return;
+        }
+        Err(error) => panic!("node is needed in CI: {error}"),
+    };
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

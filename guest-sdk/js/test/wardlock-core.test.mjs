@@ -1,0 +1,100 @@
+// Unit tests of the JavaScript SDK's shared core, in Node (`node --test
+// guest-sdk/js/test/`), over stand-ins for the WIT's raw resources: what a
+// guest sees of scoped release, argument forms and bad timeouts. Run by
+// `tests/e2e/languages.rs` (`js_sdk_core_unit_tests_pass`).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { Guard, LockError, lockApi, millis, runScoped } from '../wardlock-core.js';
+
+/** A stand-in for a raw `lock` resource: counts releases and drops. */
+function rawLock(name, { lost = false } = {}) {
+  const calls = { release: 0, drop: 0 };
+  return {
+    calls,
+    name: () => name,
+    mode: () => 'exclusive',
+    status: () => (lost ? 'lost' : 'held'),
+    fencingToken: () => 7n,
+    release() {
+      calls.release += 1;
+      if (lost) throw { payload: { tag: 'lost' } };
+    },
+    [Symbol.dispose]() {
+      calls.drop += 1;
+    },
+  };
+}
+
+function api(raw) {
+  const acquired = [];
+  const rawAcquire = (name, options) => {
+    acquired.push(options);
+    return raw ?? rawLock(name);
+  };
+  return { ...lockApi(rawAcquire, () => undefined, Guard), acquired };
+}
+
+test('a block that releases early is not released again', () => {
+  const raw = rawLock('a');
+  const { withLock } = api(raw);
+  const result = withLock('a', {}, (lock) => {
+    lock.release();
+    return 'done';
+  });
+  assert.equal(result, 'done');
+  assert.equal(raw.calls.release, 1);
+});
+
+test('an async block that releases early is not released again', async () => {
+  const raw = rawLock('a');
+  const { withLock } = api(raw);
+  const result = await withLock('a', async (lock) => {
+    lock.release();
+    return 'done';
+  });
+  assert.equal(result, 'done');
+  assert.equal(raw.calls.release, 1);
+});
+
+test('withLock(name, fn) takes the default options', () => {
+  const { withLock, acquired } = api();
+  assert.equal(
+    withLock('a', (lock) => lock.name),
+    'a',
+  );
+  assert.deepEqual(acquired, [{ mode: 'exclusive', timeoutMs: undefined }]);
+  assert.throws(() => withLock('a', {}), TypeError);
+});
+
+test('a lock lost during the block is reported when it ends', () => {
+  const raw = rawLock('a', { lost: true });
+  const { withLock } = api(raw);
+  assert.throws(
+    () => withLock('a', () => 'work'),
+    (e) => e instanceof LockError && e.kind === 'lost',
+  );
+});
+
+test('a throwing block drops the lock quietly and its error goes on', () => {
+  const raw = rawLock('a');
+  assert.throws(
+    () =>
+      runScoped(new Guard(raw), () => {
+        throw new Error('boom');
+      }),
+    /boom/,
+  );
+  assert.equal(raw.calls.release, 0);
+  assert.equal(raw.calls.drop, 1);
+});
+
+test('timeouts are checked and rounded up', () => {
+  assert.equal(millis(undefined), undefined);
+  assert.equal(millis(1.2), 2n);
+  assert.equal(millis(0), 0n);
+  assert.equal(millis(5n), 5n);
+  for (const bad of [-1, Number.NaN, Infinity, '100', null, -1n]) {
+    assert.throws(() => millis(bad), RangeError, String(bad));
+  }
+});
