@@ -358,5 +358,4 @@ impl Drop for MeteredSession {
 }
 
 #[cfg(test)]
-#[path = "metrics_tests.rs"]
 mod tests;

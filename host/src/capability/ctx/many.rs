@@ -120,5 +120,4 @@ impl WardlockCtx {
 }
 
 #[cfg(test)]
-#[path = "ctx_many_tests.rs"]
 mod tests;

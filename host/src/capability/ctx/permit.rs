@@ -152,5 +152,4 @@ impl WardlockCtx {
 }
 
 #[cfg(test)]
-#[path = "ctx_permit_tests.rs"]
 mod tests;

@@ -379,15 +379,10 @@ impl Drop for WardlockCtx {
     }
 }
 
-#[path = "ctx_many.rs"]
 mod many;
-#[path = "ctx_pending.rs"]
 mod pending;
-#[path = "ctx_permit.rs"]
 mod permit;
-#[path = "ctx_revoke.rs"]
 mod revoke;
 
 #[cfg(test)]
-#[path = "ctx_tests.rs"]
 mod tests;
