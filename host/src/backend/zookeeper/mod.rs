@@ -14,24 +14,20 @@
 
 mod config;
 mod connection;
-mod create;
-mod dialect;
-mod downgrade;
 mod handoff_nodes;
 mod inspect;
-mod monitor;
-mod pending;
-mod queue;
 mod recipe;
-mod reconcile;
-mod reconnect;
-mod release;
 mod remote_contender;
-mod retry;
 mod revoke;
 mod semaphore;
 mod session;
-mod shutdown;
+
+// Two rooms: `connection/` (the ZooKeeper session: connecting, monitoring,
+// reconnecting, the retry policy, shutdown) and `recipe/` (the queue of
+// lock nodes: naming, creating, ordering, releasing). Their parts go by the
+// names the rest of the backend uses.
+use connection::{monitor, reconcile, reconnect, retry, shutdown};
+use recipe::{create, dialect, downgrade, pending, queue, release};
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -40,8 +36,8 @@ use zookeeper_client::Acls;
 
 pub use crate::backend::handoff::LocalHandoff;
 pub use config::{ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
-pub use dialect::{Dialect, UnknownDialect};
 pub use inspect::QueueNode;
+pub use recipe::dialect::{Dialect, UnknownDialect};
 
 use self::connection::Connection;
 use self::session::ZkLockSession;

@@ -1,18 +1,18 @@
 //! Make ZooKeeper agree with what the host tracks: an ephemeral node of our session
 //! under the root that no guest tracks is an orphan (say, a create whose answer was
-//! lost with the connection), and is deleted. Run by [`super::monitor`] after every
+//! lost with the connection), and is deleted. Run by [`super::super::monitor`] after every
 //! reconnect and periodically.
 
 use std::sync::Arc;
 
-use super::Shared;
-use super::release;
+use super::super::Shared;
+use super::super::release;
 
 /// Deletes this session's untracked ephemeral nodes under the root.
 ///
 /// # Cancellation safety
 /// Cancel safe: deletes are handed to background tasks.
-pub(super) async fn reconcile(shared: &Arc<Shared>, generation: u64) {
+pub(in crate::backend::zookeeper) async fn reconcile(shared: &Arc<Shared>, generation: u64) {
     let Some(session) = shared.connection.session_of(generation) else {
         return;
     };

@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use super::{Shared, release};
+use super::super::{Shared, release};
 
 /// Deletes the node of an attempt that did not end in a grant, when dropped: after
 /// a timeout, an error, a retry, a try-acquire that found the lock busy, or the
 /// caller's future being dropped mid-wait. Tracks the node's prefix from before
 /// the create, so reconciliation never takes it for an orphan.
-pub(super) struct PendingNode {
+pub(in crate::backend::zookeeper) struct PendingNode {
     shared: Arc<Shared>,
     generation: u64,
     parent: String,
@@ -19,7 +19,12 @@ pub(super) struct PendingNode {
 }
 
 impl PendingNode {
-    pub(super) fn new(shared: &Arc<Shared>, generation: u64, parent: &str, prefix: &str) -> Self {
+    pub(in crate::backend::zookeeper) fn new(
+        shared: &Arc<Shared>,
+        generation: u64,
+        parent: &str,
+        prefix: &str,
+    ) -> Self {
         shared.track(generation, prefix);
         PendingNode {
             shared: shared.clone(),
@@ -32,12 +37,12 @@ impl PendingNode {
     }
 
     /// The create succeeded: the node is `path`.
-    pub(super) fn created(&mut self, path: &str) {
+    pub(in crate::backend::zookeeper) fn created(&mut self, path: &str) {
         self.path = Some(path.to_owned());
     }
 
     /// The attempt ended in a grant: the node now belongs to the grant.
-    pub(super) fn disarm(&mut self) {
+    pub(in crate::backend::zookeeper) fn disarm(&mut self) {
         self.armed = false;
     }
 }

@@ -1,6 +1,6 @@
 //! A lock's queue as a dialect orders it, and whose turn it is.
 
-use super::dialect::{Contender, Dialect};
+use super::super::dialect::{Contender, Dialect};
 use crate::backend::Mode;
 
 /// The contenders among `children`, in queue order.

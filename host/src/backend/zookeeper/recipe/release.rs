@@ -8,14 +8,19 @@ use std::sync::Arc;
 
 use zookeeper_client::Error as ZkError;
 
-use super::Shared;
-use super::connection::ZkSession;
-use super::retry;
+use super::super::Shared;
+use super::super::connection::ZkSession;
+use super::super::retry;
 
 /// Deletes `path`, created in session `generation`. The delete request is sent
 /// before this returns, so it is ordered before anything the caller sends next on
 /// the same session; confirmation and retries happen in the background.
-pub(super) fn delete_node(shared: &Arc<Shared>, generation: u64, prefix: String, path: String) {
+pub(in crate::backend::zookeeper) fn delete_node(
+    shared: &Arc<Shared>,
+    generation: u64,
+    prefix: String,
+    path: String,
+) {
     let Some(session) = shared.connection.session_of(generation) else {
         shared.untrack(generation, &prefix);
         return;
@@ -39,7 +44,7 @@ pub(super) fn delete_node(shared: &Arc<Shared>, generation: u64, prefix: String,
 
 /// Deletes whatever node of `parent` carries `prefix` (a create whose answer never
 /// arrived, e.g. because the waiting guest was cancelled).
-pub(super) fn delete_by_prefix(
+pub(in crate::backend::zookeeper) fn delete_by_prefix(
     shared: &Arc<Shared>,
     generation: u64,
     parent: String,

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use uuid::Uuid;
 use zookeeper_client::{CreateMode, Error as ZkError};
 
-use super::Shared;
-use super::recipe::{OwnedNode, token_of};
-use super::retry;
+use super::super::Shared;
+use super::super::recipe::{OwnedNode, token_of};
+use super::super::retry;
 use crate::backend::BackendError;
 
 /// Creates the shared node that downgrades `exclusive`, granted at once: it sorts
 /// beside `exclusive` (same sequence, see
-/// [`super::dialect::Dialect::downgrade_node`]), ahead of every node queued later.
+/// [`super::super::dialect::Dialect::downgrade_node`]), ahead of every node queued later.
 ///
 /// # Errors
 /// [`BackendError::Lost`] when `exclusive`'s session ended; `Unsupported` in a
@@ -23,7 +23,7 @@ use crate::backend::BackendError;
 /// # Cancellation safety
 /// Cancel safe: a node created for a dropped call is tracked under its session,
 /// so reconciliation deletes it (and its session's end would anyway).
-pub(super) async fn downgrade(
+pub(in crate::backend::zookeeper) async fn downgrade(
     shared: &Arc<Shared>,
     exclusive: &OwnedNode,
     data: &[u8],

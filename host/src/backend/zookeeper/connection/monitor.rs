@@ -10,17 +10,17 @@ use std::time::Duration;
 use tokio::time::MissedTickBehavior;
 use zookeeper_client::SessionState;
 
-use super::Shared;
-use super::connection::ZkSession;
-use super::reconcile::reconcile;
-use super::reconnect;
+use super::super::Shared;
+use super::super::connection::ZkSession;
+use super::super::reconcile::reconcile;
+use super::super::reconnect;
 use crate::backend::liveness::Health;
 
 /// Reconcile at least this often (and after every reconnect seen).
 const RECONCILE_EVERY: Duration = Duration::from_secs(10);
 
 /// Watches `session` for as long as it and the backend live.
-pub(super) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
+pub(in crate::backend::zookeeper) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
     let Some((generation, liveness, mut state)) = session
         .upgrade()
         .map(|s| (s.generation, s.liveness.clone(), s.client.state_watcher()))

@@ -6,20 +6,20 @@ use std::sync::Arc;
 
 use zookeeper_client::{CreateMode, Error as ZkError, Stat};
 
-use super::Shared;
-use super::connection::ZkSession;
-use super::retry;
+use super::super::Shared;
+use super::super::connection::ZkSession;
+use super::super::retry;
 use crate::backend::BackendError;
 
 /// A lock's children as one listing saw them, with the listing's `pzxid`: the zxid
 /// of the last change among the children (a create or delete) it reflects.
-pub(super) struct Listing {
+pub(in crate::backend::zookeeper) struct Listing {
     pub children: Vec<String>,
     pub pzxid: i64,
 }
 
 /// Our node, created.
-pub(super) struct Created {
+pub(in crate::backend::zookeeper) struct Created {
     pub node: String,
     pub czxid: i64,
     pub listing: Listing,
@@ -31,7 +31,7 @@ pub(super) struct Created {
 ///
 /// # Errors
 /// [`BackendError::Unavailable`] when ZooKeeper refuses (e.g. ACLs).
-pub(super) async fn create_and_list(
+pub(in crate::backend::zookeeper) async fn create_and_list(
     shared: &Arc<Shared>,
     session: &Arc<ZkSession>,
     parent: &str,
@@ -133,7 +133,7 @@ async fn stat_of(session: &ZkSession, path: &str) -> Result<Option<Stat>, Backen
 
 /// Creates the lock's parent (and missing ancestors) as CONTAINER nodes, which
 /// the server removes once empty, so lock directories do not pile up (kazoo #329);
-/// PERSISTENT in the kazoo dialect (see [`super::dialect::Dialect::parent_mode`]).
+/// PERSISTENT in the kazoo dialect (see [`super::super::dialect::Dialect::parent_mode`]).
 async fn ensure_parent(
     shared: &Arc<Shared>,
     session: &ZkSession,
@@ -155,7 +155,7 @@ async fn ensure_parent(
 ///
 /// # Errors
 /// [`BackendError::Unavailable`] when ZooKeeper refuses.
-pub(super) async fn list(
+pub(in crate::backend::zookeeper) async fn list(
     session: &ZkSession,
     parent: &str,
 ) -> Result<Option<Listing>, BackendError> {

@@ -13,12 +13,12 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use super::Shared;
+use super::super::Shared;
 use crate::backend::backoff::{FIRST_BACKOFF, MAX_BACKOFF, jittered};
 
 /// Starts the reconnect loop of `shared` unless one runs or the backend was
 /// shut down.
-pub(super) fn start(shared: &Arc<Shared>) {
+pub(in crate::backend::zookeeper) fn start(shared: &Arc<Shared>) {
     let connection = &shared.connection;
     if connection.is_closed() || connection.reconnecting.swap(true, Ordering::AcqRel) {
         return;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use zookeeper_client::SessionState;
 
-use super::Shared;
+use super::super::Shared;
 
 /// Longest wait for in-flight deletes before closing anyway (closing deletes
 /// whatever is left).
@@ -18,7 +18,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
 /// Waits (bounded) until no node is tracked, then closes the current session.
-pub(super) async fn shutdown(shared: &Arc<Shared>) {
+pub(in crate::backend::zookeeper) async fn shutdown(shared: &Arc<Shared>) {
     let drained = tokio::time::timeout(DRAIN_LIMIT, async {
         loop {
             let idle = shared.idle.notified();

@@ -6,6 +6,12 @@
 //! identified by a *generation*: when it expires, every grant of that generation is
 //! lost and the next call connects a new session with a new generation.
 
+pub(super) mod monitor;
+pub(super) mod reconcile;
+pub(super) mod reconnect;
+pub(super) mod retry;
+pub(super) mod shutdown;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use zookeeper_client::Error as ZkError;
 
-use super::connection::ZkSession;
+use super::super::connection::ZkSession;
 use crate::backend::BackendError;
 
 /// How long to back off after a server-side refusal that may pass (throttling).
@@ -13,7 +13,7 @@ const BACKOFF: Duration = Duration::from_millis(200);
 
 /// What to do after a request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Retry {
+pub(in crate::backend::zookeeper) enum Retry {
     /// The session lives (the connection dropped, the server is busy, an election
     /// runs): wait until it is connected again and repeat the request on it.
     SameSession,
@@ -30,7 +30,7 @@ pub(super) enum Retry {
 
 impl Retry {
     /// Classifies a failed request.
-    pub(super) fn of(error: &ZkError) -> Retry {
+    pub(in crate::backend::zookeeper) fn of(error: &ZkError) -> Retry {
         match error {
             ZkError::ConnectionLoss
             | ZkError::Timeout
@@ -62,7 +62,10 @@ impl Retry {
 ///
 /// # Cancellation safety
 /// Cancel safe: it only waits.
-pub(super) async fn after(session: &ZkSession, error: ZkError) -> Result<bool, BackendError> {
+pub(in crate::backend::zookeeper) async fn after(
+    session: &ZkSession,
+    error: ZkError,
+) -> Result<bool, BackendError> {
     match Retry::of(&error) {
         Retry::SameSession => {
             if matches!(error, ZkError::Throttled | ZkError::NotReadOnly) {

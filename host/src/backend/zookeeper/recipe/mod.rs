@@ -13,6 +13,13 @@
 //! token. Readers granted together may share a `pzxid`; their distinct `czxid`s
 //! and the conflict rule need no more.
 
+pub(super) mod create;
+pub(super) mod dialect;
+pub(super) mod downgrade;
+pub(super) mod pending;
+pub(super) mod queue;
+pub(super) mod release;
+
 use std::sync::Arc;
 use std::time::Duration;
 
