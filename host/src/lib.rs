@@ -23,6 +23,7 @@ pub mod cli;
 pub mod name;
 pub mod policy;
 pub mod runner;
+pub mod secret;
 
 pub use backend::memory::MemoryBackend;
 pub use backend::{

@@ -16,6 +16,7 @@ use wardlock_tests::conformance::Subject;
 use wardlock_tests::fenced::FencedStore;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
+use wardlock_tests::serve::spinning_holder;
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{
     Acquired, Guest, assert_outcome, granted, hold, lockctl_runner, name, runner_with,
@@ -477,6 +478,55 @@ async fn cli_counter_on_zookeeper_is_exact() {
         "counted without a lock"
     );
     assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+}
+
+/// `--zk-digest-file` reads the credentials from a file (not the command line,
+/// where `ps` shows them): a host holding a lock with them leaves nodes a
+/// stranger cannot list; a missing file is refused naming the flag, never
+/// the secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digest_credentials_come_from_a_file() {
+    let server = ZkServer::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("zk.digest");
+    std::fs::write(&file, "wardlock:s3cret\n").expect("digest file");
+    let address = server.address();
+    let file_arg = file.display().to_string();
+    let flags = [
+        "--zookeeper",
+        address.as_str(),
+        "--root",
+        ROOT,
+        "--zk-digest-file",
+        file_arg.as_str(),
+    ];
+    let holder = spinning_holder(&flags, "from-file").await;
+    let stranger = ZkProbe::connect(&address, ROOT).await;
+    assert_eq!(
+        stranger
+            .client
+            .list_children(&format!("{ROOT}/from-file"))
+            .await,
+        Err(zookeeper_client::Error::NoAuth),
+        "the host's nodes carry the creator-only ACL"
+    );
+    drop(holder);
+    let missing = dir.path().join("missing.digest").display().to_string();
+    let refused = wardlock(&[
+        "run",
+        "--zookeeper",
+        &address,
+        "--zk-digest-file",
+        &missing,
+        Guest::Counter.path(),
+    ])
+    .await
+    .expect_err("a missing digest file is refused");
+    let refused = format!("{refused:#}");
+    assert!(
+        refused.contains("--zk-digest-file") && refused.contains("missing.digest"),
+        "{refused}"
+    );
 }
 
 /// With digest auth, wardlock's nodes carry the creator-only ACL: a client without

@@ -7,6 +7,7 @@ use crate::backend::LockBackend;
 use crate::backend::etcd::{EtcdBackend, EtcdConfig};
 use crate::backend::memory::MemoryBackend;
 use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
+use crate::secret::Secret;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
@@ -75,10 +76,18 @@ pub struct ZooKeeperArgs {
     #[arg(long, value_name = "NAME", default_value = "curator-rw", value_parser = Dialect::parse)]
     pub dialect: Dialect,
 
-    /// Digest credentials USER:PASSWORD; wardlock's nodes then get the
-    /// creator-only ACL so other ZooKeeper users cannot delete them.
-    #[arg(long, value_name = "USER:PASSWORD")]
+    /// Digest credentials USER:PASSWORD on the command line, where every
+    /// user of the machine reads them in `ps`: deprecated, prefer
+    /// --zk-digest-file (a warning says so).
+    #[arg(long, value_name = "USER:PASSWORD", conflicts_with = "zk_digest_file")]
     pub zk_digest: Option<String>,
+
+    /// A file holding the digest credentials USER:PASSWORD (one line);
+    /// wardlock's nodes then get the creator-only ACL so other ZooKeeper
+    /// users cannot delete them. The credentials never appear in logs,
+    /// errors or status output.
+    #[arg(long, value_name = "FILE")]
+    pub zk_digest_file: Option<std::path::PathBuf>,
 
     /// Root path under which lock names live in the backend (ZooKeeper:
     /// `<root>/<name>`; the memory backend keeps one namespace per host).
@@ -138,7 +147,8 @@ impl ZooKeeperArgs {
     /// The configuration these flags describe, on ensemble `hosts`.
     ///
     /// # Errors
-    /// A session timeout that is not a positive number of seconds.
+    /// A session timeout that is not a positive number of seconds; a
+    /// --zk-digest-file that cannot be read.
     pub fn config(&self, hosts: &str) -> anyhow::Result<ZooKeeperConfig> {
         let session_timeout = positive_secs("--session-timeout", self.session_timeout)?;
         let mut config = ZooKeeperConfig::new(hosts)
@@ -147,7 +157,15 @@ impl ZooKeeperArgs {
             .sessions(self.zk_sessions)
             .dialect(self.dialect);
         if let Some(digest) = &self.zk_digest {
+            tracing::warn!(
+                "--zk-digest puts the password on the command line, where `ps` shows it to every user; use --zk-digest-file FILE"
+            );
             config = config.digest_auth(digest.clone());
+        }
+        if let Some(file) = &self.zk_digest_file {
+            let digest =
+                Secret::from_file(file).map_err(|e| anyhow::anyhow!("--zk-digest-file: {e}"))?;
+            config.digest_auth = Some(digest);
         }
         Ok(config)
     }

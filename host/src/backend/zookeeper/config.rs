@@ -6,6 +6,7 @@ use super::dialect::Dialect;
 use crate::backend::BackendError;
 use crate::backend::handoff::LocalHandoff;
 use crate::name::LockName;
+use crate::secret::Secret;
 
 /// Most ZooKeeper sessions one host may spread its locks over.
 pub const MAX_SESSIONS: usize = 64;
@@ -25,7 +26,8 @@ pub struct ZooKeeperConfig {
     pub session_timeout: Duration,
     /// `user:password` for digest authentication. When set, wardlock's nodes get
     /// the `creator_all` ACL, so other ZooKeeper users cannot delete them.
-    pub digest_auth: Option<String>,
+    /// Redacted in every printout of the configuration.
+    pub digest_auth: Option<Secret>,
     /// Describes this host in lock node data (shown by status tools).
     pub host_description: String,
     /// Node naming and ordering, to share lock paths with Curator or kazoo.
@@ -87,7 +89,7 @@ impl ZooKeeperConfig {
 
     /// Enables digest authentication with `user:password`.
     pub fn digest_auth(mut self, credentials: impl Into<String>) -> Self {
-        self.digest_auth = Some(credentials.into());
+        self.digest_auth = Some(Secret::new(credentials));
         self
     }
 
@@ -105,7 +107,7 @@ impl ZooKeeperConfig {
             return Err(ConfigError::Root(self.root.clone()));
         }
         if let Some(auth) = &self.digest_auth
-            && !auth.contains(':')
+            && !auth.expose().contains(':')
         {
             return Err(ConfigError::DigestAuth);
         }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::backend::etcd::EtcdConfig;
 use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperConfig};
 use crate::runner::{AllowedHost, OutboundPolicy};
+use crate::secret::Secret;
 use serde::Deserialize;
 
 use super::plan::{
@@ -39,7 +40,10 @@ enum BackendEntry {
         session_timeout: Option<f64>,
         dialect: Option<String>,
         root: Option<String>,
+        /// Deprecated: the secret in the file itself (a warning says so).
         digest: Option<String>,
+        /// A file holding `user:password` (relative to the config file).
+        digest_file: Option<PathBuf>,
         sessions: Option<usize>,
         /// Host-local hand-off (default on).
         local_handoff: Option<bool>,
@@ -143,7 +147,7 @@ fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
     let mut backends = BTreeMap::new();
     for (label, entry) in file.backends {
         let key = format!("backends.{label}");
-        backends.insert(label, backend(&key, entry)?);
+        backends.insert(label, backend(&key, entry, base)?);
     }
     if file.plugins.is_empty() {
         return Err((
@@ -178,7 +182,7 @@ fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
     })
 }
 
-fn backend(key: &str, entry: BackendEntry) -> Result<BackendSpec, Mistake> {
+fn backend(key: &str, entry: BackendEntry, base: &Path) -> Result<BackendSpec, Mistake> {
     match entry {
         BackendEntry::Memory {} => Ok(BackendSpec::Memory),
         BackendEntry::Zookeeper {
@@ -187,6 +191,7 @@ fn backend(key: &str, entry: BackendEntry) -> Result<BackendSpec, Mistake> {
             dialect,
             root,
             digest,
+            digest_file,
             sessions,
             local_handoff,
             handoff_max,
@@ -213,8 +218,22 @@ fn backend(key: &str, entry: BackendEntry) -> Result<BackendSpec, Mistake> {
             if let Some(root) = root {
                 config = config.root(root);
             }
+            if digest.is_some() && digest_file.is_some() {
+                return Err((
+                    format!("{key}.digest_file"),
+                    "give digest_file or digest, not both".to_owned(),
+                ));
+            }
             if let Some(digest) = digest {
+                tracing::warn!(
+                    "{key}.digest keeps the password in the config file itself; use {key}.digest_file"
+                );
                 config = config.digest_auth(digest);
+            }
+            if let Some(file) = digest_file {
+                let secret = Secret::from_file(&base.join(file))
+                    .map_err(|why| (format!("{key}.digest_file"), why.to_string()))?;
+                config.digest_auth = Some(secret);
             }
             config
                 .validate()
@@ -406,6 +425,30 @@ mod tests {
         assert_eq!(config.root, "/locks");
         assert_eq!(config.local_handoff.max_handoffs, 0, "hand-off off");
         assert_eq!(plan.plugins[0].backend, "e");
+    }
+
+    #[test]
+    fn a_digest_file_is_read_beside_the_config_and_never_printed() {
+        let dir = std::env::temp_dir().join(format!("wardlock-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("zk.digest"), "wardlock:hunter2\n").expect("digest file");
+        let plan = load_text(
+            "[backends.zk]\nkind = \"zookeeper\"\nhosts = \"h:1\"\ndigest_file = \"zk.digest\"\n\
+             [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
+        )
+        .expect("valid");
+        let Some(BackendSpec::ZooKeeper(config)) = plan.backends.get("zk") else {
+            panic!("not a ZooKeeper backend");
+        };
+        let digest = config.digest_auth.as_ref().expect("digest");
+        assert_eq!(digest.expose(), "wardlock:hunter2");
+        let shown = format!("{:?}", plan.backends);
+        assert!(!shown.contains("hunter2"), "{shown}");
+        let missing = load_text(
+            "[backends.zk]\nkind = \"zookeeper\"\nhosts = \"h:1\"\ndigest_file = \"nope\"\n",
+        )
+        .expect_err("missing file");
+        assert!(missing.contains("backends.zk.digest_file"), "{missing}");
     }
 
     #[test]

@@ -311,7 +311,7 @@ impl Connection {
                     .min(std::time::Duration::from_secs(5)),
             );
         if let Some(credentials) = &self.config.digest_auth {
-            connector = connector.with_auth("digest", credentials.as_bytes());
+            connector = connector.with_auth("digest", credentials.expose().as_bytes());
         }
         let unavailable = |why: String| {
             BackendError::Unavailable(format!(
