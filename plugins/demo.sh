@@ -39,5 +39,8 @@ Next steps (README.md has the details):
   lock on ZooKeeper instead of in memory (Debian: apt-get install zookeeper):
     target/debug/wardlock run --zookeeper 127.0.0.1:2181 --instances 8 \\
       --dir DIR::/data $COUNTER -- demo 100 /data/count
+  or on etcd, sharing locks with etcdctl lock (Debian: apt-get install etcd-server):
+    target/debug/wardlock run --etcd 127.0.0.1:2379 --instances 8 \\
+      --dir DIR::/data $COUNTER -- demo 100 /data/count
   every test (installs ZooKeeper and the guest toolchains): .ci/run
 NEXT
