@@ -143,6 +143,20 @@ impl Liveness {
     }
 }
 
+/// What a backend reports for health checks, given its current session's
+/// health (`None`: no session) and whether the service was found unreachable.
+pub(crate) fn backend_health(session: Option<Health>, unreachable: bool) -> crate::backend::Health {
+    use crate::backend::Health as Backend;
+    match session {
+        Some(Health::Live) => Backend::Connected,
+        Some(Health::Suspended) => Backend::Connecting,
+        Some(Health::Ended) => Backend::Down,
+        None if unreachable => Backend::Down,
+        // Not connected yet, or a new session is being made.
+        None => Backend::Connecting,
+    }
+}
+
 /// What a grant guarantees, given its session's health.
 pub(crate) fn grant_status(health: Health) -> GrantStatus {
     match health {

@@ -23,7 +23,19 @@ pub(crate) const SHARED_VALUE: &[u8] = b"wardlock:shared";
 
 /// The key prefix of lock `name` under `root`: `<root>/<name with / as %2F>/`.
 pub(crate) fn prefix(root: &str, name: &LockName) -> String {
-    format!("{root}/{}/", name.as_str().replace('/', "%2F"))
+    format!("{root}/{}/", encoded(name))
+}
+
+/// The key prefix of `name` in one of wardlock's own rooms (`sem`,
+/// `revoke`): `<root>/%<room>/<name with / as %2F>/`. `%` never occurs in a
+/// lock name, so no lock's prefix covers a room.
+pub(crate) fn room_prefix(root: &str, room: &str, name: &LockName) -> String {
+    format!("{root}/%{room}/{}/", encoded(name))
+}
+
+/// `name` with every `/` written `%2F`, so nested names get disjoint prefixes.
+fn encoded(name: &LockName) -> String {
+    name.as_str().replace('/', "%2F")
 }
 
 /// The name to give `etcdctl lock` for lock `name` under `root`.

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use super::EtcdConfig;
 use super::errors::classify;
 use crate::backend::BackendError;
-use crate::backend::backoff::{FIRST_BACKOFF, MAX_BACKOFF, jittered};
+use crate::backend::backoff::{Reestablish, start_reconnect};
 use crate::backend::handoff::{NodeSession, WatchFuture};
 use crate::backend::liveness::{Health, Liveness};
 
@@ -246,10 +246,7 @@ impl Leases {
 
     /// Starts the background loop that makes a new lease, unless one runs.
     pub fn start_reconnect(self: &Arc<Self>) {
-        if self.closed.load(Ordering::Acquire) || self.reconnecting.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        self.runtime.spawn(reconnect(Arc::downgrade(self)));
+        start_reconnect(self, &self.runtime);
     }
 
     /// Ends the backend: no new lease; the current one is revoked, so etcd
@@ -301,31 +298,19 @@ impl Leases {
     }
 }
 
-/// Makes a new lease with back-off until one is granted or the backend closes.
-async fn reconnect(leases: Weak<Leases>) {
-    let mut backoff = FIRST_BACKOFF;
-    let mut attempts = 0u32;
-    loop {
-        let Some(now) = leases.upgrade() else {
-            return;
-        };
-        if now.is_closed() {
-            now.reconnecting.store(false, Ordering::Release);
-            return;
-        }
-        attempts += 1;
-        // Cleared first: `establish` starts no second loop while this one runs.
-        match now.establish().await {
-            Ok(_) => {
-                now.reconnecting.store(false, Ordering::Release);
-                tracing::info!(attempts, "etcd lease re-established");
-                return;
-            }
-            Err(error) => tracing::debug!(%error, attempts, "etcd reconnect attempt failed"),
-        }
-        drop(now);
-        tokio::time::sleep(jittered(backoff)).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+impl Reestablish for Leases {
+    const SERVICE: &'static str = "etcd";
+
+    fn is_closed(&self) -> bool {
+        Leases::is_closed(self)
+    }
+
+    fn reconnecting(&self) -> &AtomicBool {
+        &self.reconnecting
+    }
+
+    async fn attempt(self: Arc<Self>) -> Result<(), BackendError> {
+        self.establish().await.map(|_| ())
     }
 }
 

@@ -132,13 +132,11 @@ impl LockBackend for EtcdBackend {
     }
 
     fn health(&self) -> Health {
-        match self.shared.leases.latest().map(|l| l.health()) {
-            Some(crate::backend::liveness::Health::Live) => Health::Connected,
-            Some(crate::backend::liveness::Health::Suspended) => Health::Connecting,
-            Some(crate::backend::liveness::Health::Ended) => Health::Down,
-            None if self.shared.leases.is_unreachable() => Health::Down,
-            None => Health::Connecting,
-        }
+        let leases = &self.shared.leases;
+        crate::backend::liveness::backend_health(
+            leases.latest().map(|l| l.health()),
+            leases.is_unreachable(),
+        )
     }
 
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {

@@ -21,18 +21,14 @@ use tokio::sync::watch;
 
 use super::Shared;
 use super::inspect::contenders;
-use super::layout::prefix;
+use super::layout::room_prefix;
 use crate::backend::BackendError;
 use crate::backend::revocation::Seen;
 use crate::name::LockName;
 
 /// The marker key that asks the holder under lease `lease` to give `name` up.
 pub(super) fn marker_key(root: &str, name: &LockName, lease: i64) -> String {
-    let lock = prefix(root, name);
-    let encoded = lock
-        .strip_prefix(&format!("{root}/"))
-        .unwrap_or(lock.as_str());
-    format!("{root}/%revoke/{encoded}{lease:x}")
+    format!("{}{lease:x}", room_prefix(root, "revoke", name))
 }
 
 /// The marker that may ask the holder of lock key `key` (`<root>/<NAME>/<lease

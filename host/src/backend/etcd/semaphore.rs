@@ -20,21 +20,12 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::errors::{classify, retryable};
-use super::layout::prefix;
+use super::layout::room_prefix;
 use super::recipe::{Attempt, Withdraw, delete_key, owned, put_and_list};
 use crate::backend::handoff::{OwnedNode, until};
 use crate::backend::liveness::Health;
 use crate::backend::{BackendError, check_permits};
 use crate::name::LockName;
-
-/// The key prefix of semaphore `name`.
-fn semaphore_prefix(root: &str, name: &LockName) -> String {
-    let lock = prefix(root, name);
-    let encoded = lock
-        .strip_prefix(&format!("{root}/"))
-        .unwrap_or(lock.as_str());
-    format!("{root}/%sem/{encoded}")
-}
 
 /// Takes one of the `permits` permits of semaphore `name`: waits until
 /// `deadline` (then `Timeout`), or only tries (`wait: false`).
@@ -53,7 +44,7 @@ pub(super) async fn acquire(
     wait: bool,
 ) -> Result<Option<OwnedNode>, BackendError> {
     check_permits(name, permits)?;
-    let prefix = semaphore_prefix(&shared.leases.config().root, name);
+    let prefix = room_prefix(&shared.leases.config().root, "sem", name);
     let lease = until(deadline, shared.leases.lease()).await??;
     let number = shared.permit_keys.fetch_add(1, Ordering::Relaxed);
     let key = format!("{prefix}{:x}-{number}", lease.id);

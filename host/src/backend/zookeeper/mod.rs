@@ -211,13 +211,11 @@ impl LockBackend for ZooKeeperBackend {
     /// is interrupted or no session was made yet, `Down` once its session
     /// ended and the service is judged unreachable.
     fn health(&self) -> Health {
-        let of = |shard: &Arc<Shared>| match shard.connection.latest().map(|s| s.health()) {
-            Some(crate::backend::liveness::Health::Live) => Health::Connected,
-            Some(crate::backend::liveness::Health::Suspended) => Health::Connecting,
-            Some(crate::backend::liveness::Health::Ended) => Health::Down,
-            None if shard.connection.unreachable().is_some() => Health::Down,
-            // Not connected yet, or a new session is being made.
-            None => Health::Connecting,
+        let of = |shard: &Arc<Shared>| {
+            crate::backend::liveness::backend_health(
+                shard.connection.latest().map(|s| s.health()),
+                shard.connection.unreachable().is_some(),
+            )
         };
         let all: Vec<Health> = self.shards.iter().map(of).collect();
         [Health::Down, Health::Connecting]

@@ -10,51 +10,31 @@
 //! the service is judged unreachable and requests fail at once
 //! (`Connection::session`).
 
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use super::super::Shared;
-use crate::backend::backoff::{FIRST_BACKOFF, MAX_BACKOFF, jittered};
+use crate::backend::BackendError;
+use crate::backend::backoff::{Reestablish, start_reconnect};
 
 /// Starts the reconnect loop of `shared` unless one runs or the backend was
 /// shut down.
 pub(in crate::backend::zookeeper) fn start(shared: &Arc<Shared>) {
-    let connection = &shared.connection;
-    if connection.is_closed() || connection.reconnecting.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    shared.spawn(reconnect(Arc::downgrade(shared)));
+    start_reconnect(shared, &shared.runtime);
 }
 
-async fn reconnect(shared: Weak<Shared>) {
-    let mut backoff = FIRST_BACKOFF;
-    let mut attempts = 0u32;
-    loop {
-        let Some(now) = shared.upgrade() else {
-            return;
-        };
-        if now.connection.is_closed() {
-            now.connection.reconnecting.store(false, Ordering::Release);
-            return;
-        }
-        attempts += 1;
-        match now.establish().await {
-            Ok(_) => {
-                now.connection.reconnecting.store(false, Ordering::Release);
-                tracing::info!(
-                    attempts,
-                    hosts = %now.connection.config().hosts,
-                    "ZooKeeper session re-established"
-                );
-                return;
-            }
-            Err(error) if attempts == 1 => {
-                tracing::warn!(%error, "ZooKeeper unreachable; reconnecting in the background");
-            }
-            Err(error) => tracing::debug!(%error, attempts, "reconnect attempt failed"),
-        }
-        drop(now);
-        tokio::time::sleep(jittered(backoff)).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+impl Reestablish for Shared {
+    const SERVICE: &'static str = "ZooKeeper";
+
+    fn is_closed(&self) -> bool {
+        self.connection.is_closed()
+    }
+
+    fn reconnecting(&self) -> &AtomicBool {
+        &self.connection.reconnecting
+    }
+
+    async fn attempt(self: Arc<Self>) -> Result<(), BackendError> {
+        self.establish().await.map(|_| ())
     }
 }
