@@ -1,19 +1,23 @@
-//! Embedding wardlock in a plugin platform with its own world.
+//! Embedding wardlock in a plugin platform with its own world, on wasmtime's
+//! async API (the synchronous twin is `embed_sync.rs`).
 //!
 //! The platform links WASI and the lock capability into its own linker, keeps a
 //! `WardlockCtx` in each Store's data, and runs one Store per event. Dropping the
 //! Store at the end of the event ends the plugin's lock session: any lock the plugin
 //! forgot, or held when it trapped, is released at once.
 //!
-//! Run: `cargo run -p wardlock-host --example embed -- PLUGIN.wasm [EVENT...]` with a
-//! component targeting `acme:platform/plugin` (see `examples/wit/platform.wit`).
+//! Run: `cargo run -p wardlock-host --example embed -- [--zookeeper HOST:PORT]
+//! PLUGIN.wasm [EVENT...]` with a component targeting `acme:platform/plugin`
+//! (see `examples/wit/platform.wit`), e.g. `plugins/build.sh acme-plugin`'s
+//! `acme-plugin.wasm` and the events `"hold acme/a 50" "wait acme/a 300"`.
 
-use std::sync::Arc;
+mod common;
 
-use wardlock_host::{LockPolicy, MemoryBackend, WardlockCtx, WardlockView};
-use wasmtime::component::{Component, Linker, ResourceTable};
+use clap::Parser;
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, Store};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use common::{Args, PluginState, interrupt_later, report};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -26,59 +30,51 @@ mod bindings {
     });
 }
 
-/// The platform's per-plugin-instance state.
-struct PluginState {
-    wasi: WasiCtx,
-    table: ResourceTable,
-    locks: WardlockCtx,
-}
-
-impl WasiView for PluginState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
 #[tokio::main]
 async fn main() -> wasmtime::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let Some(path) = args.next() else {
-        eprintln!("usage: embed PLUGIN.wasm [EVENT...]");
-        std::process::exit(2);
-    };
-    let events: Vec<String> = args.collect();
+    let args = Args::parse();
+    // The engine the flags name, connected the way `wardlock run` connects it.
+    let backend = args.backend.spec()?.connect(true).await?;
 
     let engine = Engine::new(&Config::new())?;
     let mut linker = Linker::<PluginState>::new(&engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    wardlock_host::add_to_linker(&mut linker, |s: &mut PluginState| {
-        WardlockView::new(&mut s.locks, &mut s.table)
-    })?;
-
-    let component = Component::from_file(&engine, &path)?;
+    wardlock_host::add_to_linker(&mut linker, PluginState::locks)?;
+    let component = Component::from_file(&engine, &args.plugin)?;
     let pre = bindings::PluginPre::new(linker.instantiate_pre(&component)?)?;
-    let backend = MemoryBackend::new();
-    let policy = Arc::new(LockPolicy::new().grant("acme")?);
 
-    for (n, event) in events.iter().enumerate() {
-        let state = PluginState {
-            wasi: WasiCtx::builder().inherit_stdio().build(),
-            table: ResourceTable::new(),
-            locks: WardlockCtx::new(&backend, policy.clone(), &format!("acme-plugin#{n}")),
-        };
+    let handle_event = |n: usize, event: String| {
+        let state = PluginState::new(backend.as_ref(), &args, &format!("acme-plugin#{n}"));
+        interrupt_later(&args, vec![state.locks.interrupt_handle()]);
         let mut store = Store::new(&engine, state);
-        let plugin = pre.instantiate_async(&mut store).await?;
-        match plugin.call_handle(&mut store, event).await {
-            Ok(Ok(reply)) => println!("{event}: {reply}"),
-            Ok(Err(error)) => println!("{event}: plugin error: {error}"),
-            Err(trap) => println!("{event}: plugin trapped: {trap}"),
+        let pre = pre.clone();
+        async move {
+            let outcome = match pre.instantiate_async(&mut store).await {
+                Ok(plugin) => plugin.call_handle(&mut store, &event).await,
+                Err(error) => Err(error),
+            };
+            // The Store goes here, and with it every lock the plugin still held.
+            drop(store);
+            (event, outcome)
         }
-        // The Store goes here, and with it every lock the plugin still held.
-        drop(store);
-        assert_eq!(backend.active_names(), 0);
+    };
+    if args.concurrent {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (n, event) in args.events.iter().enumerate() {
+            tasks.spawn(handle_event(n, event.clone()));
+        }
+        while let Some(done) = tasks.join_next().await {
+            let (event, outcome) = done?;
+            report(&event, outcome);
+        }
+    } else {
+        for (n, event) in args.events.iter().enumerate() {
+            let (event, outcome) = handle_event(n, event.clone()).await;
+            report(&event, outcome);
+        }
     }
+    // Ends the engine's sessions now (on ZooKeeper: its ephemeral nodes go
+    // at once, not after the session timeout).
+    backend.shutdown().await;
     Ok(())
 }

@@ -30,7 +30,8 @@ pub use backend::{
     BackendError, Grant, GrantId, GrantStatus, Health, LockBackend, LockSession, Mode, StatusChange,
 };
 pub use capability::{
-    LockError, LockHandle, PendingLock, WardlockCtx, WardlockView, add_to_linker,
+    LockError, LockHandle, PendingLock, WaitInterrupt, WardlockCtx, WardlockView, add_to_linker,
+    add_to_linker_sync,
 };
 pub use name::{InvalidName, LockName};
 pub use policy::LockPolicy;

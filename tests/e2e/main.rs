@@ -19,6 +19,7 @@ mod compile;
 mod conform2;
 mod conformance;
 mod deadlines;
+mod embedding;
 mod etcd;
 mod exclusion;
 mod failover;

@@ -10,6 +10,7 @@
 
 pub mod chaos;
 pub mod conformance;
+pub mod embedding;
 pub mod etcd;
 pub mod fenced;
 pub mod holds;
@@ -72,7 +73,7 @@ macro_rules! guests {
 guests! {
     // Rust: the examples (`http-counter` is the `wardlock serve` one), the test guests.
     Counter = "counter", ReadersWriters = "readers-writers", HttpCounter = "http-counter",
-    Misbehave = "misbehave", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
+    Misbehave = "misbehave", AcmePlugin = "acme-plugin", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
     // The same examples in C, Python and JavaScript (see plugins/README.md).

@@ -19,30 +19,30 @@ use tokio::net::TcpStream;
 /// When cargo cannot build it.
 pub fn wardlock_bin() -> &'static PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../host/Cargo.toml");
-        let release = !cfg!(debug_assertions);
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "--quiet",
-                "--bin",
-                "wardlock",
-                "--manifest-path",
-                manifest,
-            ])
-            .args(release.then_some("--release"))
-            .status()
-            .expect("run cargo build for the wardlock binary");
-        assert!(status.success(), "cargo build --bin wardlock failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")));
-        target
-            .join(if release { "release" } else { "debug" })
-            .join("wardlock")
-    })
+    BIN.get_or_init(|| host_target(&["--bin", "wardlock"], "wardlock"))
+}
+
+/// Builds a target of the host package (`--bin NAME`, `--example NAME`) with
+/// cargo, in this code's profile, and returns the path of `file` (relative to
+/// the profile's directory: `wardlock`, `examples/embed`).
+///
+/// # Panics
+/// When cargo cannot build it.
+pub fn host_target(target: &[&str], file: &str) -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../host/Cargo.toml");
+    let release = !cfg!(debug_assertions);
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--manifest-path", manifest])
+        .args(target)
+        .args(release.then_some("--release"))
+        .status()
+        .expect("run cargo build for a host target");
+    assert!(status.success(), "cargo build {target:?} failed");
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")));
+    dir.join(if release { "release" } else { "debug" }).join(file)
 }
 
 /// `--cache-dir <the tests' cache>` unless `args` choose a cache themselves.

@@ -36,6 +36,8 @@ mod host_impl_v2;
 mod pending;
 mod permit;
 mod revocation;
+pub mod sync;
+mod wait_bounds;
 
 use wasmtime::component::{HasData, Linker, ResourceTable};
 
@@ -45,6 +47,8 @@ pub use handle::LockHandle;
 pub use pending::PendingLock;
 pub use permit::PermitHandle;
 pub use revocation::RevocationWatch;
+pub use sync::add_to_linker_sync;
+pub use wait_bounds::WaitInterrupt;
 
 /// The lock capability's borrowed view of one instance's state: its
 /// [`WardlockCtx`] and the resource table holding its `lock` handles.

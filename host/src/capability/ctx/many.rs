@@ -56,7 +56,11 @@ impl WardlockCtx {
         timeout: Option<Duration>,
     ) -> Result<Vec<LockHandle>, LockError> {
         let plan = self.plan_many(requests)?;
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        // The embedder's wait limit bounds the whole set, not each lock.
+        let deadline = self
+            .waits
+            .cap(timeout)
+            .map(|t| tokio::time::Instant::now() + t);
         let mut rollback = Rollback {
             ctx: self,
             taken: Vec::with_capacity(plan.len()),

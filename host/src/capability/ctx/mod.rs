@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use super::error::LockError;
 use super::handle::{LockHandle, Watch};
+use super::wait_bounds::{WaitBounds, WaitInterrupt};
 use crate::backend::{
     BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode, Request,
 };
@@ -82,6 +83,9 @@ pub struct WardlockCtx {
     /// The semaphore permits this instance holds (WIT 0.2.0), one grant
     /// each, with the semaphore's name.
     permits: HashMap<GrantId, LockName>,
+    /// The embedder's bounds on this instance's waits (a longest wait, an
+    /// interrupt from another thread).
+    waits: WaitBounds,
 }
 
 impl WardlockCtx {
@@ -103,7 +107,30 @@ impl WardlockCtx {
             next_record: 0,
             live_handles: 0,
             permits: HashMap::new(),
+            waits: WaitBounds::default(),
         }
+    }
+
+    /// Bounds every wait of this instance to `limit` (`None`: no bound but
+    /// the guest's own timeout). A longer or endless wait ends with
+    /// `timeout` after `limit`. Set it before the guest runs; a synchronous
+    /// host cannot otherwise stop a wait for a lock held elsewhere.
+    pub fn set_wait_limit(&mut self, limit: Option<Duration>) {
+        self.waits.limit = limit;
+    }
+
+    /// The longest wait this instance may make (see
+    /// [`WardlockCtx::set_wait_limit`]).
+    pub fn wait_limit(&self) -> Option<Duration> {
+        self.waits.limit
+    }
+
+    /// A handle that ends this instance's waits from any thread (they return
+    /// `timeout` at once, and so do later ones until it is cleared), leaving
+    /// nothing queued in the backend. Take it before the Store moves to the
+    /// thread that runs the plugin.
+    pub fn interrupt_handle(&self) -> WaitInterrupt {
+        self.waits.interrupt.clone()
     }
 
     /// Waits for `name` in `mode`, for at most `timeout`.
@@ -143,9 +170,10 @@ impl WardlockCtx {
     ) -> Result<Grant, BackendError> {
         let span =
             tracing::debug_span!("acquire", lock = %request.name, mode = request.kind.as_str());
+        let session = &self.session;
         let grant = self
-            .session
-            .acquire_request(request, timeout)
+            .waits
+            .bound(timeout, |timeout| session.acquire_request(request, timeout))
             .instrument(span.clone())
             .await;
         span.in_scope(|| match &grant {

@@ -45,9 +45,12 @@ impl WardlockCtx {
                 let (deliver, outcome) = oneshot::channel::<Outcome>();
                 let span = tracing::debug_span!("acquire_async", lock = %name, %mode);
                 let wanted = name.clone();
+                let waits = self.waits.clone();
                 let task = runtime.spawn(
                     async move {
-                        let result = session.acquire(&wanted, mode, timeout).await;
+                        let result = waits
+                            .bound(timeout, |timeout| session.acquire(&wanted, mode, timeout))
+                            .await;
                         // Nobody will take a grant whose pending lock is gone.
                         if let Err(Ok(grant)) = deliver.send(result) {
                             let _ = session.release(grant.id);
