@@ -31,10 +31,11 @@ mod bindings {
 }
 
 #[tokio::main]
-async fn main() -> wasmtime::Result<()> {
+async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     // The engine the flags name, connected the way `wardlock run` connects it.
     let backend = args.backend.spec()?.connect(true).await?;
+    println!("engine: {}", backend.kind());
 
     let engine = Engine::new(&Config::new())?;
     let mut linker = Linker::<PluginState>::new(&engine);

@@ -20,11 +20,12 @@ use wasmtime::{Config, Engine, Store};
 
 use common::{Args, PluginState, interrupt_later, report};
 
-fn main() -> wasmtime::Result<()> {
+fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     // Connecting is async; `block_on` runs it on the runtime the sync
     // bindings use, where the backend's background tasks then live.
     let backend = block_on(async { args.backend.spec()?.connect(true).await })?;
+    println!("engine: {}", backend.kind());
 
     let engine = Engine::new(&Config::new())?;
     let mut linker = Linker::<PluginState>::new(&engine);

@@ -7,7 +7,8 @@
 //!   (`backend::zookeeper`, default feature `zookeeper`: Curator- and
 //!   kazoo-compatible recipes).
 //! - [`capability`]: the `wardlock:lock` WIT interface for wasmtime embedders
-//!   ([`add_to_linker`], [`WardlockCtx`], [`WardlockView`]).
+//!   ([`add_to_linker`], [`add_to_linker_sync`] for synchronous hosts,
+//!   [`WardlockCtx`], [`WardlockView`]).
 //! - [`runner`]: runs WASI command components with lock sessions tied to each
 //!   instance's lifetime (what the `wardlock` CLI uses).
 //!

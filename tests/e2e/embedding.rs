@@ -88,7 +88,12 @@ fn a_sync_host_on_six_threads_keeps_every_rule() {
         );
         assert!(holder.join().expect("holder thread").is_ok());
     });
-    assert_eq!(backend.active_names(), 0, "{:?}", backend.snapshot(&wardlock_tests::name("acme/h")));
+    assert_eq!(
+        backend.active_names(),
+        0,
+        "{:?}",
+        backend.snapshot(&wardlock_tests::name("acme/h"))
+    );
 }
 
 /// A wait blocked in a synchronous host ends when another thread interrupts
@@ -117,7 +122,10 @@ fn a_sync_wait_ends_on_interrupt_or_at_the_wait_limit_leaving_nothing_queued() {
         let (reply, mut store, returned_at) = waiter.join().expect("waiter thread");
         assert_eq!(reply, Err("Timeout".to_owned()));
         let took = returned_at.saturating_duration_since(interrupted_at);
-        assert!(took < Duration::from_millis(500), "interrupted wait took {took:?} to return");
+        assert!(
+            took < Duration::from_millis(500),
+            "interrupted wait took {took:?} to return"
+        );
         // The Store is alive: the wait itself was withdrawn.
         block_on(wait_counts(&backend, "acme/i", 1, 0));
         assert_eq!(
@@ -127,9 +135,15 @@ fn a_sync_wait_ends_on_interrupt_or_at_the_wait_limit_leaving_nothing_queued() {
         );
         interrupt.clear();
 
-        store.data_mut().locks.set_wait_limit(Some(Duration::from_millis(200)));
+        store
+            .data_mut()
+            .locks
+            .set_wait_limit(Some(Duration::from_millis(200)));
         let asked = Instant::now();
-        assert_eq!(replied(platform.call(&mut store, "wait acme/i")), Err("Timeout".to_owned()));
+        assert_eq!(
+            replied(platform.call(&mut store, "wait acme/i")),
+            Err("Timeout".to_owned())
+        );
         let waited = asked.elapsed();
         assert!(
             (Duration::from_millis(150)..Duration::from_millis(1500)).contains(&waited),
@@ -167,7 +181,11 @@ fn tenants_keep_to_their_grants_and_limits() {
     }
     assert_eq!(call(&alpha, "hoard alpha/h 2"), Ok("held 2".to_owned()));
     let over = call(&alpha, "hoard alpha/h 3");
-    assert!(over.as_ref().is_err_and(|e| e.starts_with("LimitExceeded(")), "{over:?}");
+    assert!(
+        over.as_ref()
+            .is_err_and(|e| e.starts_with("LimitExceeded(")),
+        "{over:?}"
+    );
     assert_eq!(call(&beta, "hoard beta/h 3"), Ok("held 3".to_owned()));
     assert_eq!(backend.active_names(), 0);
 }
@@ -219,7 +237,10 @@ fn run_example(example: &str, args: &[&str]) -> Vec<String> {
 /// The reply printed for `event`.
 fn reply_to<'a>(lines: &'a [String], event: &str) -> Vec<&'a str> {
     let prefix = format!("{event}: ");
-    lines.iter().filter_map(|l| l.strip_prefix(&prefix)).collect()
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .collect()
 }
 
 /// Both examples run the project's plugin: a grant, a trap that frees its
@@ -232,22 +253,51 @@ fn both_examples_run_the_plugin() {
     for example in ["embed", "embed_sync"] {
         let lines = run_example(
             example,
-            &[plugin, "hold acme/a 20", "trap acme/b", "wait acme/b 300", "wait other/x"],
+            &[
+                plugin,
+                "hold acme/a 20",
+                "trap acme/b",
+                "wait acme/b 300",
+                "wait other/x",
+            ],
         );
-        assert!(reply_to(&lines, "hold acme/a 20")[0].starts_with("token="), "{lines:?}");
-        assert!(reply_to(&lines, "trap acme/b")[0].starts_with("plugin trapped"), "{lines:?}");
-        assert!(reply_to(&lines, "wait acme/b 300")[0].starts_with("token="), "{lines:?}");
-        assert!(reply_to(&lines, "wait other/x")[0].contains("Denied("), "{lines:?}");
+        assert_eq!(lines[0], "engine: memory");
+        expect_replies(
+            &lines,
+            &[
+                ("hold acme/a 20", "token="),
+                ("trap acme/b", "plugin trapped"),
+                ("wait acme/b 300", "token="),
+                ("wait other/x", "Denied("),
+            ],
+        );
 
-        let lines = run_example(example, &["--concurrent", plugin, "hold acme/a 200", "hold acme/a 200"]);
-        let held: Vec<Held> = reply_to(&lines, "hold acme/a 200").into_iter().map(Held::parse).collect();
+        let lines = run_example(
+            example,
+            &["--concurrent", plugin, "hold acme/a 200", "hold acme/a 200"],
+        );
+        let held: Vec<Held> = reply_to(&lines, "hold acme/a 200")
+            .into_iter()
+            .map(Held::parse)
+            .collect();
         assert_eq!(held.len(), 2, "{lines:?}");
         assert_one_at_a_time(held);
 
-        let bound = if example == "embed" { "--wait-limit-ms" } else { "--interrupt-after-ms" };
+        let bound = if example == "embed" {
+            "--wait-limit-ms"
+        } else {
+            "--interrupt-after-ms"
+        };
         let lines = run_example(
             example,
-            &["--concurrent", bound, "300", plugin, "hold acme/a 1500", "hold acme/a 1500"],
+            &[
+                "--concurrent",
+                bound,
+                "300",
+                plugin,
+                "hold acme/a 1500",
+                "hold acme/a 1500",
+            ],
         );
         let mut replies = reply_to(&lines, "hold acme/a 1500");
         replies.sort();
@@ -259,33 +309,41 @@ fn both_examples_run_the_plugin() {
 
 /// `--zookeeper` runs both examples on a real ZooKeeper, through the CLI's
 /// own backend selection; no lock node is left after either.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn both_examples_run_on_zookeeper_and_leave_no_node() {
+#[test]
+fn both_examples_run_on_zookeeper_and_leave_no_node() {
     let server = ZkServer::start();
     let address = server.address();
     let plugin = Guest::AcmePlugin.path();
     for example in ["embed", "embed_sync"] {
         let root = format!("/{example}");
-        let args = [
-            "--zookeeper",
-            &address,
-            "--root",
-            &root,
-            plugin,
-            "hold acme/a 20",
-            "trap acme/b 50",
-            "wait acme/b 2000",
-        ];
-        let lines = tokio::task::spawn_blocking({
-            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-            move || run_example(example, &args.iter().map(String::as_str).collect::<Vec<_>>())
-        })
-        .await
-        .expect("example thread");
-        assert!(reply_to(&lines, "hold acme/a 20")[0].starts_with("token="), "{lines:?}");
-        assert!(reply_to(&lines, "trap acme/b 50")[0].starts_with("plugin trapped"), "{lines:?}");
-        assert!(reply_to(&lines, "wait acme/b 2000")[0].starts_with("token="), "{lines:?}");
-        let probe = ZkProbe::connect(&address, &root).await;
-        crate::zookeeper::assert_no_lock_nodes(&probe).await;
+        let events = ["hold acme/a 20", "trap acme/b 50", "wait acme/b 2000"];
+        let mut args = vec!["--zookeeper", &address, "--root", &root, plugin];
+        args.extend(events);
+        let lines = run_example(example, &args);
+        assert_eq!(lines[0], "engine: zookeeper", "{lines:?}");
+        expect_replies(
+            &lines,
+            &[
+                (events[0], "token="),
+                (events[1], "plugin trapped"),
+                (events[2], "token="),
+            ],
+        );
+        block_on(async {
+            let probe = ZkProbe::connect(&address, &root).await;
+            crate::zookeeper::assert_no_lock_nodes(&probe).await;
+        });
+    }
+}
+
+/// Asserts that each `(event, expected)`: the example printed one reply to
+/// `event`, containing `expected`.
+fn expect_replies(lines: &[String], expected: &[(&str, &str)]) {
+    for (event, text) in expected {
+        let replies = reply_to(lines, event);
+        assert!(
+            replies.len() == 1 && replies[0].contains(text),
+            "{event}: expected one reply with {text:?}: {lines:?}"
+        );
     }
 }

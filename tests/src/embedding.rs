@@ -48,9 +48,7 @@ impl Plugin {
 ///
 /// # Panics
 /// When the guest cannot be loaded or linked.
-fn prepare(
-    link: fn(&mut Linker<Plugin>) -> wasmtime::Result<()>,
-) -> (Engine, InstancePre<Plugin>) {
+fn prepare(link: fn(&mut Linker<Plugin>) -> wasmtime::Result<()>) -> (Engine, InstancePre<Plugin>) {
     let engine = Engine::new(&Config::new()).expect("engine");
     let mut linker = Linker::<Plugin>::new(&engine);
     link(&mut linker).expect("link WASI and wardlock");
@@ -90,7 +88,10 @@ impl SyncPlatform {
 
     /// A Store for one plugin instance under `policy`.
     pub fn store(&self, policy: &Arc<LockPolicy>, owner: &str) -> Store<Plugin> {
-        Store::new(&self.engine, Plugin::new(self.backend.as_ref(), policy, owner))
+        Store::new(
+            &self.engine,
+            Plugin::new(self.backend.as_ref(), policy, owner),
+        )
     }
 
     /// Instantiates the plugin in `store` and hands it `event`: the reply, or

@@ -42,7 +42,8 @@ pub fn host_target(target: &[&str], file: &str) -> PathBuf {
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")));
-    dir.join(if release { "release" } else { "debug" }).join(file)
+    dir.join(if release { "release" } else { "debug" })
+        .join(file)
 }
 
 /// `--cache-dir <the tests' cache>` unless `args` choose a cache themselves.

@@ -2,7 +2,10 @@
 //! capabilities: a per-instance context ([`WardlockCtx`]) kept in the Store data, a
 //! borrowed view ([`WardlockView`]) implementing the generated host traits, a
 //! private `HasWardlock` marker and [`add_to_linker`], so a platform adds locks to its own
-//! linker next to WASI, for its own world.
+//! linker next to WASI, for its own world. Hosts on wasmtime's synchronous API use
+//! [`add_to_linker_sync`] instead ([`sync`]), and bound or interrupt blocked waits
+//! with [`WardlockCtx::set_wait_limit`] and [`WardlockCtx::interrupt_handle`]
+//! (`docs/embedding.md`).
 //!
 //! ```no_run
 //! use std::sync::Arc;

@@ -5,10 +5,22 @@ use std::time::Duration;
 /// One parsed event.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event {
-    Hold { name: String, hold: Duration },
-    Wait { name: String, timeout: Option<Duration> },
-    Hoard { prefix: String, count: usize },
-    Trap { name: String, hold: Duration },
+    Hold {
+        name: String,
+        hold: Duration,
+    },
+    Wait {
+        name: String,
+        timeout: Option<Duration>,
+    },
+    Hoard {
+        prefix: String,
+        count: usize,
+    },
+    Trap {
+        name: String,
+        hold: Duration,
+    },
 }
 
 impl Event {

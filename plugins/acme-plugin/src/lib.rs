@@ -13,7 +13,7 @@
 //!   holders' intervals never overlap).
 //! - `wait NAME [TIMEOUT_MS]`: takes NAME (waiting at most TIMEOUT_MS, or
 //!   until granted) and releases it; replies `token=T`.
-//! - `hoard PREFIX N`: takes `PREFIX/0` .. `PREFIX/N-1` and keeps them until
+//! - `hoard PREFIX N`: takes `PREFIX/n0` .. `PREFIX/nN-1` and keeps them until
 //!   the call returns; replies `held N`.
 //! - `trap NAME [MS]`: takes NAME, holds it MS milliseconds (default 0) and
 //!   panics while holding it (a trap: the host must free the lock at once).
@@ -77,7 +77,7 @@ fn run(event: Event) -> Result<String, Error> {
         Event::Hoard { prefix, count } => {
             let mut guards = Vec::with_capacity(count);
             for n in 0..count {
-                guards.push(Lock::exclusive(format!("{prefix}/{n}")).acquire()?);
+                guards.push(Lock::exclusive(format!("{prefix}/n{n}")).acquire()?);
             }
             Ok(format!("held {}", guards.len()))
         }

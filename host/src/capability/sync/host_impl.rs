@@ -56,7 +56,9 @@ impl v1::wardlock::lock::locks::Host for WardlockView<'_> {
             mode: options.mode,
             timeout_ms: options.timeout_ms,
         };
-        in_tokio(<Self as async_v1::locks::Host>::acquire(self, name, options))
+        in_tokio(<Self as async_v1::locks::Host>::acquire(
+            self, name, options,
+        ))
     }
 
     blocking! { async_v1::locks::Host;
