@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wardlock_host::capability::sync::block_on;
-use wardlock_host::{LockPolicy, MemoryBackend};
-use wardlock_tests::embedding::{AsyncPlatform, Held, Reply, SyncPlatform, assert_one_at_a_time};
+use wardlock_host::{LockPolicy, MemoryBackend, Mode};
+use wardlock_tests::embedding::{
+    AsyncPlatform, Held, Reply, SyncPlatform, assert_one_at_a_time, run_sync_command,
+};
 use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::serve::host_target;
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, wait_counts};
+use wardlock_tests::{Guest, hold, wait_counts};
 
 /// The plugin's reply, or the test fails naming the trap.
 fn replied(outcome: wasmtime::Result<Reply>) -> Reply {
@@ -153,6 +155,37 @@ fn a_sync_wait_ends_on_interrupt_or_at_the_wait_limit_leaving_nothing_queued() {
         drop(store);
         assert!(holder.join().expect("holder thread").is_ok());
     });
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// A 0.2.0 guest (a WASI command) in a synchronous host: `acquire-async`
+/// queues, and the pending lock's pollable, waited on with `wasi:io/poll`
+/// beside a timer, wakes when another thread releases the lock.
+#[test]
+fn a_sync_host_serves_0_2_0_guests_and_wakes_their_pollables() {
+    let backend = MemoryBackend::new();
+    let (holder, grant) = block_on(hold(&backend, "acme/c", Mode::Exclusive));
+    let printed = std::thread::scope(|threads| {
+        let guest = threads.spawn(|| {
+            let commands = [
+                "acquire x - acme/a",
+                "async x - acme/c",
+                "race p1 20000",
+                "get p1",
+                "status 2",
+            ];
+            run_sync_command(Guest::Lockctl2, &backend, &commands)
+        });
+        block_on(wait_counts(&backend, "acme/c", 1, 1));
+        holder.release(grant.id).expect("release");
+        guest.join().expect("guest thread")
+    });
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), 5, "{printed}");
+    assert!(lines[0].starts_with("h1 token="), "{printed}");
+    assert_eq!(lines[1..3], ["p1", "pending"], "{printed}");
+    assert!(lines[3].starts_with("h2 token="), "{printed}");
+    assert_eq!(lines[4], "held", "{printed}");
     assert_eq!(backend.active_names(), 0);
 }
 

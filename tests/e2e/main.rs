@@ -9,7 +9,8 @@
 //! `conform2` the same scenarios through guests in Rust, C, Python and JavaScript;
 //! `permit_v2`: semaphore permits through that guest (with Curator on ZooKeeper);
 //! `revocation`: revocation through guests on every backend and with Curator; plus
-//! the `wardlock` CLI
+//! `embedding`: a platform's own world in synchronous and async hosts and the
+//! embedding examples; plus the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
 //! real binary over HTTP).
 

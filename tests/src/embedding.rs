@@ -9,6 +9,8 @@ use std::sync::Arc;
 use wardlock_host::{LockBackend, LockPolicy, WardlockCtx, WardlockView};
 use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::p2::bindings::sync::Command;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::Guest;
@@ -44,15 +46,18 @@ impl Plugin {
     }
 }
 
-/// A new engine, and the `acme-plugin` guest linked by `link`.
+/// A new engine, and `guest` linked by `link`.
 ///
 /// # Panics
 /// When the guest cannot be loaded or linked.
-fn prepare(link: fn(&mut Linker<Plugin>) -> wasmtime::Result<()>) -> (Engine, InstancePre<Plugin>) {
+fn prepare(
+    guest: Guest,
+    link: fn(&mut Linker<Plugin>) -> wasmtime::Result<()>,
+) -> (Engine, InstancePre<Plugin>) {
     let engine = Engine::new(&Config::new()).expect("engine");
     let mut linker = Linker::<Plugin>::new(&engine);
     link(&mut linker).expect("link WASI and wardlock");
-    let component = Component::from_file(&engine, Guest::AcmePlugin.path()).expect("load");
+    let component = Component::from_file(&engine, guest.path()).expect("load");
     let pre = linker.instantiate_pre(&component).expect("instantiate_pre");
     (engine, pre)
 }
@@ -75,10 +80,7 @@ impl SyncPlatform {
     /// # Panics
     /// When the guest cannot be loaded or linked.
     pub fn new(backend: Arc<dyn LockBackend>) -> SyncPlatform {
-        let (engine, pre) = prepare(|linker| {
-            wasmtime_wasi::p2::add_to_linker_sync(linker)?;
-            wardlock_host::add_to_linker_sync(linker, Plugin::locks)
-        });
+        let (engine, pre) = prepare(Guest::AcmePlugin, link_sync);
         SyncPlatform {
             engine,
             pre,
@@ -116,6 +118,41 @@ impl SyncPlatform {
     }
 }
 
+/// WASI and wardlock, for wasmtime's synchronous API.
+fn link_sync(linker: &mut Linker<Plugin>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_sync(linker)?;
+    wardlock_host::add_to_linker_sync(linker, Plugin::locks)
+}
+
+/// Runs the WASI command `guest` with `args` in a synchronous host (as
+/// [`SyncPlatform`], every name granted) and returns what it printed.
+///
+/// # Panics
+/// When the guest cannot be loaded, or traps.
+pub fn run_sync_command(guest: Guest, backend: &dyn LockBackend, args: &[&str]) -> String {
+    let (engine, pre) = prepare(guest, link_sync);
+    let stdout = MemoryOutputPipe::new(1 << 20);
+    let plugin = Plugin {
+        wasi: WasiCtx::builder()
+            .arg(guest.name())
+            .args(args)
+            .stdout(stdout.clone())
+            .inherit_stderr()
+            .build(),
+        table: ResourceTable::new(),
+        locks: WardlockCtx::new(backend, Arc::new(LockPolicy::new()), guest.name()),
+    };
+    let mut store = Store::new(&engine, plugin);
+    let instance = pre.instantiate(&mut store).expect("instantiate");
+    let command = Command::new(&mut store, &instance).expect("a WASI command");
+    let exit = command
+        .wasi_cli_run()
+        .call_run(&mut store)
+        .expect("no trap");
+    assert!(exit.is_ok(), "{} failed", guest.name());
+    String::from_utf8_lossy(&stdout.contents()).into_owned()
+}
+
 /// The same platform on wasmtime's async API
 /// (`wasmtime_wasi::p2::add_to_linker_async`, `wardlock_host::add_to_linker`).
 pub struct AsyncPlatform {
@@ -130,7 +167,7 @@ impl AsyncPlatform {
     /// # Panics
     /// When the guest cannot be loaded or linked.
     pub fn new(backend: Arc<dyn LockBackend>) -> AsyncPlatform {
-        let (engine, pre) = prepare(|linker| {
+        let (engine, pre) = prepare(Guest::AcmePlugin, |linker| {
             wasmtime_wasi::p2::add_to_linker_async(linker)?;
             wardlock_host::add_to_linker(linker, Plugin::locks)
         });
