@@ -36,6 +36,7 @@ mod outage;
 mod partition;
 mod permit_v2;
 mod revocation;
+mod security;
 mod semantics;
 mod semaphore;
 mod serve;

@@ -13,6 +13,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::TEST_WAIT_LIMIT;
 use crate::serve::free_port;
 
+pub mod secure;
+
 const ETCD: &str = "/usr/bin/etcd";
 const ETCDCTL: &str = "/usr/bin/etcdctl";
 const INSTALL_HINT: &str = "etcd is not installed: run `apt-get install -y etcd-server etcd-client` (Debian), or `.ci/run`";
@@ -23,6 +25,10 @@ struct Member {
     child: Option<Child>,
     client_port: u16,
     peer_port: u16,
+    /// A TLS client listener beside the plaintext one, and the flags that
+    /// configure it (`secure::start_secure`).
+    secure_port: Option<u16>,
+    tls_args: Vec<String>,
 }
 
 impl Member {
@@ -32,6 +38,8 @@ impl Member {
             child: None,
             client_port: free_port(),
             peer_port: free_port(),
+            secure_port: None,
+            tls_args: Vec::new(),
         }
     }
 
@@ -47,7 +55,10 @@ impl Member {
             .append(true)
             .open(&log_path)
             .expect("log file");
-        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let mut client = format!("http://127.0.0.1:{}", self.client_port);
+        if let Some(port) = self.secure_port {
+            client.push_str(&format!(",https://127.0.0.1:{port}"));
+        }
         let peer = self.peer_url();
         let child = Command::new(ETCD)
             .args(["--name", &self.name, "--data-dir"])
@@ -60,6 +71,7 @@ impl Member {
             .args(["--initial-cluster-token", "wardlock-test"])
             // Short elections: a cluster without its leader elects another fast.
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(&self.tls_args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
             .stderr(log)

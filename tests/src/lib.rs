@@ -16,6 +16,7 @@ pub mod fenced;
 pub mod holds;
 pub mod interop;
 pub mod loss;
+pub mod pki;
 pub mod probe;
 pub mod proxy;
 pub mod serve;

@@ -2,6 +2,7 @@
 //! free loopback port in a temp dir, stopped by `Drop` even when the test fails.
 
 pub mod ensemble;
+pub mod secure;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -23,6 +24,8 @@ pub struct ZkServer {
     child: Option<Child>,
     port: u16,
     dir: tempfile::TempDir,
+    /// Extra JVM flags (a secure server's class path and JAAS file).
+    jvm_flags: String,
 }
 
 impl ZkServer {
@@ -59,6 +62,7 @@ impl ZkServer {
             child: None,
             port,
             dir,
+            jvm_flags: String::new(),
         }
     }
 
@@ -105,7 +109,10 @@ impl ZkServer {
             .env("ZOO_LOG_DIR", self.dir.path())
             .env(
                 "JVMFLAGS",
-                "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dznode.container.checkIntervalMs=100",
+                format!(
+                    "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dznode.container.checkIntervalMs=100 {}",
+                    self.jvm_flags
+                ),
             )
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))

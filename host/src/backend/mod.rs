@@ -18,6 +18,9 @@ mod liveness;
 pub mod memory;
 mod request;
 mod revocation;
+pub mod tls;
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+pub(crate) mod tls_probe;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 

@@ -8,6 +8,8 @@ use crate::backend::etcd::{EtcdBackend, EtcdConfig};
 use crate::backend::memory::MemoryBackend;
 use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use crate::secret::Secret;
+
+use super::security_args::{EtcdSecurityArgs, ZkSecurityArgs};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
@@ -40,6 +42,10 @@ pub struct BackendArgs {
     /// TTL (whole seconds) and --root the key prefix.
     #[arg(long, value_name = "HOST:PORT[,...]", conflicts_with = "zookeeper")]
     pub etcd: Option<String>,
+
+    /// TLS and a user for etcd.
+    #[command(flatten)]
+    pub etcd_security: EtcdSecurityArgs,
 
     /// How this host's guests share a lock on ZooKeeper.
     #[command(flatten)]
@@ -93,6 +99,10 @@ pub struct ZooKeeperArgs {
     /// `<root>/<name>`; the memory backend keeps one namespace per host).
     #[arg(long, value_name = "PATH", default_value = "/wardlock")]
     pub root: String,
+
+    /// TLS and SASL for ZooKeeper.
+    #[command(flatten)]
+    pub security: ZkSecurityArgs,
 }
 
 /// Host-local hand-off on ZooKeeper (of `run` and `serve`).
@@ -167,7 +177,7 @@ impl ZooKeeperArgs {
                 Secret::from_file(file).map_err(|e| anyhow::anyhow!("--zk-digest-file: {e}"))?;
             config.digest_auth = Some(digest);
         }
-        Ok(config)
+        Ok(config.tls(self.security.tls()?).sasl(self.security.sasl()?))
     }
 }
 
@@ -218,7 +228,9 @@ impl BackendArgs {
                 let config = EtcdConfig::new(endpoints)
                     .root(self.zookeeper.root.clone())
                     .lease_ttl(ttl)
-                    .local_handoff(self.handoff.etcd_limits());
+                    .local_handoff(self.handoff.etcd_limits())
+                    .tls(self.etcd_security.tls()?)
+                    .credentials(self.etcd_security.credentials()?);
                 config.validate()?;
                 Ok(BackendSpec::Etcd(config))
             }

@@ -6,6 +6,7 @@ mod engine_args;
 mod fault_args;
 mod guest_args;
 mod run;
+mod security_args;
 mod serve;
 mod signal;
 mod status;
@@ -18,6 +19,7 @@ pub use engine_args::EngineArgs;
 pub use fault_args::{FaultArgs, ScheduledFault};
 pub use guest_args::GuestArgs;
 pub use run::RunArgs;
+pub use security_args::{EtcdSecurityArgs, ZkSecurityArgs};
 pub use serve::ServeArgs;
 pub use status::StatusArgs;
 

@@ -30,6 +30,10 @@ pub struct StatusArgs {
     #[arg(long, value_name = "HOST:PORT[,...]", conflicts_with = "zookeeper")]
     pub etcd: Option<String>,
 
+    /// TLS and a user for etcd.
+    #[command(flatten)]
+    pub etcd_security: super::EtcdSecurityArgs,
+
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -176,7 +180,10 @@ struct EtcdKeyReport {
 
 /// `status --etcd`: the lock's keys in queue order.
 async fn etcd_status(args: &StatusArgs, endpoints: &str, name: &LockName) -> anyhow::Result<i32> {
-    let config = EtcdConfig::new(endpoints).root(args.zookeeper.root.clone());
+    let config = EtcdConfig::new(endpoints)
+        .root(args.zookeeper.root.clone())
+        .tls(args.etcd_security.tls()?)
+        .credentials(args.etcd_security.credentials()?);
     config.validate()?;
     let etcdctl_name = etcdctl_name(&config.root, name);
     let backend = EtcdBackend::new(config)?;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::backend::BackendError;
 use crate::backend::handoff::LocalHandoff;
+use crate::backend::tls::{Credentials, TlsFiles};
 
 /// Default lease TTL (the time a dead host's locks stay held).
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
@@ -26,6 +27,12 @@ pub struct EtcdConfig {
     /// How long one attempt to reach etcd may take before the service counts
     /// as unreachable.
     pub connect_timeout: Duration,
+    /// TLS to the cluster (`--etcd-tls-ca`, `--etcd-tls-cert`,
+    /// `--etcd-tls-key`): endpoints become `https://`.
+    pub tls: Option<TlsFiles>,
+    /// An etcd user (`--etcd-user`, `--etcd-password-file`), for clusters
+    /// with `auth enable`; it needs read and write on the root's prefix.
+    pub credentials: Option<Credentials>,
 }
 
 impl EtcdConfig {
@@ -42,7 +49,21 @@ impl EtcdConfig {
             lease_ttl: DEFAULT_LEASE_TTL,
             local_handoff: LocalHandoff::default(),
             connect_timeout: Duration::from_secs(2),
+            tls: None,
+            credentials: None,
         }
+    }
+
+    /// Connects over TLS with these files.
+    pub fn tls(mut self, tls: Option<TlsFiles>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Authenticates as this user.
+    pub fn credentials(mut self, credentials: Option<Credentials>) -> Self {
+        self.credentials = credentials;
+        self
     }
 
     /// Sets the key prefix under which locks live.
@@ -90,6 +111,13 @@ impl EtcdConfig {
                 self.lease_ttl
             )));
         }
+        if self.tls.is_some()
+            && let Some(plain) = self.endpoints.iter().find(|e| e.starts_with("http://"))
+        {
+            return Err(BackendError::InvalidConfig(format!(
+                "etcd endpoint {plain:?} is plaintext but --etcd-tls-ca is given: drop the http:// (or write https://)"
+            )));
+        }
         if !self.root.starts_with('/') || self.root.ends_with('/') {
             return Err(BackendError::InvalidConfig(format!(
                 "the etcd root {:?} must start with '/' and not end with one",
@@ -99,15 +127,17 @@ impl EtcdConfig {
         Ok(())
     }
 
-    /// The endpoints as URLs (`http://` added when no scheme is given).
+    /// The endpoints as URLs (`http://`, or `https://` with TLS, added when
+    /// no scheme is given).
     pub(super) fn urls(&self) -> Vec<String> {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
         self.endpoints
             .iter()
             .map(|e| {
                 if e.contains("://") {
                     e.clone()
                 } else {
-                    format!("http://{e}")
+                    format!("{scheme}://{e}")
                 }
             })
             .collect()

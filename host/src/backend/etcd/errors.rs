@@ -38,6 +38,14 @@ pub(super) fn classify(error: &EtcdError, what: &str) -> BackendError {
                 status.message()
             ))
         }
+        EtcdError::GRpcStatus(status)
+            if status.code() == Code::InvalidArgument && status.message().contains("user name") =>
+        {
+            BackendError::Refused(format!(
+                "etcd refused this host's request to {what}: {} (the cluster has auth enabled: give --etcd-user USER --etcd-password-file FILE)",
+                status.message()
+            ))
+        }
         EtcdError::GRpcStatus(status) => {
             BackendError::Unavailable(format!("etcd could not {what}: {}", status.message()))
         }

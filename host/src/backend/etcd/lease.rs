@@ -19,10 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, LeaseKeepAliveStream, LeaseKeeper};
+use etcd_client::{Client, GetOptions, LeaseKeepAliveStream, LeaseKeeper};
 use tokio::time::Instant;
 
 use super::EtcdConfig;
+use super::connect::{connect_error, connect_options, explain};
 use super::errors::classify;
 use crate::backend::BackendError;
 use crate::backend::backoff::{Reestablish, start_reconnect};
@@ -104,17 +105,20 @@ impl Leases {
         let client = self
             .client
             .get_or_try_init(|| async {
-                let options = ConnectOptions::new()
-                    .with_connect_timeout(self.config.connect_timeout)
-                    .with_keep_alive(self.config.connect_timeout, self.config.connect_timeout);
-                Client::connect(self.config.urls(), Some(options))
-                    .await
-                    .map_err(|e| {
-                        BackendError::Unavailable(format!(
-                            "cannot use etcd endpoints {}: {e}",
-                            self.config.endpoints.join(",")
-                        ))
-                    })
+                let options = connect_options(&self.config)?;
+                tokio::time::timeout(
+                    self.config.connect_timeout,
+                    Client::connect(self.config.urls(), Some(options)),
+                )
+                .await
+                .map_err(|_| {
+                    BackendError::Unavailable(format!(
+                        "etcd at {} did not answer within {:?}",
+                        self.config.endpoints.join(","),
+                        self.config.connect_timeout
+                    ))
+                })?
+                .map_err(|e| connect_error(&self.config, &e))
             })
             .await?;
         Ok(client.clone())
@@ -211,7 +215,15 @@ impl Leases {
     }
 
     async fn grant(&self) -> Result<Arc<Lease>, BackendError> {
-        let mut client = self.client().await?;
+        let checked = async {
+            let mut client = self.client().await?;
+            self.check_access(&mut client).await?;
+            Ok(client)
+        };
+        let mut client = match checked.await {
+            Ok(client) => client,
+            Err(error) => return Err(explain(&self.config, error).await),
+        };
         let sent = Instant::now();
         let ttl = self.config.ttl_seconds();
         let granted =
@@ -242,6 +254,32 @@ impl Leases {
             liveness: Liveness::new(ttl.saturating_sub(margin), sent),
             connected: AtomicBool::new(true),
         }))
+    }
+
+    /// Reads one key under the root, so a cluster that refuses this host
+    /// (no user given where `auth enable` is on, a role without the root's
+    /// prefix) is told now, naming the flag, and not at the first lock.
+    /// etcd grants leases to anyone.
+    async fn check_access(&self, client: &mut Client) -> Result<(), BackendError> {
+        let root = format!("{}/", self.config.root);
+        let options = GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_limit(1);
+        tokio::time::timeout(
+            self.config.connect_timeout,
+            client.get(root.as_str(), Some(options)),
+        )
+        .await
+        .map_err(|_| {
+            BackendError::Unavailable(format!(
+                "etcd at {} did not answer within {:?}",
+                self.config.endpoints.join(","),
+                self.config.connect_timeout
+            ))
+        })?
+        .map_err(|e| classify(&e, &format!("read the keys under {root}")))?;
+        Ok(())
     }
 
     /// Starts the background loop that makes a new lease, unless one runs.

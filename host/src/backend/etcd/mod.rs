@@ -9,6 +9,7 @@
 //! prefix covers.
 
 mod config;
+mod connect;
 mod errors;
 mod inspect;
 mod keys;
@@ -89,14 +90,23 @@ impl EtcdBackend {
     /// the background; until then requests fail at once (`Unavailable`).
     ///
     /// # Errors
-    /// As [`EtcdBackend::new`]; never for an unreachable cluster.
+    /// As [`EtcdBackend::new`]; a refusal retrying cannot fix (a certificate
+    /// or credentials the cluster rejects); never for an unreachable cluster.
     ///
     /// # Cancellation safety
     /// Cancel safe.
     pub async fn start(config: EtcdConfig) -> Result<Self, BackendError> {
         let backend = Self::new(config)?;
-        if let Err(error) = backend.shared.leases.establish().await {
-            tracing::warn!(%error, "starting without etcd; connecting in the background");
+        match backend.shared.leases.establish().await {
+            Ok(_) => {}
+            // A misconfiguration (TLS, credentials) does not fix itself:
+            // refuse to start, naming it, rather than retry for ever.
+            Err(error @ (BackendError::Refused(_) | BackendError::InvalidConfig(_))) => {
+                return Err(error);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "starting without etcd; connecting in the background");
+            }
         }
         Ok(backend)
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::dialect::Dialect;
 use crate::backend::BackendError;
 use crate::backend::handoff::LocalHandoff;
+use crate::backend::tls::{Credentials, TlsFiles};
 use crate::name::LockName;
 use crate::secret::Secret;
 
@@ -40,6 +41,12 @@ pub struct ZooKeeperConfig {
     /// (by hash), so one session's strict request order does not serialise
     /// unrelated locks.
     pub sessions: usize,
+    /// TLS to the ensemble (`--zk-tls-ca`, `--zk-tls-cert`, `--zk-tls-key`):
+    /// every host of `hosts` is reached over TLS (its `secureClientPort`).
+    pub tls: Option<TlsFiles>,
+    /// SASL DIGEST-MD5 (`--zk-sasl-user`, `--zk-sasl-password-file`): the
+    /// user of the server's JAAS `Server` section.
+    pub sasl: Option<Credentials>,
 }
 
 impl ZooKeeperConfig {
@@ -54,7 +61,21 @@ impl ZooKeeperConfig {
             dialect: Dialect::default(),
             local_handoff: None,
             sessions: 1,
+            tls: None,
+            sasl: None,
         }
+    }
+
+    /// Connects over TLS with these files.
+    pub fn tls(mut self, tls: Option<TlsFiles>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Authenticates with SASL DIGEST-MD5 as this user.
+    pub fn sasl(mut self, sasl: Option<Credentials>) -> Self {
+        self.sasl = sasl;
+        self
     }
 
     /// Spreads lock names over `sessions` ZooKeeper sessions.

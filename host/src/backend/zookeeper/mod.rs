@@ -134,15 +134,25 @@ impl ZooKeeperBackend {
     /// order.
     ///
     /// # Errors
-    /// As [`ZooKeeperBackend::new`]; never for an unreachable service.
+    /// As [`ZooKeeperBackend::new`]; a refusal retrying cannot fix (a
+    /// certificate or credentials the service rejects); never for an
+    /// unreachable service.
     ///
     /// # Cancellation safety
     /// Cancel safe.
     pub async fn start(config: ZooKeeperConfig) -> Result<Self, BackendError> {
         let backend = Self::new(config)?;
         for shard in backend.shards.iter() {
-            if let Err(error) = shard.session().await {
-                tracing::warn!(%error, "starting without ZooKeeper; connecting in the background");
+            match shard.session().await {
+                Ok(_) => {}
+                // A misconfiguration (TLS, credentials) does not fix itself:
+                // refuse to start, naming it, rather than retry for ever.
+                Err(error @ (BackendError::Refused(_) | BackendError::InvalidConfig(_))) => {
+                    return Err(error);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "starting without ZooKeeper; connecting in the background");
+                }
             }
         }
         Ok(backend)

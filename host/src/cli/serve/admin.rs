@@ -1,7 +1,8 @@
 //! The admin endpoints: `GET /metrics` (Prometheus text), `GET /livez` (the
 //! process serves: always 200), `GET /readyz` (every backend can grant locks
 //! now: 200, else 503; each backend's line names it, its kind and its state)
-//! and `GET /healthz` (the same as `/readyz`).
+//! and `GET /healthz` (the same as `/readyz`). With a token configured, every
+//! request must carry `Authorization: Bearer TOKEN` (else 401).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use crate::backend::{Health, LockBackend};
 use crate::runner::{ResponseBody, respond};
+use crate::secret::Secret;
 use hyper::server::conn::http1;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -21,12 +23,36 @@ use super::metrics::Metrics;
 pub struct AdminState {
     metrics: Arc<Metrics>,
     backends: BTreeMap<String, Arc<dyn LockBackend>>,
+    token: Option<Secret>,
 }
 
 impl AdminState {
-    /// Reports `metrics` and the health of `backends`.
-    pub fn new(metrics: Arc<Metrics>, backends: BTreeMap<String, Arc<dyn LockBackend>>) -> Self {
-        AdminState { metrics, backends }
+    /// Reports `metrics` and the health of `backends`, to requests bearing
+    /// `token` if there is one.
+    pub fn new(
+        metrics: Arc<Metrics>,
+        backends: BTreeMap<String, Arc<dyn LockBackend>>,
+        token: Option<Secret>,
+    ) -> Self {
+        AdminState {
+            metrics,
+            backends,
+            token,
+        }
+    }
+
+    /// Whether `request` bears the token (or none is required).
+    fn authorized(&self, request: &hyper::Request<hyper::body::Incoming>) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let given = request
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        same_bytes(given.as_bytes(), token.expose().as_bytes())
     }
 
     /// Updates the session-state gauge of every backend (by its label; an
@@ -51,6 +77,17 @@ impl AdminState {
         &self,
         request: &hyper::Request<hyper::body::Incoming>,
     ) -> hyper::Response<ResponseBody> {
+        if !self.authorized(request) {
+            let mut response = respond(
+                401,
+                "the admin endpoints need Authorization: Bearer TOKEN (see --admin-token-file)\n",
+            );
+            response.headers_mut().insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer"),
+            );
+            return response;
+        }
         if request.method() != hyper::Method::GET {
             return respond(405, "use GET\n");
         }
@@ -86,6 +123,24 @@ impl AdminState {
     }
 }
 
+/// Compares in time that depends on the lengths only, not on where the
+/// first difference is.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+/// The admin address from `IP:PORT`, or a `PORT` alone for loopback.
+///
+/// # Errors
+/// Neither form, named.
+pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is neither IP:PORT nor a PORT (for 127.0.0.1:PORT)"))
+}
+
 /// Binds the admin address.
 ///
 /// # Errors
@@ -115,5 +170,26 @@ pub async fn serve(listener: TcpListener, state: AdminState, mut stop: watch::Re
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_alone_is_loopback_and_tokens_compare_whole() {
+        assert_eq!(
+            parse_addr("9090"),
+            Ok(SocketAddr::from(([127, 0, 0, 1], 9090)))
+        );
+        assert_eq!(
+            parse_addr("0.0.0.0:9090"),
+            Ok(SocketAddr::from(([0, 0, 0, 0], 9090)))
+        );
+        assert!(parse_addr("localhost:9090").is_err_and(|e| e.contains("PORT")));
+        assert!(same_bytes(b"s3cret", b"s3cret"));
+        assert!(!same_bytes(b"s3cret", b"s3cre"));
+        assert!(!same_bytes(b"s3cret", b"s3creT"));
     }
 }

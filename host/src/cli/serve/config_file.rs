@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::backend::etcd::EtcdConfig;
+use crate::backend::tls::{Credentials, TlsFiles};
 use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperConfig};
 use crate::runner::{AllowedHost, OutboundPolicy};
 use crate::secret::Secret;
@@ -24,6 +25,9 @@ use crate::cli::guest_args;
 struct File {
     listen: Option<String>,
     admin: Option<String>,
+    /// A file holding the admin endpoints' bearer token (relative to the
+    /// config file).
+    admin_token_file: Option<PathBuf>,
     shutdown_grace: Option<f64>,
     #[serde(default)]
     backends: BTreeMap<String, BackendEntry>,
@@ -50,6 +54,13 @@ enum BackendEntry {
         handoff_max: Option<u32>,
         handoff_max_ms: Option<u64>,
         linger_ms: Option<u64>,
+        /// TLS files (PEM, relative to the config file).
+        tls_ca: Option<PathBuf>,
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
+        /// SASL DIGEST-MD5 user, and a file holding its password.
+        sasl_user: Option<String>,
+        sasl_password_file: Option<PathBuf>,
     },
     Etcd {
         /// `HOST:PORT[,HOST:PORT...]`.
@@ -63,6 +74,13 @@ enum BackendEntry {
         handoff_max: Option<u32>,
         handoff_max_ms: Option<u64>,
         linger_ms: Option<u64>,
+        /// TLS files (PEM, relative to the config file).
+        tls_ca: Option<PathBuf>,
+        tls_cert: Option<PathBuf>,
+        tls_key: Option<PathBuf>,
+        /// An etcd user, and a file holding its password.
+        user: Option<String>,
+        password_file: Option<PathBuf>,
     },
 }
 
@@ -132,12 +150,16 @@ fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
             .map_err(|_| ("listen".to_owned(), "bad default".to_owned()))?,
     };
     let admin = match &file.admin {
-        Some(addr) => Some(addr.parse().map_err(|_| {
-            (
-                "admin".to_owned(),
-                format!("{addr:?} is not an IP:PORT address"),
-            )
-        })?),
+        Some(addr) => {
+            Some(super::admin::parse_addr(addr).map_err(|why| ("admin".to_owned(), why))?)
+        }
+        None => None,
+    };
+    let admin_token = match &file.admin_token_file {
+        Some(token) => Some(
+            Secret::from_file(&base.join(token))
+                .map_err(|why| ("admin_token_file".to_owned(), why.to_string()))?,
+        ),
         None => None,
     };
     let shutdown_grace = match file.shutdown_grace {
@@ -176,6 +198,7 @@ fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
     Ok(ServePlan {
         listen,
         admin,
+        admin_token,
         shutdown_grace,
         backends,
         plugins,
@@ -197,8 +220,20 @@ fn backend(key: &str, entry: BackendEntry, base: &Path) -> Result<BackendSpec, M
             handoff_max,
             handoff_max_ms,
             linger_ms,
+            tls_ca,
+            tls_cert,
+            tls_key,
+            sasl_user,
+            sasl_password_file,
         } => {
-            let mut config = ZooKeeperConfig::new(hosts);
+            let tls = tls_entry(key, base, [tls_ca, tls_cert, tls_key])?;
+            let sasl = user_entry(
+                key,
+                base,
+                ("sasl_user", sasl_user),
+                ("sasl_password_file", sasl_password_file),
+            )?;
+            let mut config = ZooKeeperConfig::new(hosts).tls(tls).sasl(sasl);
             if let Some(sessions) = sessions {
                 config = config.sessions(sessions);
             }
@@ -248,8 +283,18 @@ fn backend(key: &str, entry: BackendEntry, base: &Path) -> Result<BackendSpec, M
             handoff_max,
             handoff_max_ms,
             linger_ms,
+            tls_ca,
+            tls_cert,
+            tls_key,
+            user,
+            password_file,
         } => {
-            let mut config = EtcdConfig::new(&endpoints);
+            let tls = tls_entry(key, base, [tls_ca, tls_cert, tls_key])?;
+            let credentials =
+                user_entry(key, base, ("user", user), ("password_file", password_file))?;
+            let mut config = EtcdConfig::new(&endpoints)
+                .tls(tls)
+                .credentials(credentials);
             config = config.local_handoff(if local_handoff.unwrap_or(true) {
                 handoff_limits(handoff_max, handoff_max_ms, linger_ms)
             } else {
@@ -269,6 +314,49 @@ fn backend(key: &str, entry: BackendEntry, base: &Path) -> Result<BackendSpec, M
                 .validate()
                 .map_err(|why| (key.to_owned(), why.to_string()))?;
             Ok(BackendSpec::Etcd(config))
+        }
+    }
+}
+
+/// TLS files from a backend entry's `tls_ca`, `tls_cert`, `tls_key` (paths
+/// relative to the config file).
+fn tls_entry(
+    key: &str,
+    base: &Path,
+    [ca, cert, tls_key]: [Option<PathBuf>; 3],
+) -> Result<Option<TlsFiles>, Mistake> {
+    let [ca, cert, tls_key] = [ca, cert, tls_key].map(|p| p.map(|p| base.join(p)));
+    TlsFiles::from_flags(
+        &format!("{key}.tls"),
+        ca.as_deref(),
+        cert.as_deref(),
+        tls_key.as_deref(),
+    )
+    .map_err(|why| (format!("{key}.tls_ca"), why.to_string()))
+}
+
+/// A user and the file holding its password, from a backend entry's two
+/// fields (`(name, value)` each), both or neither.
+fn user_entry(
+    key: &str,
+    base: &Path,
+    (user_key, user): (&str, Option<String>),
+    (file_key, file): (&str, Option<PathBuf>),
+) -> Result<Option<Credentials>, Mistake> {
+    match (user, file) {
+        (None, None) => Ok(None),
+        (Some(_), None) => Err((
+            format!("{key}.{file_key}"),
+            format!("{key}.{user_key} needs {key}.{file_key} (a file holding the password)"),
+        )),
+        (None, Some(_)) => Err((
+            format!("{key}.{user_key}"),
+            format!("{key}.{file_key} needs {key}.{user_key}"),
+        )),
+        (Some(user), Some(file)) => {
+            Credentials::from_file(&user, &base.join(file), &format!("{key}.{file_key}"))
+                .map(Some)
+                .map_err(|why| (format!("{key}.{file_key}"), why.to_string()))
         }
     }
 }

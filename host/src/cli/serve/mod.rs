@@ -49,10 +49,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
 
-    /// Address to serve /metrics (Prometheus) and /healthz on [default: none,
-    /// or the config file's `admin`].
-    #[arg(long, value_name = "ADDR")]
+    /// Address to serve /metrics (Prometheus) and /healthz on: IP:PORT, or
+    /// a PORT alone for 127.0.0.1:PORT (loopback: only this machine) [default:
+    /// none, or the config file's `admin`].
+    #[arg(long, value_name = "ADDR", value_parser = admin::parse_addr)]
     pub admin: Option<SocketAddr>,
+
+    /// A file holding a bearer token the admin endpoints then require
+    /// (`Authorization: Bearer TOKEN`); without it they answer anyone who
+    /// reaches the admin address.
+    #[arg(long, value_name = "FILE")]
+    pub admin_token_file: Option<PathBuf>,
 
     /// Per-request limit in seconds: past it the instance is stopped, the client
     /// gets 504 and every lock of the request is released.
@@ -92,6 +99,19 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     }
     if let Some(admin) = args.admin {
         plan.admin = Some(admin);
+    }
+    if let Some(file) = &args.admin_token_file {
+        let token = crate::secret::Secret::from_file(file)
+            .map_err(|e| anyhow::anyhow!("--admin-token-file: {e}"))?;
+        plan.admin_token = Some(token);
+    }
+    if let Some(admin) = plan.admin
+        && !admin.ip().is_loopback()
+        && plan.admin_token.is_none()
+    {
+        tracing::warn!(
+            "the admin endpoints on {admin} answer anyone who reaches that address; bind them to loopback or give --admin-token-file"
+        );
     }
     if let Some(secs) = args.shutdown_grace {
         plan.shutdown_grace = positive_secs("--shutdown-grace", secs)?;
@@ -168,6 +188,7 @@ fn plan_from_flags(args: &ServeArgs) -> anyhow::Result<ServePlan> {
     Ok(ServePlan {
         listen: DEFAULT_LISTEN.parse().context("default listen address")?,
         admin: None,
+        admin_token: None,
         shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         backends: BTreeMap::from([("default".to_owned(), args.backend.spec()?)]),
         plugins: vec![plugin],

@@ -22,6 +22,9 @@ pub struct ServePlan {
     pub listen: SocketAddr,
     /// Where `/metrics` and `/healthz` are served, if anywhere.
     pub admin: Option<SocketAddr>,
+    /// The bearer token the admin endpoints require, if any (read from a
+    /// file: `--admin-token-file`, the config file's `admin_token_file`).
+    pub admin_token: Option<crate::secret::Secret>,
     /// How long in-flight requests may finish after a stop signal.
     pub shutdown_grace: Duration,
     /// Backends by label.

@@ -85,7 +85,8 @@ pub async fn run(
     let mut background = JoinSet::new();
     if let Some(addr) = plan.admin {
         let admin = admin::bind(addr).await?;
-        let state = admin::AdminState::new(metrics.clone(), backends.clone());
+        let state =
+            admin::AdminState::new(metrics.clone(), backends.clone(), plan.admin_token.clone());
         eprintln!(
             "wardlock: admin on http://{} (/metrics, /healthz)",
             admin.local_addr()?

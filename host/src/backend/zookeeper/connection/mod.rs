@@ -6,6 +6,7 @@
 //! identified by a *generation*: when it expires, every grant of that generation is
 //! lost and the next call connects a new session with a new generation.
 
+mod connector;
 pub(super) mod monitor;
 pub(super) mod reconcile;
 pub(super) mod reconnect;
@@ -303,40 +304,16 @@ impl Connection {
     }
 
     async fn connect(&self) -> Result<ZkSession, BackendError> {
-        let mut connector = Client::connector()
-            .with_session_timeout(self.config.session_timeout)
-            .with_connection_timeout(
-                self.config
-                    .session_timeout
-                    .min(std::time::Duration::from_secs(5)),
-            );
-        if let Some(credentials) = &self.config.digest_auth {
-            connector = connector.with_auth("digest", credentials.expose().as_bytes());
-        }
-        let unavailable = |why: String| {
-            BackendError::Unavailable(format!(
-                "cannot connect to ZooKeeper at {}: {why}",
-                self.config.hosts
-            ))
-        };
         // Nothing listening anywhere is reported at once, not after the whole
         // session timeout (the client itself retries refused hosts until then).
         if refused_everywhere(&self.config.hosts).await {
-            return Err(unavailable("connection refused by every host".into()));
+            return Err(BackendError::Unavailable(format!(
+                "cannot connect to ZooKeeper at {}: connection refused by every host",
+                self.config.hosts
+            )));
         }
         let sent = Instant::now();
-        let client = tokio::time::timeout(
-            self.config.session_timeout,
-            connector.connect(&self.config.hosts),
-        )
-        .await
-        .map_err(|_| {
-            unavailable(format!(
-                "no session within {:?}",
-                self.config.session_timeout
-            ))
-        })?
-        .map_err(|e| unavailable(e.to_string()))?;
+        let client = connector::connect(&self.config).await?;
         let state = client.state_watcher();
         let liveness = Arc::new(Liveness::new(client.session_timeout(), sent));
         Ok(ZkSession {
@@ -355,7 +332,9 @@ async fn refused_everywhere(hosts: &str) -> bool {
     let mut any = false;
     for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
         any = true;
-        let host = host.strip_prefix("tcp://").unwrap_or(host);
+        let host = (host.strip_prefix("tcp://"))
+            .or_else(|| host.strip_prefix("tcp+tls://"))
+            .unwrap_or(host);
         let attempt = tokio::time::timeout(
             std::time::Duration::from_secs(1),
             tokio::net::TcpStream::connect(host),
