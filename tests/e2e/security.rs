@@ -14,6 +14,9 @@ use wardlock_tests::pki::TestPki;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::zookeeper::secure::Secure;
 
+use wardlock_tests::Guest;
+use wardlock_tests::serve::{Server, cache_flags, get, get_authorized, post, wardlock_bin};
+
 use crate::cli::{run_counters, wardlock};
 
 /// The password of the test user: what no output may contain.
@@ -40,7 +43,7 @@ impl PasswordFiles {
         self.path("wrong")
     }
 
-    fn path(&self, name: &str) -> String {
+    pub(crate) fn path(&self, name: &str) -> String {
         self.dir.path().join(name).display().to_string()
     }
 }
@@ -54,13 +57,7 @@ fn shown(path: PathBuf) -> String {
 async fn refused(flags: &[&str], flag: &str) {
     let mut args = vec!["run", "--require-backend"];
     args.extend(flags);
-    args.extend([
-        wardlock_tests::Guest::Counter.path(),
-        "--",
-        "x",
-        "1",
-        "/tmp/unused",
-    ]);
+    args.extend([Guest::Counter.path(), "--", "x", "1", "/tmp/unused"]);
     let started = Instant::now();
     let outcome = tokio::time::timeout(Duration::from_secs(10), wardlock(&args)).await;
     let took = started.elapsed();
@@ -93,6 +90,10 @@ struct Secured<'a> {
     password_flag: &'static str,
     pki: &'a TestPki,
     passwords: PasswordFiles,
+    /// The backend's entry in serve's config file, but its TLS and user keys.
+    serve_entry: String,
+    /// The config file's names of the user and password file keys.
+    serve_user_keys: (&'static str, &'static str),
 }
 
 impl Secured<'_> {
@@ -119,6 +120,112 @@ impl Secured<'_> {
             flags.extend([self.password_flag.to_owned(), password]);
         }
         flags
+    }
+
+    /// The backend entry of a serve config file with every setting right.
+    fn serve_config(&self, component: &str, data: &str) -> String {
+        let (cert, key) = self.pki.client();
+        let (user_key, password_key) = self.serve_user_keys;
+        format!(
+            "admin_token_file = \"{token}\"\n\n[backends.secure]\n{entry}\n\
+             tls_ca = \"{ca}\"\ntls_cert = \"{cert}\"\ntls_key = \"{key}\"\n\
+             {user_key} = \"alice\"\n{password_key} = \"{password}\"\n\n\
+             [[plugins]]\nroute = \"/\"\ncomponent = \"{component}\"\nbackend = \"secure\"\n\
+             dirs = [\"{data}::/data\"]\n",
+            token = self.passwords.path("token"),
+            entry = self.serve_entry,
+            ca = shown(self.pki.ca()),
+            cert = shown(cert),
+            key = shown(key),
+            password = self.passwords.right(),
+        )
+    }
+
+    /// The password never shows: not on `wardlock run`'s command line, not
+    /// in its output at log level `trace`, not in `status`, not on serve's
+    /// `/metrics` or `/healthz` (which refuse a request without the token).
+    async fn check_no_secret_shows(&self) {
+        let flags = self.flags(Some(self.pki.ca()), true, Some(self.passwords.right()));
+        let data = tempfile::tempdir().expect("temp dir");
+        let dir = format!("{}::/data", data.path().display());
+        let child = std::process::Command::new(wardlock_bin())
+            .args([
+                "run",
+                "--require-backend",
+                "--instances",
+                "2",
+                "--dir",
+                &dir,
+            ])
+            .args(cache_flags(&[]))
+            .args(&flags)
+            .args([Guest::Counter.path(), "--", "leak", "3", "/data/count"])
+            .env("WARDLOCK_LOG", "trace")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start wardlock run");
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&cmdline).contains(PASSWORD),
+            "the password is on the command line"
+        );
+        let output = child.wait_with_output().expect("wardlock run");
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "wardlock run failed: {printed}");
+        assert!(printed.contains("TRACE"), "no trace output: {printed}");
+        assert!(
+            !printed.contains(PASSWORD),
+            "the password is in the trace output"
+        );
+
+        let status = std::process::Command::new(wardlock_bin())
+            .arg("status")
+            .args(&flags)
+            .arg("leak")
+            .env("WARDLOCK_LOG", "trace")
+            .output()
+            .expect("wardlock status");
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&status.stdout),
+            String::from_utf8_lossy(&status.stderr)
+        );
+        assert!(status.status.success(), "wardlock status failed: {printed}");
+        assert!(
+            !printed.contains(PASSWORD),
+            "the password is in status output"
+        );
+
+        let token = "admin-token-5c1d";
+        std::fs::write(self.passwords.path("token"), token).expect("write token");
+        let config = self.passwords.path("serve.toml");
+        let data = data.path().display().to_string();
+        std::fs::write(&config, self.serve_config(Guest::HttpCounter.path(), &data))
+            .expect("write config");
+        let server = Server::start_with_token(&["--config", &config], token).await;
+        let counted = post(&server.addr, "/leak").await.expect("POST");
+        assert_eq!(counted.status, 200, "{}", server.log());
+        for path in ["/metrics", "/healthz"] {
+            let response = get_authorized(&server.admin, path, Some(token))
+                .await
+                .expect("GET");
+            assert_eq!(response.status, 200, "{path}: {}", response.body);
+            assert!(
+                !response.body.contains(PASSWORD),
+                "the password is on {path}"
+            );
+            let refused = get(&server.admin, path).await.expect("GET");
+            assert_eq!(refused.status, 401, "{path} without the token");
+        }
+        assert!(
+            !server.log().contains(PASSWORD),
+            "the password is in serve's log"
+        );
     }
 
     /// A counter counts exactly with every setting right; each wrong or
@@ -167,16 +274,18 @@ async fn zookeeper_over_mutual_tls_with_sasl() {
         client_certificates: true,
         users: &[("alice", PASSWORD)],
     });
-    Secured {
+    let secured = Secured {
         engine: vec!["--zookeeper".into(), format!("127.0.0.1:{port}")],
         prefix: "--zk",
         user_flag: "--zk-sasl-user",
         password_flag: "--zk-sasl-password-file",
         pki: &pki,
         passwords: PasswordFiles::new(),
-    }
-    .check()
-    .await;
+        serve_entry: format!("kind = \"zookeeper\"\nhosts = \"127.0.0.1:{port}\""),
+        serve_user_keys: ("sasl_user", "sasl_password_file"),
+    };
+    secured.check().await;
+    secured.check_no_secret_shows().await;
 }
 
 /// etcd over mutual TLS with a user and password: counts exactly; a wrong
@@ -191,7 +300,7 @@ async fn etcd_over_mutual_tls_with_a_user() {
         user: Some(("alice", PASSWORD, "/secure/")),
     })
     .await;
-    Secured {
+    let secured = Secured {
         engine: ["--etcd", &format!("127.0.0.1:{port}"), "--root", "/secure"]
             .map(String::from)
             .to_vec(),
@@ -200,7 +309,11 @@ async fn etcd_over_mutual_tls_with_a_user() {
         password_flag: "--etcd-password-file",
         pki: &pki,
         passwords: PasswordFiles::new(),
-    }
-    .check()
-    .await;
+        serve_entry: format!(
+            "kind = \"etcd\"\nendpoints = \"127.0.0.1:{port}\"\nroot = \"/secure\""
+        ),
+        serve_user_keys: ("user", "password_file"),
+    };
+    secured.check().await;
+    secured.check_no_secret_shows().await;
 }

@@ -123,17 +123,23 @@ impl Server {
     /// Starts `wardlock serve --listen … --admin … ARGS…` and waits until it
     /// answers `/healthz` (at most 60 s: the first start compiles the guest).
     pub async fn start(args: &[&str]) -> Server {
-        Self::start_until(args, "/healthz").await
+        Self::start_until(args, "/healthz", None).await
+    }
+
+    /// Starts `wardlock serve` as [`Server::start`] does, for admin endpoints
+    /// that require the bearer `token`.
+    pub async fn start_with_token(args: &[&str], token: &str) -> Server {
+        Self::start_until(args, "/healthz", Some(token)).await
     }
 
     /// Starts `wardlock serve` as [`Server::start`] does, but waits only until
     /// the process is live (`/livez`), ready or not (its lock service may be
     /// down).
     pub async fn start_live(args: &[&str]) -> Server {
-        Self::start_until(args, "/livez").await
+        Self::start_until(args, "/livez", None).await
     }
 
-    async fn start_until(args: &[&str], answers: &str) -> Server {
+    async fn start_until(args: &[&str], answers: &str, token: Option<&str>) -> Server {
         let addr = format!("127.0.0.1:{}", free_port());
         let admin = format!("127.0.0.1:{}", free_port());
         let log = tempfile::NamedTempFile::new().expect("log file");
@@ -153,7 +159,7 @@ impl Server {
         };
         let started = Instant::now();
         loop {
-            if let Ok(response) = get(&server.admin, answers).await
+            if let Ok(response) = get_authorized(&server.admin, answers, token).await
                 && response.status == 200
             {
                 return server;
@@ -236,7 +242,7 @@ impl Response {
 /// # Errors
 /// Connection or protocol errors.
 pub async fn post(addr: &str, path: &str) -> std::io::Result<Response> {
-    request(addr, "POST", path).await
+    request(addr, "POST", path, "").await
 }
 
 /// `GET path`.
@@ -244,14 +250,27 @@ pub async fn post(addr: &str, path: &str) -> std::io::Result<Response> {
 /// # Errors
 /// Connection or protocol errors.
 pub async fn get(addr: &str, path: &str) -> std::io::Result<Response> {
-    request(addr, "GET", path).await
+    request(addr, "GET", path, "").await
 }
 
-async fn request(addr: &str, method: &str, path: &str) -> std::io::Result<Response> {
+/// `GET path` with `Authorization: Bearer TOKEN` when there is a token.
+///
+/// # Errors
+/// Connection or protocol errors.
+pub async fn get_authorized(
+    addr: &str,
+    path: &str,
+    token: Option<&str>,
+) -> std::io::Result<Response> {
+    let header = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
+    request(addr, "GET", path, &header).await
+}
+
+async fn request(addr: &str, method: &str, path: &str, headers: &str) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect(addr).await?;
     stream
         .write_all(
-            format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            format!("{method} {path} HTTP/1.1\r\nhost: {addr}\r\n{headers}content-length: 0\r\nconnection: close\r\n\r\n")
                 .as_bytes(),
         )
         .await?;

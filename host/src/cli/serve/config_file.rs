@@ -486,6 +486,30 @@ mod tests {
     }
 
     #[test]
+    fn tls_and_users_come_in_whole_sets_named_by_their_keys() {
+        let plugin = "[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\nbackend = \"e\"\n";
+        let half_tls = format!(
+            "[backends.e]\nkind = \"etcd\"\nendpoints = \"h:1\"\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n{plugin}"
+        );
+        let error = load_text(&half_tls).expect_err("no CA");
+        assert!(
+            error.contains("backends.e.tls_cert needs backends.e.tls_ca"),
+            "{error}"
+        );
+        let no_password = format!(
+            "[backends.e]\nkind = \"zookeeper\"\nhosts = \"h:1\"\nsasl_user = \"alice\"\n{plugin}"
+        );
+        let error = load_text(&no_password).expect_err("no password file");
+        assert!(error.contains("backends.e.sasl_password_file"), "{error}");
+        let token = "admin_token_file = \"missing.token\"\n[backends.e]\nkind = \"memory\"\n";
+        let error = load_text(&format!("{token}{plugin}")).expect_err("no token file");
+        assert!(
+            error.contains("admin_token_file") && error.contains("missing.token"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn a_minimal_file_gets_a_memory_backend() {
         let plan =
             load_text("[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n").expect("valid");
