@@ -40,6 +40,10 @@
 
 #include "guest.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef wardlock_lock_types_mode_t wardlock_mode_t;
 typedef wardlock_lock_types_status_t wardlock_status_t;
 /* A failed call's reason: `tag` is a WARDLOCK_ERROR_* value; free it with
@@ -147,6 +151,29 @@ static inline wardlock_status_t wardlock_status(const wardlock_guard_t *guard) {
     return wardlock_lock_locks_method_lock_status(wardlock_lock_locks_borrow_lock(guard->handle));
 }
 
+/* True while the lock is safely held; otherwise false with `*err` saying
+ * why (free it): WARDLOCK_ERROR_LOST (taken away: another holder may own it),
+ * WARDLOCK_ERROR_UNAVAILABLE (suspended: the host lost contact with the lock
+ * service) or WARDLOCK_ERROR_RELEASED. Call it between the steps of the work
+ * done under the lock, so a loss stops the work at its next step. */
+static inline bool wardlock_check(const wardlock_guard_t *guard, wardlock_error_t *err) {
+    switch (wardlock_status(guard)) {
+    case WARDLOCK_HELD:
+        return true;
+    case WARDLOCK_SUSPENDED:
+        err->tag = WARDLOCK_ERROR_UNAVAILABLE;
+        guest_string_dup(&err->val.unavailable,
+                "the lock is suspended: the host lost contact with the lock service");
+        return false;
+    case WARDLOCK_LOST:
+        err->tag = WARDLOCK_ERROR_LOST;
+        return false;
+    default:
+        err->tag = WARDLOCK_ERROR_RELEASED;
+        return false;
+    }
+}
+
 /* The WIT name of the error's case: "invalid-name", "timeout", ... */
 static inline const char *wardlock_error_kind(const wardlock_error_t *err) {
     static const char *const kinds[] = {
@@ -183,5 +210,9 @@ static inline const char *wardlock_error_text(const wardlock_error_t *err, char 
 static inline void wardlock_error_free(wardlock_error_t *err) {
     wardlock_lock_types_error_free(err);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -39,6 +39,10 @@
 
 #include "c_guest2.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef wardlock_lock_0_2_0_types_mode_t wardlock2_mode_t;
 typedef wardlock_lock_0_2_0_types_status_t wardlock2_status_t;
 /* A failed call's reason: `tag` is a WARDLOCK2_ERROR_* value; free it with
@@ -222,6 +226,29 @@ static inline wardlock2_status_t wardlock2_status(const wardlock2_guard_t *guard
     if (!guard->held)
         return WARDLOCK2_RELEASED;
     return wardlock_lock_0_2_0_locks_method_lock_status(wardlock2_borrow(guard));
+}
+
+/* True while the lock is safely held; otherwise false with `*err` saying
+ * why (free it): WARDLOCK2_ERROR_LOST (taken away: another holder may own it),
+ * WARDLOCK2_ERROR_UNAVAILABLE (suspended: the host lost contact with the lock
+ * service) or WARDLOCK2_ERROR_RELEASED. Call it between the steps of the work
+ * done under the lock, so a loss stops the work at its next step. */
+static inline bool wardlock2_check(const wardlock2_guard_t *guard, wardlock2_error_t *err) {
+    switch (wardlock2_status(guard)) {
+    case WARDLOCK2_HELD:
+        return true;
+    case WARDLOCK2_SUSPENDED:
+        err->tag = WARDLOCK2_ERROR_UNAVAILABLE;
+        c_guest2_string_dup(&err->val.unavailable,
+                "the lock is suspended: the host lost contact with the lock service");
+        return false;
+    case WARDLOCK2_LOST:
+        err->tag = WARDLOCK2_ERROR_LOST;
+        return false;
+    default:
+        err->tag = WARDLOCK2_ERROR_RELEASED;
+        return false;
+    }
 }
 
 /* The WIT name of a status: "held", "suspended", "lost" or "released". */
@@ -502,5 +529,9 @@ static inline bool wardlock2_permit_wait_lost(const wardlock2_permit_t *permit, 
            wardlock2_wait_and_drop(
                wardlock_lock_0_2_0_locks_method_permit_subscribe(wardlock2_permit_borrow(permit)), timeout_ms);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,21 @@ export class LockError extends Error {
   }
 }
 
+/** The WIT error cases, as `LockError.kind` spells them: compare
+ * `error.kind === Kind.TIMEOUT` rather than a string literal. */
+export const Kind = Object.freeze({
+  INVALID_NAME: 'invalid-name',
+  DENIED: 'denied',
+  TIMEOUT: 'timeout',
+  WOULD_BLOCK: 'would-block',
+  WOULD_DEADLOCK: 'would-deadlock',
+  LOST: 'lost',
+  RELEASED: 'released',
+  LIMIT_EXCEEDED: 'limit-exceeded',
+  UNAVAILABLE: 'unavailable',
+  INVALID_REQUEST: 'invalid-request',
+});
+
 /** Runs a raw binding call, turning a thrown WIT `error` into a `LockError`. */
 export function call(operation) {
   try {
@@ -62,6 +77,23 @@ export class Handle {
     return this.#raw === undefined ? 'released' : this.#raw.status();
   }
 
+  /** An AbortSignal-like view of this grant for the work done under it:
+   * `signal.aborted` turns true once the lock is no longer safely held, and
+   * `signal.reason` (a `LockError`) names why: `'lost'`, `'unavailable'`
+   * (suspended: the host lost contact with the lock service) or
+   * `'released'`. Read from the host on each access, so a loop checking it
+   * stops at its next step. */
+  get signal() {
+    return new LockSignal(this);
+  }
+
+  /** Returns while the lock is safely held; otherwise throws the
+   * `LockError` `signal.reason` names. */
+  check() {
+    const reason = lossOf(this.status);
+    if (reason !== undefined) throw reason;
+  }
+
   /** Whether the handle is still held by this guard (not released or disposed). */
   get live() {
     return this.#raw !== undefined;
@@ -93,6 +125,51 @@ export class Handle {
   }
 }
 
+/** Why a grant in `status` is not safely held (a `LockError`), or
+ * undefined when it is held. */
+function lossOf(status) {
+  switch (status) {
+    case 'held':
+      return undefined;
+    case 'suspended':
+      return new LockError(
+        Kind.UNAVAILABLE,
+        'the lock is suspended: the host lost contact with the lock service',
+      );
+    case 'lost':
+      return new LockError(Kind.LOST);
+    default:
+      return new LockError(Kind.RELEASED);
+  }
+}
+
+/** What `handle.signal` returns: the parts of `AbortSignal` a block of work
+ * reads (`aborted`, `reason`, `throwIfAborted()`), asked of the host on
+ * each access rather than pushed, since a guest runs no code between its
+ * own steps. */
+export class LockSignal {
+  #handle;
+
+  constructor(handle) {
+    this.#handle = handle;
+  }
+
+  /** True once the lock is no longer safely held. */
+  get aborted() {
+    return this.#handle.status !== 'held';
+  }
+
+  /** The `LockError` saying why it is not held, or undefined while held. */
+  get reason() {
+    return lossOf(this.#handle.status);
+  }
+
+  /** Throws `reason` once aborted. */
+  throwIfAborted() {
+    this.#handle.check();
+  }
+}
+
 /** A granted lock, held until `release()` or disposal. */
 export class Guard extends Handle {
   constructor(raw) {
@@ -103,8 +180,10 @@ export class Guard extends Handle {
 }
 
 /**
- * Runs `fn(scope)` and then releases `scope` (anything with `release()` and
- * `[Symbol.dispose]()`), returning what `fn` returns. When `fn` ends normally
+ * Runs `fn(scope, scope.signal)` and then releases `scope` (a `Handle`, or
+ * anything with `release()`, `[Symbol.dispose]()` and `signal`), returning
+ * what `fn` returns; `signal.aborted` tells `fn` when the grant stopped
+ * being safely held. When `fn` ends normally
  * the release is checked (a lock lost meanwhile throws `'lost'`, so its work
  * is not silently trusted) unless `fn` released it itself (`scope.live` is
  * then false: releasing early is allowed); when it throws, `scope` is
@@ -114,7 +193,7 @@ export class Guard extends Handle {
 export function runScoped(scope, fn) {
   let result;
   try {
-    result = fn(scope);
+    result = fn(scope, scope.signal);
   } catch (e) {
     scope[Symbol.dispose]();
     throw e;

@@ -4,8 +4,11 @@
 //
 //   import { withLock, acquire, tryAcquire, LockError } from './wardlock.js';
 //
-//   withLock('orders', { timeoutMs: 5000 }, (lock) => {
-//     charge(order, lock.fencingToken);
+//   withLock('orders', { timeoutMs: 5000 }, (lock, signal) => {
+//     for (const item of order) {
+//       signal.throwIfAborted();          // throws 'lost' once taken away
+//       charge(item, lock.fencingToken);
+//     }
 //   });                                   // released however `fn` ends
 //
 //   {
@@ -21,9 +24,9 @@
 // Bundled into a guest by componentize-js, which follows relative imports.
 
 import { acquire as rawAcquire, tryAcquire as rawTryAcquire } from 'wardlock:lock/locks@0.1.0';
-import { Guard, LockError, lockApi } from './wardlock-core.js';
+import { Guard, Kind, LockError, LockSignal, lockApi } from './wardlock-core.js';
 
-export { Guard, LockError };
+export { Guard, Kind, LockError, LockSignal };
 
 /**
  * `acquire(name, { mode, timeoutMs })`: waits until `name` is granted in
@@ -31,7 +34,8 @@ export { Guard, LockError };
  * milliseconds (then `LockError` `'timeout'`; undefined waits until granted or
  * the instance's deadline). `tryAcquire(name, { mode })`: the lock if it can
  * be granted without waiting, else undefined. `withLock(name, options, fn)`:
- * runs `fn(guard)` holding `name` and returns what it returns; when `fn` ends
+ * runs `fn(guard, signal)` holding `name` and returns what it returns
+ * (`signal.aborted` turns true once the lock is no longer safely held); when `fn` ends
  * normally the release is checked (a lock lost meanwhile throws `'lost'`),
  * when it throws the lock is released quietly and `fn`'s error goes on; an
  * async `fn` keeps the lock until its promise settles.

@@ -44,7 +44,9 @@ import {
 import {
   Guard as BaseGuard,
   Handle,
+  Kind,
   LockError,
+  LockSignal,
   call,
   lockApi,
   millis,
@@ -52,7 +54,7 @@ import {
   runScoped,
 } from './wardlock-core.js';
 
-export { LockError };
+export { Kind, LockError, LockSignal };
 
 /**
  * Waits until at least one of `pollables` is ready or `timeoutMs`
@@ -195,6 +197,21 @@ export class Many extends Array {
     if (first !== undefined) throw first;
   }
 
+  /** `'held'` while every guard is, else the first other status. */
+  get status() {
+    return this.find((guard) => guard.status !== 'held')?.status ?? 'held';
+  }
+
+  /** Throws, as `Guard.check()`, unless every guard is safely held. */
+  check() {
+    for (const guard of this) guard.check();
+  }
+
+  /** Aborted once any of the locks is no longer safely held. */
+  get signal() {
+    return new LockSignal(this);
+  }
+
   /** Alias of `releaseAll`, so `runScoped` can end a `Many` like a guard. */
   release() {
     this.releaseAll();
@@ -219,7 +236,7 @@ export function acquireMany(requests, { timeoutMs } = {}) {
   return many;
 }
 
-/** Runs `fn(guards)` holding every lock of `requests` (as `withLock`). */
+/** Runs `fn(guards, signal)` holding every lock of `requests` (as `withLock`). */
 export function withLocks(requests, options, fn) {
   [options, fn] = optionsAndFn('withLocks(requests, [options], fn)', options, fn);
   return runScoped(acquireMany(requests, options), fn);

@@ -6,7 +6,9 @@ A thin layer over the bindings componentize-py generates from `wit/lock.wit`
     import wardlock
 
     with wardlock.exclusive("orders", timeout=5) as lock:
-        charge(order, fencing_token=lock.fencing_token)
+        for item in order:
+            lock.check()            # raises Lost once the lock is taken away
+            charge(item, fencing_token=lock.fencing_token)
     # released here, whether the block returned or raised
 
     guard = wardlock.try_shared("config")       # None when it would wait
@@ -159,6 +161,21 @@ class Handle:
         if self._raw is None:
             return Status.RELEASED
         return self._raw.status()
+
+    def check(self) -> None:
+        """Returns while the lock is safely held; otherwise raises why not, so
+        a block of work stops at its next step instead of learning of a loss
+        at the end: `Lost` (taken away: another holder may own it),
+        `Unavailable` (suspended: the host lost contact with the lock service),
+        `Released`."""
+        status = self.status
+        if status == Status.HELD:
+            return
+        if status == Status.SUSPENDED:
+            raise Unavailable("the lock is suspended: the host lost contact with the lock service")
+        if status == Status.LOST:
+            raise Lost()
+        raise Released()
 
     def release(self) -> None:
         """Releases the lock now. Raises `Lost` if it had been lost meanwhile

@@ -59,6 +59,26 @@ impl From<RawError> for Error {
     }
 }
 
+impl Error {
+    /// The WIT case's name, as every language's SDK spells it
+    /// (`"invalid-name"`, `"timeout"`, `"lost"`, ...): for logs and for
+    /// answers other programs read.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::InvalidName(_) => "invalid-name",
+            Error::Denied(_) => "denied",
+            Error::Timeout => "timeout",
+            Error::WouldBlock => "would-block",
+            Error::WouldDeadlock => "would-deadlock",
+            Error::Lost => "lost",
+            Error::Released => "released",
+            Error::LimitExceeded(_) => "limit-exceeded",
+            Error::Unavailable(_) => "unavailable",
+            Error::InvalidRequest(_) => "invalid-request",
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -60,6 +60,27 @@ macro_rules! guard_methods {
                 self.raw.status().into()
             }
 
+            /// `Ok` while the lock is safely held; otherwise why not, so a
+            /// block of work can stop at its next step with `guard.check()?`
+            /// instead of learning of a loss only at the end.
+            ///
+            /// # Errors
+            /// [`Error::Lost`](crate::Error::Lost): taken away, another holder
+            /// may own it; [`Error::Unavailable`](crate::Error::Unavailable):
+            /// suspended (the host lost contact with the lock service; the
+            /// lock may come back, or be lost); [`Error::Released`](crate::Error::Released).
+            pub fn check(&self) -> Result<(), $crate::Error> {
+                match self.status() {
+                    $crate::Status::Held => Ok(()),
+                    $crate::Status::Suspended => Err($crate::Error::Unavailable(
+                        "the lock is suspended: the host lost contact with the lock service, so another holder may soon own it"
+                            .into(),
+                    )),
+                    $crate::Status::Lost => Err($crate::Error::Lost),
+                    $crate::Status::Released => Err($crate::Error::Released),
+                }
+            }
+
             /// Releases the lock now and reports whether it was still held.
             ///
             /// Returns [`Error::Lost`](crate::Error::Lost) if the lock had been lost

@@ -39,8 +39,9 @@
 //!
 //! What the host cannot guarantee is that a lock stays held forever: a
 //! distributed backend may lose it (for example when its session expires).
-//! Check [`Guard::status`] before critical steps and hand
-//! [`Guard::fencing_token`] to the resources you protect.
+//! Call [`Guard::check`] (`guard.check()?`) before critical steps, so a loss
+//! stops the work at its next step, and hand [`Guard::fencing_token`] to the
+//! resources you protect.
 //!
 //! # Re-entrancy
 //!

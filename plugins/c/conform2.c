@@ -6,7 +6,7 @@
  * Each argument is one command; each prints one line, as lockctl2 prints it:
  * `acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
  * `loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
- * `status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`,
+ * `status N`, `notify N ACK`, `check-until N ACK MS`, `async MODE TIMEOUT NAME`, `race P MS`,
  * `get P`, `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`,
  * `try-permit PERMITS NAME`, `release-permit Q`, `permit-status Q`,
  * `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation (`revoke
@@ -376,6 +376,39 @@ static bool execute(char **words, size_t n) {
         if (!wardlock2_try_acquire(words[2], WARDLOCK2_EXCLUSIVE, &ack, &err))
             wardlock2_error_free(&err);
         snprintf(line, sizeof line, "woke %s", wardlock2_status_name(wardlock2_status(&guards[at])));
+        if (ack.held)
+            push(&ack);
+        return true;
+    }
+    if (!strcmp(command, "check-until") && n == 4) {
+        /* wardlock2_check every millisecond, at most MS ms, as work under a
+         * lock would between its steps; once it fails, take ACK (the host
+         * watches for it) and name the error. */
+        uint64_t ms;
+        if (!parse_u64(words[3], &ms))
+            return false;
+        if (!index_of(words[1], handles, &at) || !guards[at].held) {
+            snprintf(line, sizeof line, "err no-such-handle");
+            return true;
+        }
+        struct timespec start, now;
+        const struct timespec tick = {.tv_sec = 0, .tv_nsec = 1000000};
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        while (wardlock2_check(&guards[at], &err)) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            int64_t waited = (int64_t)(now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+            if (waited >= 0 && (uint64_t)waited >= ms) {
+                snprintf(line, sizeof line, "still held");
+                return true;
+            }
+            nanosleep(&tick, NULL);
+        }
+        const char *kind = wardlock2_error_kind(&err);
+        wardlock2_error_free(&err);
+        WARDLOCK2_SCOPED(ack);
+        if (!wardlock2_try_acquire(words[2], WARDLOCK2_EXCLUSIVE, &ack, &err))
+            wardlock2_error_free(&err);
+        snprintf(line, sizeof line, "checked %s", kind);
         if (ack.held)
             push(&ack);
         return true;

@@ -6,7 +6,7 @@
 // Each argument is one command; each prints one line, as lockctl2 prints it:
 // `acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
 // `loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
-// `status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`,
+// `status N`, `notify N ACK`, `check-until N ACK MS`, `async MODE TIMEOUT NAME`, `race P MS`,
 // `get P`, `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`,
 // `try-permit PERMITS NAME`, `release-permit Q`, `permit-status Q`,
 // `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
@@ -204,6 +204,28 @@ function execute([command, ...args]) {
       const line = `woke ${guard.status}`;
       if (acked !== undefined) push(acked);
       return line;
+    }
+    case 'check-until/3': {
+      // Reads the guard's signal every millisecond, at most MS ms, as work
+      // under a lock would between its steps; once aborted, takes ACK (the
+      // host watches for it) and names the reason.
+      const guard = guards[index(args[0])];
+      if (guard === undefined) return 'err no-such-handle';
+      const signal = guard.signal;
+      const deadline = Date.now() + Number(args[2]);
+      while (!signal.aborted) {
+        if (Date.now() >= deadline) return 'still held';
+        subscribeDuration(1_000_000n).block();
+      }
+      const kind = signal.reason.kind;
+      let acked;
+      try {
+        acked = tryAcquire(args[1]);
+      } catch {
+        acked = undefined;
+      }
+      if (acked !== undefined) push(acked);
+      return `checked ${kind}`;
     }
     case 'async/3': {
       const [mode, timeout, name] = args;

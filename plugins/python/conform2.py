@@ -6,7 +6,7 @@ scenario table drives the Rust, C, Python and JavaScript guests alike
 Each argument is one command; each prints one line, as lockctl2 prints it:
 `acquire MODE TIMEOUT NAME`, `many TIMEOUT [MODE:NAME]...`,
 `loop-many COUNT TIMEOUT FILE [MODE:NAME]...`, `release N`, `drop N`,
-`status N`, `notify N ACK`, `async MODE TIMEOUT NAME`, `race P MS`, `get P`,
+`status N`, `notify N ACK`, `check-until N ACK MS`, `async MODE TIMEOUT NAME`, `race P MS`, `get P`,
 `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`, `try-permit
 PERMITS NAME`, `release-permit Q`, `permit-status Q`,
 `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
@@ -178,6 +178,32 @@ def execute_permit(words, state: State):
     return None
 
 
+def check_until(state: State, n: str, ack: str, ms: int) -> str:
+    """Asks handle N's `check()` every millisecond, at most MS ms, as work
+    under a lock would between its steps; once it raises, takes ACK (the
+    host watches for it) and names the error."""
+    guard = state.guard(n)
+    if guard is None:
+        return "err no-such-handle"
+    deadline = time.monotonic() + ms / 1000
+    while True:
+        try:
+            guard.check()
+        except locks.LockError as e:
+            noticed = e.kind
+            break
+        if time.monotonic() >= deadline:
+            return "still held"
+        time.sleep(0.001)
+    try:
+        acked = locks.try_exclusive(ack)
+    except locks.LockError:
+        acked = None
+    if acked is not None:
+        state.push(acked)
+    return f"checked {noticed}"
+
+
 def execute(words, state: State) -> str:
     line = execute_permit(words, state)
     if line is not None:
@@ -228,6 +254,8 @@ def execute(words, state: State) -> str:
             if acked is not None:
                 state.push(acked)
             return line
+        case ["check-until", n, ack, ms]:
+            return check_until(state, n, ack, int(ms))
         case ["async", mode, timeout, name]:
             try:
                 state.pending.append(locks.acquire_async(name, mode_of(mode), timeout_of(timeout)))

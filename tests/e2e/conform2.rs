@@ -323,6 +323,60 @@ pub async fn subscribe_learns_of_an_injected_loss(speaker: Speaker) {
     );
 }
 
+/// Work under a lock checks it between its steps — Rust `guard.check()?`
+/// (the `loss-check` guest), Python `lock.check()`, C `wardlock2_check`, JS
+/// `guard.signal.aborted` (`conform2`'s `check-until`) — and stops at its
+/// next step once the lock is expired by fault injection: it sees `lost`
+/// within 100 ms of the injection, in each of three rounds.
+pub async fn check_sees_an_injected_loss(speaker: Speaker) {
+    let memory = MemoryBackend::new();
+    let (tapped, mut requests) = Tap::new(Arc::new(memory.clone()));
+    let runner = match speaker {
+        Speaker::Rust => runner_with(
+            Guest::LossCheck,
+            RunnerConfig {
+                backend: tapped,
+                timeout: Some(TEST_WAIT_LIMIT),
+                ..RunnerConfig::default()
+            },
+        ),
+        _ => plain_runner(tapped, speaker),
+    };
+    let mut latencies = Vec::new();
+    for round in 0..3 {
+        let [f, parked, ack] =
+            ["f", "parked", "ack"].map(|l| speaker.lock(&format!("check{round}/{l}")));
+        let commands = match speaker {
+            Speaker::Rust => vec![f.clone(), parked.clone(), ack.clone(), "20000".into()],
+            _ => vec![
+                format!("acquire x - {f}"),
+                format!("acquire x - {parked}"),
+                format!("check-until 1 {ack} 20000"),
+            ],
+        };
+        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+        let guest = spawn_run(&runner, round, &commands);
+        tap::wait_for(&mut requests, &format!("granted {parked}")).await;
+        let owner = memory.snapshot(&name(&f))[0].owner.clone();
+        let injected = Instant::now();
+        assert_eq!(memory.inject(&owner, Fault::Expire), 1, "one session hit");
+        let acked = tap::wait_for(&mut requests, &ack).await;
+        latencies.push(acked.saturating_duration_since(injected));
+        let out = finished(guest).await;
+        assert_eq!(
+            out.last().map(String::as_str),
+            Some("checked lost"),
+            "{out:?}"
+        );
+    }
+    report_latencies(speaker, "memory-check", &mut latencies);
+    let worst = latencies[latencies.len() - 1];
+    assert!(
+        worst <= Duration::from_millis(100),
+        "{speaker:?}: a check saw the loss {worst:?} after it: {latencies:?}"
+    );
+}
+
 /// A guest waiting on `lock.subscribe()` on ZooKeeper learns of a forced
 /// session expiry (through a proxy of `server`, so the host cannot take the
 /// session back): woken by the first change the host sees, then `suspended`
@@ -521,6 +575,7 @@ macro_rules! on_memory {
 
 scenarios!(on_memory);
 per_speaker!(subscribe_learns_of_an_injected_loss());
+per_speaker!(check_sees_an_injected_loss());
 per_speaker!(permits_never_exceed_the_semaphore());
 
 /// Every scenario in every language on one real ZooKeeper server.

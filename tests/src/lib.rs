@@ -74,7 +74,7 @@ macro_rules! guests {
 guests! {
     // Rust: the examples (`http-counter` is the `wardlock serve` one), the test guests.
     Counter = "counter", ReadersWriters = "readers-writers", HttpCounter = "http-counter",
-    Misbehave = "misbehave", AcmePlugin = "acme-plugin", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
+    Misbehave = "misbehave", AcmePlugin = "acme-plugin", LossCheck = "loss-check", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
     // The same examples in C, Python and JavaScript (see plugins/README.md).

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { Guard, LockError, lockApi, millis, runScoped } from '../wardlock-core.js';
+import { Guard, Kind, LockError, lockApi, millis, runScoped } from '../wardlock-core.js';
 
 /** A stand-in for a raw `lock` resource: counts releases and drops. */
 function rawLock(name, { lost = false } = {}) {
@@ -97,4 +97,22 @@ test('timeouts are checked and rounded up', () => {
   for (const bad of [-1, Number.NaN, Infinity, '100', null, -1n]) {
     assert.throws(() => millis(bad), RangeError, String(bad));
   }
+});
+
+test('the block gets a signal that aborts once the lock is not safely held', () => {
+  let status = 'held';
+  const raw = { ...rawLock('a'), status: () => status };
+  const { withLock } = api(raw);
+  const seen = withLock('a', (lock, signal) => {
+    const before = [signal.aborted, signal.reason];
+    lock.check();
+    status = 'suspended';
+    const suspended = [signal.aborted, signal.reason.kind];
+    status = 'lost';
+    assert.throws(() => signal.throwIfAborted(), (e) => e instanceof LockError && e.kind === Kind.LOST);
+    assert.throws(() => lock.check(), (e) => e.kind === 'lost');
+    status = 'held';
+    return { before, suspended };
+  });
+  assert.deepEqual(seen, { before: [false, undefined], suspended: [true, Kind.UNAVAILABLE] });
 });
