@@ -167,15 +167,20 @@ def execute_permit(words, state: State):
                 return "err no-such-handle"
             if not guard.wait_revocation(int(ms) / 1000):
                 return "timer"
-            # Tell the host at once: it watches for ACK being taken.
-            try:
-                acked = locks.try_exclusive(ack)
-            except locks.LockError:
-                acked = None
-            if acked is not None:
-                state.push(acked)
+            take_ack(state, ack)
             return "revoked"
     return None
+
+
+def take_ack(state: State, ack: str) -> None:
+    """Takes the lock ACK if free, keeping it as the next handle: the host
+    watches for the request, so it learns at once that the guest woke."""
+    try:
+        acked = locks.try_exclusive(ack)
+    except locks.LockError:
+        acked = None
+    if acked is not None:
+        state.push(acked)
 
 
 def check_until(state: State, n: str, ack: str, ms: int) -> str:
@@ -195,12 +200,7 @@ def check_until(state: State, n: str, ack: str, ms: int) -> str:
         if time.monotonic() >= deadline:
             return "still held"
         time.sleep(0.001)
-    try:
-        acked = locks.try_exclusive(ack)
-    except locks.LockError:
-        acked = None
-    if acked is not None:
-        state.push(acked)
+    take_ack(state, ack)
     return f"checked {noticed}"
 
 
@@ -245,14 +245,8 @@ def execute(words, state: State) -> str:
             if guard is None:
                 return "err no-such-handle"
             guard.wait_lost()
-            # Tell the host at once: it watches for ACK being taken.
-            try:
-                acked = locks.try_exclusive(ack)
-            except locks.LockError:
-                acked = None
             line = f"woke {STATUS[guard.status]}"
-            if acked is not None:
-                state.push(acked)
+            take_ack(state, ack)
             return line
         case ["check-until", n, ack, ms]:
             return check_until(state, n, ack, int(ms))

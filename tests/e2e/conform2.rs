@@ -295,6 +295,31 @@ fn report_latencies(speaker: Speaker, backend: &str, latencies: &mut [Duration])
     median
 }
 
+/// One round of a loss scenario on `memory`: runs `commands`, waits until
+/// the guest holds `parked`, expires the grant of `f` (fault injection) and
+/// waits for the guest's request for `ack`. Returns the time from the
+/// injection to that request, and the guest's lines.
+async fn loss_round(
+    memory: &MemoryBackend,
+    requests: &mut tokio::sync::mpsc::UnboundedReceiver<tap::Tapped>,
+    runner: &Arc<Runner>,
+    round: usize,
+    commands: &[String],
+    [f, parked, ack]: &[String; 3],
+) -> (Duration, Vec<String>) {
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let guest = spawn_run(runner, round, &commands);
+    tap::wait_for(requests, &format!("granted {parked}")).await;
+    let owner = memory.snapshot(&name(f))[0].owner.clone();
+    let injected = Instant::now();
+    assert_eq!(memory.inject(&owner, Fault::Expire), 1, "one session hit");
+    let acked = tap::wait_for(requests, ack).await;
+    (
+        acked.saturating_duration_since(injected),
+        finished(guest).await,
+    )
+}
+
 /// A guest waiting on `lock.subscribe()` learns of an injected expiry: woken,
 /// it sees `lost`; the time from the injection to its reaction (it asks for
 /// ACK), three rounds, has a median within 50 ms.
@@ -304,16 +329,10 @@ pub async fn subscribe_learns_of_an_injected_loss(speaker: Speaker) {
     let runner = plain_runner(tapped, speaker);
     let mut latencies = Vec::new();
     for round in 0..3 {
-        let (commands, [f, parked, ack]) = loss_commands(speaker, round);
-        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
-        let guest = spawn_run(&runner, round, &commands);
-        tap::wait_for(&mut requests, &format!("granted {parked}")).await;
-        let owner = memory.snapshot(&name(&f))[0].owner.clone();
-        let injected = Instant::now();
-        assert_eq!(memory.inject(&owner, Fault::Expire), 1, "one session hit");
-        let acked = tap::wait_for(&mut requests, &ack).await;
-        latencies.push(acked.saturating_duration_since(injected));
-        let out = finished(guest).await;
+        let (commands, locks) = loss_commands(speaker, round);
+        let (latency, out) =
+            loss_round(&memory, &mut requests, &runner, round, &commands, &locks).await;
+        latencies.push(latency);
         assert_eq!(out[2], "woke lost", "{out:?}");
     }
     let median = report_latencies(speaker, "memory", &mut latencies);
@@ -344,25 +363,19 @@ pub async fn check_sees_an_injected_loss(speaker: Speaker) {
     };
     let mut latencies = Vec::new();
     for round in 0..3 {
-        let [f, parked, ack] =
-            ["f", "parked", "ack"].map(|l| speaker.lock(&format!("check{round}/{l}")));
+        let locks = ["f", "parked", "ack"].map(|l| speaker.lock(&format!("check{round}/{l}")));
+        let [f, parked, ack] = locks.clone();
         let commands = match speaker {
-            Speaker::Rust => vec![f.clone(), parked.clone(), ack.clone(), "20000".into()],
+            Speaker::Rust => vec![f, parked, ack, "20000".into()],
             _ => vec![
                 format!("acquire x - {f}"),
                 format!("acquire x - {parked}"),
                 format!("check-until 1 {ack} 20000"),
             ],
         };
-        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
-        let guest = spawn_run(&runner, round, &commands);
-        tap::wait_for(&mut requests, &format!("granted {parked}")).await;
-        let owner = memory.snapshot(&name(&f))[0].owner.clone();
-        let injected = Instant::now();
-        assert_eq!(memory.inject(&owner, Fault::Expire), 1, "one session hit");
-        let acked = tap::wait_for(&mut requests, &ack).await;
-        latencies.push(acked.saturating_duration_since(injected));
-        let out = finished(guest).await;
+        let (latency, out) =
+            loss_round(&memory, &mut requests, &runner, round, &commands, &locks).await;
+        latencies.push(latency);
         assert_eq!(
             out.last().map(String::as_str),
             Some("checked lost"),

@@ -173,6 +173,29 @@ pub fn install_crypto_provider() {
     });
 }
 
+/// What to check when TLS to a service fails, for the flag family `flag`
+/// (`--zk-tls`, `--etcd-tls`).
+pub fn tls_flags_hint(flag: &str) -> String {
+    format!(
+        "check {flag}-ca (the CA that signed the server's certificate) and, if the server requires client certificates, {flag}-cert and {flag}-key"
+    )
+}
+
+/// Whether a client's error text (lower case) tells of a failed TLS
+/// handshake.
+pub fn is_tls_failure(error: &str) -> bool {
+    [
+        "certificate",
+        "tls",
+        "handshake",
+        "unknownissuer",
+        "alert",
+        "ssl",
+    ]
+    .iter()
+    .any(|sign| error.contains(sign))
+}
+
 /// Walks an error and its sources into one line (clients wrap the cause of
 /// a TLS or authentication failure several levels deep).
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {

@@ -6,7 +6,7 @@ use etcd_client::{Certificate, ConnectOptions, Error as EtcdError, Identity, Tls
 
 use super::EtcdConfig;
 use crate::backend::BackendError;
-use crate::backend::tls::{error_chain, install_crypto_provider};
+use crate::backend::tls::{error_chain, install_crypto_provider, is_tls_failure, tls_flags_hint};
 use crate::backend::tls_probe::{handshake_failure, speaks_tls};
 
 /// The client options `config` describes.
@@ -56,22 +56,12 @@ pub(super) fn connect_error(config: &EtcdConfig, error: &EtcdError) -> BackendEr
         ));
     }
     if config.tls.is_some() && is_tls_failure(&lower) {
-        return BackendError::Refused(format!("TLS to etcd at {at} failed ({chain}): {TLS_FLAGS}"));
+        return BackendError::Refused(format!(
+            "TLS to etcd at {at} failed ({chain}): {}",
+            tls_flags_hint("--etcd-tls")
+        ));
     }
     BackendError::Unavailable(format!("cannot use etcd endpoints {at}: {chain}"))
-}
-
-fn is_tls_failure(error: &str) -> bool {
-    [
-        "certificate",
-        "tls",
-        "handshake",
-        "unknownissuer",
-        "alert",
-        "ssl",
-    ]
-    .iter()
-    .any(|sign| error.contains(sign))
 }
 
 /// `error`, or, when it is an unreachable cluster, the refusal a TLS
@@ -91,7 +81,8 @@ pub(super) async fn explain(config: &EtcdConfig, error: BackendError) -> Backend
             let Ok(pem) = tls.read() else { return error };
             match handshake_failure(host, &pem).await {
                 Some(cause) => BackendError::Refused(format!(
-                    "TLS to etcd at {host} failed ({cause}): {TLS_FLAGS}"
+                    "TLS to etcd at {host} failed ({cause}): {}",
+                    tls_flags_hint("--etcd-tls")
                 )),
                 None => error,
             }
@@ -102,6 +93,3 @@ pub(super) async fn explain(config: &EtcdConfig, error: BackendError) -> Backend
         None => error,
     }
 }
-
-/// What to check when TLS fails.
-const TLS_FLAGS: &str = "check --etcd-tls-ca (the CA that signed the server's certificate) and, if the server requires client certificates, --etcd-tls-cert and --etcd-tls-key";

@@ -111,13 +111,7 @@ impl Leases {
                     Client::connect(self.config.urls(), Some(options)),
                 )
                 .await
-                .map_err(|_| {
-                    BackendError::Unavailable(format!(
-                        "etcd at {} did not answer within {:?}",
-                        self.config.endpoints.join(","),
-                        self.config.connect_timeout
-                    ))
-                })?
+                .map_err(|_| self.no_answer())?
                 .map_err(|e| connect_error(&self.config, &e))
             })
             .await?;
@@ -229,13 +223,7 @@ impl Leases {
         let granted =
             tokio::time::timeout(self.config.connect_timeout, client.lease_grant(ttl, None))
                 .await
-                .map_err(|_| {
-                    BackendError::Unavailable(format!(
-                        "etcd at {} did not answer within {:?}",
-                        self.config.endpoints.join(","),
-                        self.config.connect_timeout
-                    ))
-                })?
+                .map_err(|_| self.no_answer())?
                 .map_err(|e| classify(&e, "grant a lease"))?;
         let ttl = Duration::from_secs(u64::try_from(granted.ttl()).unwrap_or(0).max(1));
         // Judged gone a tenth early (at least 500 ms): before etcd can
@@ -271,15 +259,18 @@ impl Leases {
             client.get(root.as_str(), Some(options)),
         )
         .await
-        .map_err(|_| {
-            BackendError::Unavailable(format!(
-                "etcd at {} did not answer within {:?}",
-                self.config.endpoints.join(","),
-                self.config.connect_timeout
-            ))
-        })?
+        .map_err(|_| self.no_answer())?
         .map_err(|e| classify(&e, &format!("read the keys under {root}")))?;
         Ok(())
+    }
+
+    /// What a request that got no answer within the connect timeout means.
+    fn no_answer(&self) -> BackendError {
+        BackendError::Unavailable(format!(
+            "etcd at {} did not answer within {:?}",
+            self.config.endpoints.join(","),
+            self.config.connect_timeout
+        ))
     }
 
     /// Starts the background loop that makes a new lease, unless one runs.

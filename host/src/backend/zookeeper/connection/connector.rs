@@ -7,7 +7,7 @@ use std::time::Duration;
 use zookeeper_client::{Client, Connector, Error as ZkError, SaslOptions, TlsOptions};
 
 use crate::backend::BackendError;
-use crate::backend::tls::{error_chain, install_crypto_provider, setting};
+use crate::backend::tls::{error_chain, install_crypto_provider, setting, tls_flags_hint};
 use crate::backend::tls_probe::{handshake_failure, speaks_tls};
 use crate::backend::zookeeper::config::ZooKeeperConfig;
 
@@ -62,8 +62,9 @@ async fn diagnose(config: &ZooKeeperConfig, error: Option<&ZkError>) -> BackendE
         && let Some(cause) = handshake_failure(first_host(&config.hosts), &pem).await
     {
         return BackendError::Refused(format!(
-            "TLS to ZooKeeper at {} failed ({cause}): check --zk-tls-ca (the CA that signed the server's certificate) and, if the server requires client certificates, --zk-tls-cert and --zk-tls-key",
-            config.hosts
+            "TLS to ZooKeeper at {} failed ({cause}): {}",
+            config.hosts,
+            tls_flags_hint("--zk-tls")
         ));
     }
     match error {
@@ -149,35 +150,5 @@ pub(super) fn connect_error(config: &ZooKeeperConfig, error: &ZkError) -> Backen
             "ZooKeeper at {hosts} refused the login of SASL user {user:?} ({chain}): check --zk-sasl-user and --zk-sasl-password-file"
         ));
     }
-    if config.tls.is_some() && is_tls_failure(&lower) {
-        return BackendError::Refused(format!(
-            "TLS to ZooKeeper at {hosts} failed ({chain}): check --zk-tls-ca (the CA that signed the server's certificate) and, if the server requires client certificates, --zk-tls-cert and --zk-tls-key"
-        ));
-    }
-    BackendError::Unavailable(format!(
-        "cannot connect to ZooKeeper at {hosts}: {chain}{}",
-        hint_tls(config)
-    ))
-}
-
-fn is_tls_failure(error: &str) -> bool {
-    [
-        "certificate",
-        "tls",
-        "handshake",
-        "unknownissuer",
-        "alert",
-        "ssl",
-    ]
-    .iter()
-    .any(|sign| error.contains(sign))
-}
-
-/// Without TLS settings, a hint for the case the port speaks TLS.
-fn hint_tls(config: &ZooKeeperConfig) -> &'static str {
-    if config.tls.is_none() {
-        " (if the ensemble serves TLS on that port, give --zk-tls-ca FILE)"
-    } else {
-        ""
-    }
+    BackendError::Unavailable(format!("cannot connect to ZooKeeper at {hosts}: {chain}"))
 }
