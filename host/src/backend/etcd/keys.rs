@@ -3,12 +3,10 @@
 
 use std::sync::Arc;
 
-use tokio::time::Instant;
-
 use super::{Shared, recipe};
 use crate::backend::Mode;
 use crate::backend::handoff::{
-    LocalLocks, NodeEngine, NodeFuture, NodeSession, OwnedNode, WatchFuture,
+    LocalLocks, NodeEngine, NodeFuture, NodeRequest, NodeSession, OwnedNode, WatchFuture,
 };
 use crate::name::LockName;
 
@@ -22,16 +20,17 @@ impl NodeEngine for EtcdKeys {
         &self.shared.local_locks
     }
 
-    fn acquire_node(
-        &self,
-        name: &LockName,
-        mode: Mode,
-        deadline: Option<Instant>,
-        wait: bool,
-    ) -> NodeFuture {
+    fn acquire_node(&self, request: NodeRequest) -> NodeFuture {
         let shared = self.shared.clone();
-        let name = name.clone();
-        Box::pin(async move { recipe::acquire(&shared, &name, mode, deadline, wait).await })
+        Box::pin(async move {
+            let NodeRequest {
+                name,
+                mode,
+                deadline,
+                wait,
+            } = request;
+            recipe::acquire(&shared, &name, mode, deadline, wait).await
+        })
     }
 
     fn session(&self, generation: u64) -> Option<Arc<dyn NodeSession>> {

@@ -20,7 +20,9 @@ mod local_lock;
 mod node;
 mod request;
 
-pub(crate) use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeSession, WatchFuture};
+pub(crate) use local_lock::{
+    LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture,
+};
 pub(crate) use node::{Health, OwnedNode, until};
 pub(crate) use request::{LocalHeld, ask, downgrade};
 

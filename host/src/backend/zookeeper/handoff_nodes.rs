@@ -12,8 +12,8 @@ use super::recipe::{self, OwnedNode, Waiting};
 use super::release;
 use super::remote_contender::remote_contender;
 use crate::backend::handoff::{
-    LocalHandoff, LocalHeld, LocalLock, LocalLocks, NodeEngine, NodeFuture, NodeSession,
-    WatchFuture, ask,
+    LocalHandoff, LocalHeld, LocalLock, LocalLocks, NodeEngine, NodeFuture, NodeRequest,
+    NodeSession, WatchFuture, ask,
 };
 use crate::backend::liveness::Health;
 use crate::backend::{BackendError, Mode};
@@ -69,24 +69,23 @@ impl NodeEngine for ZooKeeperNodes {
         &self.shared.local_locks
     }
 
-    fn acquire_node(
-        &self,
-        name: &LockName,
-        mode: Mode,
-        deadline: Option<Instant>,
-        wait: bool,
-    ) -> NodeFuture {
+    fn acquire_node(&self, request: NodeRequest) -> NodeFuture {
         let shared = self.shared.clone();
-        let name = name.clone();
         let data = self.data.clone();
-        let waiting = if wait {
-            Waiting::Wait
-        } else {
-            Waiting::DontWait
-        };
-        Box::pin(
-            async move { recipe::acquire(&shared, &name, mode, &data, deadline, waiting).await },
-        )
+        Box::pin(async move {
+            let NodeRequest {
+                name,
+                mode,
+                deadline,
+                wait,
+            } = request;
+            let waiting = if wait {
+                Waiting::Wait
+            } else {
+                Waiting::DontWait
+            };
+            recipe::acquire(&shared, &name, mode, &data, deadline, waiting).await
+        })
     }
 
     fn session(&self, generation: u64) -> Option<Arc<dyn NodeSession>> {

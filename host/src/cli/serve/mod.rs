@@ -39,7 +39,7 @@ pub struct ServeArgs {
     #[arg(value_name = "COMPONENT", required_unless_present = "config")]
     pub component: Option<PathBuf>,
 
-    /// A TOML file describing backends and several plugins (see README:
+    /// A TOML file describing backends and several plugins (see docs/serve.md:
     /// "Config file"); flags are the one-plugin shorthand for it.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["component", "zookeeper", "backend", "grants", "dirs", "env", "allow_outbound", "request_timeout", "max_hold"])]
     pub config: Option<PathBuf>,

@@ -15,6 +15,17 @@ use crate::name::LockName;
 /// An acquisition of the host's node: `None` when a try found it taken.
 pub(crate) type NodeFuture =
     Pin<Box<dyn Future<Output = Result<Option<OwnedNode>, BackendError>> + Send>>;
+/// What a lock task asks the engine for: the host's node for `name` in
+/// `mode`, waiting until `deadline` (then `Timeout`) when `wait`, else
+/// trying once.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeRequest {
+    pub name: LockName,
+    pub mode: Mode,
+    pub deadline: Option<Instant>,
+    pub wait: bool,
+}
+
 /// Resolves once, when what it watches happens.
 pub(crate) type WatchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -23,16 +34,9 @@ pub(crate) trait NodeEngine: Send + Sync + 'static {
     /// The registry of running tasks, which a task leaves when it retires.
     fn local_locks(&self) -> &LocalLocks;
 
-    /// Queues the host's node for `name` in `mode`: waits (until `deadline`,
-    /// then `Timeout`) when `wait`, else tries once. Cancel safe: a dropped
+    /// Queues the host's node as `request` says. Cancel safe: a dropped
     /// future leaves nothing queued.
-    fn acquire_node(
-        &self,
-        name: &LockName,
-        mode: Mode,
-        deadline: Option<Instant>,
-        wait: bool,
-    ) -> NodeFuture;
+    fn acquire_node(&self, request: NodeRequest) -> NodeFuture;
 
     /// The engine session of `generation` while it is the current one.
     fn session(&self, generation: u64) -> Option<Arc<dyn NodeSession>>;

@@ -5,7 +5,7 @@
 use tokio::time::Instant;
 
 use super::super::node::Health;
-use super::{Acquiring, LocalLock};
+use super::{Acquiring, LocalLock, NodeRequest};
 use crate::backend::Mode;
 
 impl LocalLock {
@@ -117,7 +117,12 @@ impl LocalLock {
         self.acquiring = Some(Acquiring {
             mode,
             wait,
-            future: self.engine.acquire_node(&self.name, mode, deadline, wait),
+            future: self.engine.acquire_node(NodeRequest {
+                name: self.name.clone(),
+                mode,
+                deadline,
+                wait,
+            }),
         });
     }
 

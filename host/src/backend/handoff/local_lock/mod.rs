@@ -13,7 +13,7 @@ mod grants;
 #[cfg(test)]
 mod model_tests;
 
-pub(crate) use engine::{NodeEngine, NodeFuture, NodeSession, WatchFuture};
+pub(crate) use engine::{NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

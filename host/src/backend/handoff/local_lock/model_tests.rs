@@ -24,7 +24,7 @@ use super::super::node::{Health, OwnedNode, until};
 use super::super::request::{LocalHeld, ask};
 use super::super::{LocalHandoff, LocalLocks};
 use super::LocalLock;
-use super::engine::{NodeEngine, NodeFuture, NodeSession, WatchFuture};
+use super::engine::{NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
 use crate::backend::{BackendError, Mode};
 use crate::name::LockName;
 
@@ -180,13 +180,8 @@ impl NodeEngine for FakeEngine {
         &self.locks
     }
 
-    fn acquire_node(
-        &self,
-        _name: &LockName,
-        _mode: Mode,
-        deadline: Option<Instant>,
-        wait: bool,
-    ) -> NodeFuture {
+    fn acquire_node(&self, request: NodeRequest) -> NodeFuture {
+        let NodeRequest { deadline, wait, .. } = request;
         let service = self.service.clone();
         Box::pin(async move {
             if !wait {
