@@ -34,6 +34,7 @@
 #ifndef WARDLOCK_H
 #define WARDLOCK_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -181,6 +182,26 @@ static inline const char *wardlock_error_kind(const wardlock_error_t *err) {
         "lost", "released", "limit-exceeded", "unavailable",
     };
     return err->tag < sizeof kinds / sizeof *kinds ? kinds[err->tag] : "unknown";
+}
+
+/* The error's case as an errno value, for C code that reports errors that
+ * way (the WIT case stays in `err->tag`, its text in wardlock_error_detail):
+ * EINVAL a bad name or request, EACCES denied, ETIMEDOUT timeout,
+ * EDEADLK would-deadlock, EOWNERDEAD lost (another holder may own the lock),
+ * EBADF released, EMFILE limit-exceeded, EAGAIN unavailable (retry later). */
+static inline int wardlock_errno(const wardlock_error_t *err) {
+    switch (err->tag) {
+    case WARDLOCK_ERROR_INVALID_NAME: return EINVAL;
+    case WARDLOCK_ERROR_DENIED: return EACCES;
+    case WARDLOCK_ERROR_TIMEOUT: return ETIMEDOUT;
+    case WARDLOCK_ERROR_WOULD_BLOCK: return EWOULDBLOCK;
+    case WARDLOCK_ERROR_WOULD_DEADLOCK: return EDEADLK;
+    case WARDLOCK_ERROR_LOST: return EOWNERDEAD;
+    case WARDLOCK_ERROR_RELEASED: return EBADF;
+    case WARDLOCK_ERROR_LIMIT_EXCEEDED: return EMFILE;
+    case WARDLOCK_ERROR_UNAVAILABLE: return EAGAIN;
+    default: return EIO;
+    }
 }
 
 /* The host's text for the cases that carry one (invalid-name, denied,

@@ -32,6 +32,7 @@
 #ifndef WARDLOCK_V2_H
 #define WARDLOCK_V2_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,26 @@ static inline const char *wardlock2_error_kind(const wardlock2_error_t *err) {
         "released", "limit-exceeded", "unavailable", "invalid-request",
     };
     return err->tag < sizeof kinds / sizeof *kinds ? kinds[err->tag] : "unknown";
+}
+
+/* The error's case as an errno value, for C code that reports errors that
+ * way (the WIT case stays in `err->tag`, its text in wardlock2_error_detail):
+ * EINVAL a bad name or request, EACCES denied, ETIMEDOUT timeout,
+ * EDEADLK would-deadlock, EOWNERDEAD lost (another holder may own the lock),
+ * EBADF released, EMFILE limit-exceeded, EAGAIN unavailable (retry later). */
+static inline int wardlock2_errno(const wardlock2_error_t *err) {
+    switch (err->tag) {
+    case WARDLOCK2_ERROR_INVALID_NAME: return EINVAL;
+    case WARDLOCK2_ERROR_DENIED: return EACCES;
+    case WARDLOCK2_ERROR_TIMEOUT: return ETIMEDOUT;
+    case WARDLOCK2_ERROR_WOULD_DEADLOCK: return EDEADLK;
+    case WARDLOCK2_ERROR_LOST: return EOWNERDEAD;
+    case WARDLOCK2_ERROR_RELEASED: return EBADF;
+    case WARDLOCK2_ERROR_LIMIT_EXCEEDED: return EMFILE;
+    case WARDLOCK2_ERROR_UNAVAILABLE: return EAGAIN;
+    case WARDLOCK2_ERROR_INVALID_REQUEST: return EINVAL;
+    default: return EIO;
+    }
 }
 
 /* The host's text for the cases that carry one, else NULL. Not

@@ -94,6 +94,14 @@ export class Handle {
     if (reason !== undefined) throw reason;
   }
 
+  /** What `JSON.stringify` writes: the name, the status and, while held,
+   * the fencing token as a decimal string (JSON has no BigInt). */
+  toJSON() {
+    const json = { name: this.name, status: this.status };
+    if (this.live) json.fencingToken = String(this.fencingToken);
+    return json;
+  }
+
   /** Whether the handle is still held by this guard (not released or disposed). */
   get live() {
     return this.#raw !== undefined;
@@ -176,6 +184,10 @@ export class Guard extends Handle {
     super(raw);
     /** `'exclusive'` or `'shared'`. */
     this.mode = raw.mode();
+  }
+
+  toJSON() {
+    return { ...super.toJSON(), mode: this.mode };
   }
 }
 

@@ -375,3 +375,30 @@ fn js_sdk_core_unit_tests_pass() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The JavaScript SDK's type declarations (`guest-sdk/js/*.d.ts`) are valid
+/// TypeScript, strict, with `using` (TypeScript from `plugins/js`'s
+/// devDependencies, installed by `plugins/install-toolchains.sh`).
+#[test]
+fn js_sdk_type_declarations_check() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tsc = root.join("plugins/js/node_modules/.bin/tsc");
+    if !tsc.exists() && std::env::var_os("CI").is_none() {
+        eprintln!("skipped: no TypeScript; plugins/install-toolchains.sh installs it");
+        return;
+    }
+    let sdk = root.join("guest-sdk/js");
+    let output = std::process::Command::new(&tsc)
+        .args(["--noEmit", "--strict", "--target", "es2022"])
+        .args(["--lib", "es2022,esnext.disposable", "--module", "nodenext"])
+        .arg(sdk.join("wardlock.d.ts"))
+        .arg(sdk.join("wardlock2.d.ts"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", tsc.display()));
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -116,3 +116,16 @@ test('the block gets a signal that aborts once the lock is not safely held', () 
   });
   assert.deepEqual(seen, { before: [false, undefined], suspended: [true, Kind.UNAVAILABLE] });
 });
+
+test('a guard goes through JSON.stringify, its token as a string', () => {
+  const { acquire } = api(rawLock('a'));
+  const guard = acquire('a');
+  assert.deepEqual(JSON.parse(JSON.stringify(guard)), {
+    name: 'a',
+    status: 'held',
+    fencingToken: '7',
+    mode: 'exclusive',
+  });
+  guard.release();
+  assert.deepEqual(JSON.parse(JSON.stringify(guard)), { name: 'a', status: 'released', mode: 'exclusive' });
+});

@@ -22,7 +22,7 @@ use crate::env::{Env, WARDLOCK_ROOT, ZkEnv};
 use crate::report::Row;
 use crate::stats::{Samples, percentile};
 use crate::systems::{System, guest, unix_ns};
-use wardlock_tests::probe::{MemoryProbe, Probe, ZkProbe};
+use wardlock_tests::probe::{HandoffProbe, MemoryProbe, Probe, ZkProbe};
 
 /// Trapping holders per system.
 pub const DEATHS: u64 = 20;
@@ -47,7 +47,19 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
                 let other_host: Arc<dyn LockBackend> =
                     Arc::new(ZkEnv::backend(&zk.address, zk.session_timeout, zk.options).await?);
                 let probe = ZkProbe::connect(&zk.address, WARDLOCK_ROOT).await;
-                let samples = deaths(env, system, &zk.backend, other_host.as_ref(), &probe).await?;
+                // With hand-off the guest queues for the gate behind the host's
+                // own holder in the host's task, not on a node of its own.
+                let local = HandoffProbe(zk.backend.clone());
+                let gate_probe: &dyn Probe = if zk.options.local_handoff {
+                    &local
+                } else {
+                    &probe
+                };
+                let probes = Probes {
+                    gate: gate_probe,
+                    lock: &probe,
+                };
+                let samples = deaths(env, system, &zk.backend, other_host.as_ref(), probes).await?;
                 let (read, write) = round_trips(&probe.client).await?;
                 let p50 = samples.percentile_us(0.5).unwrap_or(f64::NAN);
                 let two_rtts = read + write;
@@ -61,7 +73,11 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
             }
             _ => {
                 let probe = MemoryProbe(env.memory.clone());
-                let samples = deaths(env, system, &env.memory, &env.memory, &probe).await?;
+                let probes = Probes {
+                    gate: &probe,
+                    lock: &probe,
+                };
+                let samples = deaths(env, system, &env.memory, &env.memory, probes).await?;
                 Row::new(system, Workload::ReleaseOnDeath, 1, &samples)
             }
         };
@@ -70,13 +86,21 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// Who watches the gate (the host's own lock, which the guest queues on)
+/// and the lock (which the other host's waiter queues on).
+#[derive(Clone, Copy)]
+struct Probes<'a> {
+    gate: &'a dyn Probe,
+    lock: &'a dyn Probe,
+}
+
 /// [`DEATHS`] rounds of trap and hand-over.
 async fn deaths(
     env: &Env,
     system: System,
     host: &dyn LockBackend,
     other_host: &dyn LockBackend,
-    probe: &dyn Probe,
+    probes: Probes<'_>,
 ) -> anyhow::Result<Samples> {
     let runner = env.guest_runner(system)?;
     let mut samples = Samples::default();
@@ -95,7 +119,7 @@ async fn deaths(
             let instance = usize::try_from(round).unwrap_or(usize::MAX);
             tokio::spawn(async move { runner.run(instance, &args).await })
         };
-        probe.wait_len(gate.as_str(), 2).await;
+        probes.gate.wait_len(gate.as_str(), 2).await;
         let waiter_session = other_host.open_session("wardlock-bench waiter");
         let waiter = async {
             let grant = waiter_session
@@ -104,7 +128,7 @@ async fn deaths(
             (grant, unix_ns())
         };
         let open_gate = async {
-            probe.wait_len(lock.as_str(), 2).await;
+            probes.lock.wait_len(lock.as_str(), 2).await;
             gate_session.release(gate_grant.id)
         };
         let ((grant, granted_at), opened) = tokio::join!(waiter, open_gate);

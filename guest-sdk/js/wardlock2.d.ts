@@ -1,0 +1,87 @@
+// Types of the JavaScript guest SDK for `wardlock:lock@0.2.0` (wardlock2.js).
+import type {
+  AcquireOptions,
+  Guard as BaseGuard,
+  Handle,
+  Mode,
+  Scoped,
+} from './wardlock-core.js';
+
+export { Kind, LockError, LockSignal } from './wardlock-core.js';
+export type { AcquireOptions, ErrorKind, Mode, Status } from './wardlock-core.js';
+
+/** A `wasi:io/poll` pollable, as componentize-js binds it. */
+export interface Pollable extends Disposable {
+  ready(): boolean;
+  block(): void;
+}
+
+/** Indices of the ready `pollables` once one is ready or `timeoutMs` passed. */
+export declare function readyFirst(pollables: Pollable[], timeoutMs?: number | bigint): number[];
+/** Whether `pollable` got ready within `timeoutMs`. */
+export declare function wait(pollable: Pollable, timeoutMs?: number | bigint): boolean;
+
+/** A granted lock with the 0.2.0 calls of its handle. */
+export declare class Guard extends BaseGuard {
+  subscribe(): Pollable;
+  waitLost(timeoutMs?: number | bigint): boolean;
+  readonly revocationRequested: boolean;
+  subscribeRevocation(): Pollable;
+  waitRevocation(timeoutMs?: number | bigint): boolean;
+}
+
+export declare function acquire(name: string, options?: AcquireOptions): Guard;
+export declare function tryAcquire(name: string, options?: { mode?: Mode }): Guard | undefined;
+export declare function withLock<R>(name: string, fn: Scoped<Guard, R>): R;
+export declare function withLock<R>(name: string, options: AcquireOptions, fn: Scoped<Guard, R>): R;
+
+/** An acquisition waiting in the lock's queue while the guest does other work. */
+export declare class Pending implements Disposable {
+  subscribe(): Pollable;
+  wait(timeoutMs?: number | bigint): boolean;
+  /** undefined while waiting; then the guard, or the acquisition's error thrown. */
+  get(): Guard | undefined;
+  result(timeoutMs?: number | bigint): Promise<Guard>;
+  [Symbol.dispose](): void;
+}
+export declare function acquireAsync(name: string, options?: AcquireOptions): Pending;
+
+/** The guards of one `acquireMany`, in the order requested. */
+export declare class Many extends Array<Guard> implements Disposable {
+  readonly status: 'held' | 'suspended' | 'lost' | 'released';
+  readonly signal: import('./wardlock-core.js').LockSignal;
+  check(): void;
+  releaseAll(): void;
+  release(): void;
+  [Symbol.dispose](): void;
+}
+export type Request = [name: string, mode?: Mode];
+export declare function acquireMany(requests: Request[], options?: { timeoutMs?: number | bigint }): Many;
+export declare function withLocks<R>(requests: Request[], fn: Scoped<Many, R>): R;
+export declare function withLocks<R>(
+  requests: Request[],
+  options: { timeoutMs?: number | bigint },
+  fn: Scoped<Many, R>,
+): R;
+
+/** One permit of a counting semaphore. */
+export declare class Permit extends Handle {
+  readonly permits: number;
+  subscribe(): Pollable;
+  waitLost(timeoutMs?: number | bigint): boolean;
+}
+export declare function acquirePermit(
+  name: string,
+  permits: number,
+  options?: { timeoutMs?: number | bigint },
+): Permit;
+export declare function tryAcquirePermit(name: string, permits: number): Permit | undefined;
+export declare function withPermit<R>(name: string, permits: number, fn: Scoped<Permit, R>): R;
+export declare function withPermit<R>(
+  name: string,
+  permits: number,
+  options: { timeoutMs?: number | bigint },
+  fn: Scoped<Permit, R>,
+): R;
+/** Asks every holder of `name` to give it up; returns how many were asked. */
+export declare function requestRevocation(name: string): number;
