@@ -120,7 +120,7 @@ build_c() {
     [[ -f "$C_ADAPTER" ]] || missing "the WASI command adapter $C_ADAPTER"
     local guest
     for guest in ${GUESTS[c]}; do
-        build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$PLUGINS/c/start.c" \
+        build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$C_SDK/start.c" \
             "$C_SDK/wardlock.h" "$C_SDK/wardlock_v2.h" "$PLUGINS/wit" "$C_ADAPTER"
     done
 }
@@ -134,9 +134,9 @@ compile_c() { # GUEST OUTPUT
     else
         wit-bindgen c "$ROOT/wit" --world "$world" --out-dir "$bindings"
     fi
-    # A reactor with its own `_start` (see c/start.c for why).
+    # A reactor with its own `_start` (see guest-sdk/c/start.c for why).
     clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" -I "$C_SDK" \
-        -o "$core" "$PLUGINS/c/${1//-/_}.c" "$PLUGINS/c/start.c" "$bindings/${world//-/_}.c" \
+        -o "$core" "$PLUGINS/c/${1//-/_}.c" "$C_SDK/start.c" "$bindings/${world//-/_}.c" \
         "$bindings/${world//-/_}_component_type.o" -Wl,--strip-debug
     wasm-tools component new "$core" --adapt "wasi_snapshot_preview1=$C_ADAPTER" -o "$2"
 }

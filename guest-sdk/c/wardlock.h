@@ -39,7 +39,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "guest.h"
+/* The header `wit-bindgen c` wrote for your world, and that world's name, the
+ * prefix of its string helpers. The defaults are the world this project's
+ * build uses ("guest.h", guest_string_*); a guest of a world of its own that
+ * imports wardlock's interface defines both before including this header:
+ *
+ *     #define WARDLOCK_BINDINGS "my_plugin.h"
+ *     #define WARDLOCK_WORLD my_plugin
+ *     #include "wardlock.h"
+ */
+#ifndef WARDLOCK_BINDINGS
+#define WARDLOCK_BINDINGS "guest.h"
+#endif
+#ifndef WARDLOCK_WORLD
+#define WARDLOCK_WORLD guest
+#endif
+#define WARDLOCK_PASTE_(a, b) a##b
+#define WARDLOCK_PASTE(a, b) WARDLOCK_PASTE_(a, b)
+#define WARDLOCK_STRING_T WARDLOCK_PASTE(WARDLOCK_WORLD, _string_t)
+#define WARDLOCK_STRING_SET WARDLOCK_PASTE(WARDLOCK_WORLD, _string_set)
+#define WARDLOCK_STRING_DUP WARDLOCK_PASTE(WARDLOCK_WORLD, _string_dup)
+
+#include WARDLOCK_BINDINGS
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,8 +119,8 @@ static inline void wardlock_drop(wardlock_guard_t *guard) {
  * set (free it) and `*guard` not held. */
 static inline bool wardlock_acquire(const char *name, wardlock_mode_t mode, int64_t timeout_ms,
                                     wardlock_guard_t *guard, wardlock_error_t *err) {
-    guest_string_t wit_name;
-    guest_string_set(&wit_name, name);
+    WARDLOCK_STRING_T wit_name;
+    WARDLOCK_STRING_SET(&wit_name, name);
     wardlock_lock_locks_options_t opts = {
         .mode = mode,
         .timeout_ms = {.is_some = timeout_ms >= 0, .val = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0},
@@ -112,8 +133,8 @@ static inline bool wardlock_acquire(const char *name, wardlock_mode_t mode, int6
  * call failed (`*err` set); then `guard->held` says whether it was taken. */
 static inline bool wardlock_try_acquire(const char *name, wardlock_mode_t mode, wardlock_guard_t *guard,
                                         wardlock_error_t *err) {
-    guest_string_t wit_name;
-    guest_string_set(&wit_name, name);
+    WARDLOCK_STRING_T wit_name;
+    WARDLOCK_STRING_SET(&wit_name, name);
     wardlock_lock_locks_option_own_lock_t taken;
     guard->held = false;
     if (!wardlock_lock_locks_try_acquire(&wit_name, mode, &taken, err))
@@ -163,7 +184,7 @@ static inline bool wardlock_check(const wardlock_guard_t *guard, wardlock_error_
         return true;
     case WARDLOCK_SUSPENDED:
         err->tag = WARDLOCK_ERROR_UNAVAILABLE;
-        guest_string_dup(&err->val.unavailable,
+        WARDLOCK_STRING_DUP(&err->val.unavailable,
                 "the lock is suspended: the host lost contact with the lock service");
         return false;
     case WARDLOCK_LOST:
@@ -206,7 +227,7 @@ static inline int wardlock_errno(const wardlock_error_t *err) {
 
 /* The host's text for the cases that carry one (invalid-name, denied,
  * limit-exceeded, unavailable), else NULL. Not NUL-terminated: see `len`. */
-static inline const guest_string_t *wardlock_error_detail(const wardlock_error_t *err) {
+static inline const WARDLOCK_STRING_T *wardlock_error_detail(const wardlock_error_t *err) {
     switch (err->tag) {
     case WARDLOCK_ERROR_INVALID_NAME: return &err->val.invalid_name;
     case WARDLOCK_ERROR_DENIED: return &err->val.denied;
@@ -219,7 +240,7 @@ static inline const guest_string_t *wardlock_error_detail(const wardlock_error_t
 /* Writes `kind` or `kind: detail` into `buf` (truncated to `size`) and
  * returns `buf`. */
 static inline const char *wardlock_error_text(const wardlock_error_t *err, char *buf, size_t size) {
-    const guest_string_t *detail = wardlock_error_detail(err);
+    const WARDLOCK_STRING_T *detail = wardlock_error_detail(err);
     if (detail)
         snprintf(buf, size, "%s: %.*s", wardlock_error_kind(err), (int)detail->len, (const char *)detail->ptr);
     else

@@ -38,7 +38,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "c_guest2.h"
+/* The header `wit-bindgen c` wrote for your world, and that world's name, the
+ * prefix of its string helpers. The defaults are the world this project's
+ * build uses ("c_guest2.h", c_guest2_string_*); a guest of a world of its own that
+ * imports wardlock's interface defines both before including this header:
+ *
+ *     #define WARDLOCK2_BINDINGS "my_plugin.h"
+ *     #define WARDLOCK2_WORLD my_plugin
+ *     #include "wardlock_v2.h"
+ */
+#ifndef WARDLOCK2_BINDINGS
+#define WARDLOCK2_BINDINGS "c_guest2.h"
+#endif
+#ifndef WARDLOCK2_WORLD
+#define WARDLOCK2_WORLD c_guest2
+#endif
+#define WARDLOCK2_PASTE_(a, b) a##b
+#define WARDLOCK2_PASTE(a, b) WARDLOCK2_PASTE_(a, b)
+#define WARDLOCK2_STRING_T WARDLOCK2_PASTE(WARDLOCK2_WORLD, _string_t)
+#define WARDLOCK2_STRING_SET WARDLOCK2_PASTE(WARDLOCK2_WORLD, _string_set)
+#define WARDLOCK2_STRING_DUP WARDLOCK2_PASTE(WARDLOCK2_WORLD, _string_dup)
+
+#include WARDLOCK2_BINDINGS
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,7 +126,7 @@ static inline int wardlock2_errno(const wardlock2_error_t *err) {
 
 /* The host's text for the cases that carry one, else NULL. Not
  * NUL-terminated: see `len`. */
-static inline const c_guest2_string_t *wardlock2_error_detail(const wardlock2_error_t *err) {
+static inline const WARDLOCK2_STRING_T *wardlock2_error_detail(const wardlock2_error_t *err) {
     switch (err->tag) {
     case WARDLOCK2_ERROR_INVALID_NAME: return &err->val.invalid_name;
     case WARDLOCK2_ERROR_DENIED: return &err->val.denied;
@@ -118,7 +139,7 @@ static inline const c_guest2_string_t *wardlock2_error_detail(const wardlock2_er
 
 /* Writes `kind` or `kind: detail` into `buf` (truncated to `size`); returns `buf`. */
 static inline const char *wardlock2_error_text(const wardlock2_error_t *err, char *buf, size_t size) {
-    const c_guest2_string_t *detail = wardlock2_error_detail(err);
+    const WARDLOCK2_STRING_T *detail = wardlock2_error_detail(err);
     if (detail)
         snprintf(buf, size, "%s: %.*s", wardlock2_error_kind(err), (int)detail->len, (const char *)detail->ptr);
     else
@@ -201,8 +222,8 @@ static inline wardlock_lock_0_2_0_locks_options_t wardlock2_options(wardlock2_mo
  * WARDLOCK2_NO_TIMEOUT). True with `*guard` held; false with `*err` set. */
 static inline bool wardlock2_acquire(const char *name, wardlock2_mode_t mode, int64_t timeout_ms,
                                      wardlock2_guard_t *guard, wardlock2_error_t *err) {
-    c_guest2_string_t wit_name;
-    c_guest2_string_set(&wit_name, name);
+    WARDLOCK2_STRING_T wit_name;
+    WARDLOCK2_STRING_SET(&wit_name, name);
     wardlock_lock_0_2_0_locks_options_t opts = wardlock2_options(mode, timeout_ms);
     guard->held = wardlock_lock_0_2_0_locks_acquire(&wit_name, &opts, &guard->handle, err);
     return guard->held;
@@ -212,8 +233,8 @@ static inline bool wardlock2_acquire(const char *name, wardlock2_mode_t mode, in
  * (`*err` set); then `guard->held` says whether it was taken. */
 static inline bool wardlock2_try_acquire(const char *name, wardlock2_mode_t mode, wardlock2_guard_t *guard,
                                          wardlock2_error_t *err) {
-    c_guest2_string_t wit_name;
-    c_guest2_string_set(&wit_name, name);
+    WARDLOCK2_STRING_T wit_name;
+    WARDLOCK2_STRING_SET(&wit_name, name);
     wardlock_lock_0_2_0_locks_option_own_lock_t taken;
     guard->held = false;
     if (!wardlock_lock_0_2_0_locks_try_acquire(&wit_name, mode, &taken, err))
@@ -260,7 +281,7 @@ static inline bool wardlock2_check(const wardlock2_guard_t *guard, wardlock2_err
         return true;
     case WARDLOCK2_SUSPENDED:
         err->tag = WARDLOCK2_ERROR_UNAVAILABLE;
-        c_guest2_string_dup(&err->val.unavailable,
+        WARDLOCK2_STRING_DUP(&err->val.unavailable,
                 "the lock is suspended: the host lost contact with the lock service");
         return false;
     case WARDLOCK2_LOST:
@@ -311,8 +332,8 @@ static inline bool wardlock2_wait_revocation(const wardlock2_guard_t *guard, int
 
 /* Asks every holder of `name` to give it up; `*asked` is how many were asked. */
 static inline bool wardlock2_request_revocation(const char *name, uint32_t *asked, wardlock2_error_t *err) {
-    c_guest2_string_t wit_name;
-    c_guest2_string_set(&wit_name, name);
+    WARDLOCK2_STRING_T wit_name;
+    WARDLOCK2_STRING_SET(&wit_name, name);
     return wardlock_lock_0_2_0_locks_request_revocation(&wit_name, asked, err);
 }
 
@@ -358,7 +379,7 @@ static inline bool wardlock2_acquire_many(const wardlock2_request_t *requests, s
     if (n && !wit)
         abort(); /* out of memory: nothing sensible to report through the WIT error */
     for (size_t i = 0; i < n; i++) {
-        c_guest2_string_set(&wit[i].name, requests[i].name);
+        WARDLOCK2_STRING_SET(&wit[i].name, requests[i].name);
         wit[i].mode = requests[i].mode;
         guards[i].held = false;
     }
@@ -425,8 +446,8 @@ static inline void wardlock2_pending_drop(wardlock2_pending_t *pending) {
  * or a backend failure comes from wardlock2_pending_get. */
 static inline bool wardlock2_acquire_async(const char *name, wardlock2_mode_t mode, int64_t timeout_ms,
                                            wardlock2_pending_t *pending, wardlock2_error_t *err) {
-    c_guest2_string_t wit_name;
-    c_guest2_string_set(&wit_name, name);
+    WARDLOCK2_STRING_T wit_name;
+    WARDLOCK2_STRING_SET(&wit_name, name);
     wardlock_lock_0_2_0_locks_options_t opts = wardlock2_options(mode, timeout_ms);
     pending->live = wardlock_lock_0_2_0_locks_acquire_async(&wit_name, &opts, &pending->handle, err);
     return pending->live;
@@ -498,8 +519,8 @@ static inline wardlock_lock_0_2_0_locks_borrow_permit_t wardlock2_permit_borrow(
  * `timeout_ms`. 0 permits: WARDLOCK2_ERROR_INVALID_REQUEST. */
 static inline bool wardlock2_acquire_permit(const char *name, uint32_t permits, int64_t timeout_ms,
                                             wardlock2_permit_t *permit, wardlock2_error_t *err) {
-    c_guest2_string_t wit_name;
-    c_guest2_string_set(&wit_name, name);
+    WARDLOCK2_STRING_T wit_name;
+    WARDLOCK2_STRING_SET(&wit_name, name);
     uint64_t timeout = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0;
     permit->held = wardlock_lock_0_2_0_locks_acquire_permit(&wit_name, permits, timeout_ms >= 0 ? &timeout : NULL,
                                                             &permit->handle, err);
@@ -510,8 +531,8 @@ static inline bool wardlock2_acquire_permit(const char *name, uint32_t permits, 
  * `permit->held` says whether one was taken. */
 static inline bool wardlock2_try_acquire_permit(const char *name, uint32_t permits, wardlock2_permit_t *permit,
                                                 wardlock2_error_t *err) {
-    c_guest2_string_t wit_name;
-    c_guest2_string_set(&wit_name, name);
+    WARDLOCK2_STRING_T wit_name;
+    WARDLOCK2_STRING_SET(&wit_name, name);
     wardlock_lock_0_2_0_locks_option_own_permit_t taken;
     permit->held = false;
     if (!wardlock_lock_0_2_0_locks_try_acquire_permit(&wit_name, permits, &taken, err))

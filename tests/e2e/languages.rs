@@ -402,3 +402,72 @@ fn js_sdk_type_declarations_check() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A copy of `guest-sdk/` alone, outside the repository, builds a Rust
+/// guest for `wasm32-wasip2` with the 0.2.0 API: the crate carries its WIT
+/// and names its own dependencies and lints (nothing from the workspace).
+#[test]
+fn rust_sdk_builds_alone_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let outside = tempfile::tempdir().expect("temp dir");
+    copy_tree(
+        &root.join("guest-sdk"),
+        &outside.path().join("wardlock-guest"),
+    );
+    let app = outside.path().join("app");
+    std::fs::create_dir_all(app.join("src")).expect("app dir");
+    std::fs::write(
+        app.join("Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+         [dependencies]\nwardlock-guest = { path = \"../wardlock-guest\", features = [\"v2\"] }\n\n\
+         [workspace]\n",
+    )
+    .expect("Cargo.toml");
+    std::fs::write(
+        app.join("src/main.rs"),
+        "fn main() -> Result<(), wardlock_guest::Error> {\n\
+         \x20   let guard = wardlock_guest::v2::Lock::exclusive(\"app/job\").acquire()?;\n\
+         \x20   guard.check()?;\n\
+         \x20   println!(\"token {}\", guard.fencing_token());\n\
+         \x20   guard.release()\n}\n",
+    )
+    .expect("main.rs");
+    // Its own target dir, kept between runs under the repository's target/.
+    let target = root.join("target/standalone-sdk");
+    let output =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "--quiet",
+                "--target",
+                "wasm32-wasip2",
+                "--manifest-path",
+            ])
+            .arg(app.join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", &target)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_BUILD_TARGET")
+            .output()
+            .expect("run cargo build");
+    assert!(
+        output.status.success(),
+        "the SDK copied alone does not build: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(target.join("wasm32-wasip2/debug/app.wasm").is_file());
+}
+
+/// Copies the files of `from` into `to`, recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("dir entry");
+        let path = entry.path();
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
+        }
+    }
+}

@@ -21,6 +21,7 @@ pub mod probe;
 pub mod proxy;
 pub mod serve;
 pub mod tap;
+pub mod wit_copies;
 pub mod zookeeper;
 
 use std::collections::HashMap;

@@ -60,7 +60,7 @@ pub use crate::{Error, Mode, Status};
 #[allow(missing_docs)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/v0.2.0",
+        path: "wit/v0.2.0",
         world: "wardlock:lock/guest@0.2.0",
         with: { "wasi:io/poll@0.2.12": wasip2::io::poll },
     });
