@@ -106,7 +106,8 @@ impl Guest {
         }
     }
 
-    fn file_name(self) -> String {
+    /// The component's file name, `<name>.wasm`.
+    pub fn file_name(self) -> String {
         format!("{}.wasm", self.name())
     }
 }

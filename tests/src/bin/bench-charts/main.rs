@@ -75,10 +75,14 @@ fn charts(text: &str) -> Vec<(String, Vec<Bar>)> {
         ) else {
             continue;
         };
-        let label = match row["variant"].as_str() {
+        let mut label = match row["variant"].as_str() {
             Some(variant) => format!("{system} ({variant})"),
             None => system.to_owned(),
         };
+        // A curve's point (the `scale` workload): name it by its size.
+        if let Some(instances) = row["instances"].as_u64() {
+            label.push_str(&format!(", {instances} instances"));
+        }
         if !bars.contains_key(workload) {
             order.push(workload.to_owned());
         }

@@ -59,6 +59,11 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub session_timeout: u64,
 
+    /// Guest instances of the `scale` workload, queued at once on N / 10 lock
+    /// names (at most 1,000); run it at 100, 1,000 and 10,000 for the curve.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub instances: u64,
+
     /// Run wardlock's ZooKeeper systems without host-local hand-off (every
     /// client queues on its own node, the library's default). Without it they
     /// run as `wardlock run` and `serve` do: hand-off on, default limits.

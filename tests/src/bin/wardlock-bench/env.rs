@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use wardlock_host::backend::etcd::{EtcdBackend, EtcdConfig};
 use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::runner::{Preopen, Runner, RunnerConfig};
+use wardlock_host::runner::{Preopen, Runner, RunnerConfig, Runtime, Stdio};
 use wardlock_host::{LockBackend, MemoryBackend};
 
 use super::cli::Args;
@@ -300,16 +300,63 @@ fn data_dir() -> anyhow::Result<tempfile::TempDir> {
 
 /// A runner of `bench-guest` on `backend`, with `dir` preopened as `/data`.
 fn guest_runner(backend: Arc<dyn LockBackend>, dir: &Path) -> Arc<Runner> {
-    runner_with(
-        Guest::BenchGuest,
-        RunnerConfig {
-            backend,
-            preopens: vec![Preopen {
-                host: dir.to_owned(),
-                guest: GUEST_DATA_DIR.to_owned(),
-            }],
-            timeout: Some(GUEST_RUN_LIMIT),
-            ..RunnerConfig::default()
-        },
-    )
+    runner_with(Guest::BenchGuest, guest_config(backend, dir))
+}
+
+/// How the bench runs `bench-guest` instances on `backend`.
+fn guest_config(backend: Arc<dyn LockBackend>, dir: &Path) -> RunnerConfig {
+    RunnerConfig {
+        backend,
+        preopens: vec![Preopen {
+            host: dir.to_owned(),
+            guest: GUEST_DATA_DIR.to_owned(),
+        }],
+        timeout: Some(GUEST_RUN_LIMIT),
+        ..RunnerConfig::default()
+    }
+}
+
+impl Env {
+    /// A runner of `bench-guest` for `system` whose instances come from
+    /// wasmtime's pooling allocator with room for `instances` at once: one
+    /// reservation for all their memories and stacks, instead of several
+    /// mappings each (10,000 instances on the default allocator pass the
+    /// kernel's 65,530 mappings per process).
+    ///
+    /// # Errors
+    /// When the pool cannot be reserved or the guest not compiled.
+    pub fn pooled_guest_runner(
+        &self,
+        system: System,
+        instances: u64,
+    ) -> anyhow::Result<Arc<Runner>> {
+        let slots = u32::try_from(instances + 64).context("too many instances")?;
+        let mut pool = wasmtime::PoolingAllocationConfig::new();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots.saturating_mul(4))
+            .total_memories(slots)
+            .total_tables(slots.saturating_mul(4))
+            .total_stacks(slots)
+            .max_memory_size(64 << 20);
+        let runtime = Runtime::with_pooling(pool).context("reserving the instance pool")?;
+        let component = runtime
+            .compile(Path::new(Guest::BenchGuest.path()))
+            .context("compiling bench-guest")?;
+        let backend: Arc<dyn LockBackend> = match system {
+            System::ZooKeeperGuest => Arc::new(self.zk()?.backend.clone()),
+            System::EtcdGuest => self.etcd()?.backend.clone(),
+            _ => Arc::new(self.memory.clone()),
+        };
+        let config = RunnerConfig {
+            // What `runner_with` sets: the bench reads each guest's report.
+            stdio: Stdio::Capture,
+            ..guest_config(backend, self.dir())
+        };
+        Ok(Arc::new(Runner::new(
+            &runtime,
+            &component,
+            &Guest::BenchGuest.file_name(),
+            config,
+        )?))
+    }
 }

@@ -254,6 +254,17 @@ impl Prepared {
         })
     }
 
+    /// Guests of `runner` (one per spec), for a workload that needs a runner
+    /// of its own.
+    pub fn with_guests(env: &Env, runner: Arc<Runner>, specs: Vec<LoopSpec>) -> Prepared {
+        Prepared {
+            clients: Clients::Guests(runner),
+            specs,
+            dir: env.dir().to_owned(),
+            keep_alive: Vec::new(),
+        }
+    }
+
     /// Starts every client's loop at once.
     pub fn start(self) -> Running {
         let Prepared {

@@ -69,10 +69,10 @@ impl Workload {
     /// # Errors
     /// When a client fails, a guest does not end as expected or ZooKeeper fails.
     pub async fn run(self, env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
-        // `herd` and `scale` know every waiter is queued on ZooKeeper by counting
-        // the server's watches; with host-local hand-off, local waiters set none.
+        // `herd` knows every waiter is queued on ZooKeeper by counting the
+        // server's watches; with host-local hand-off, local waiters set none.
         let handoff = env.zk().is_ok_and(|zk| zk.options.local_handoff);
-        let counts_watches = matches!(self, Workload::Herd | Workload::Scale);
+        let counts_watches = matches!(self, Workload::Herd);
         let kept: Vec<System> = systems
             .iter()
             .copied()

@@ -1,9 +1,10 @@
-//! `scale`: 1,000 guest instances in one host on 100 lock names, all queued at
-//! once. The host holds all 100 names; 1,000 `bench-guest` instances start
-//! (instance i on name i mod 100, max(1, M / 100) exclusive ops each, checking a
-//! counter file per name); once every instance waits (in-memory: 11 entries
-//! per queue; ZooKeeper: 1,000 watches on the server) the host releases the
-//! names. Measured: all instances complete, 0 violations, the process's peak
+//! `scale`: N guest instances (`--instances`, default 1,000) in one host on
+//! N / 10 lock names (at most 1,000), all queued at once. The host holds every
+//! name; the `bench-guest` instances start (instance i on name i mod names,
+//! max(1, M / 100) exclusive ops each, checking a counter file per name); once
+//! every instance waits (in-memory: its queue entry; ZooKeeper with hand-off:
+//! a waiter in the host's task, no node of its own; without hand-off: a watch
+//! on the server each) the host releases the names. Measured: all instances complete, 0 violations, the process's peak
 //! RSS (`VmHWM` of /proc/self/status, reset via /proc/self/clear_refs just
 //! before the instances start), hand-off throughput after the release.
 
@@ -20,10 +21,8 @@ use crate::report::Row;
 use crate::stats::Samples;
 use crate::systems::{LoopSpec, Prepared, System, unix_ns};
 
-/// Guest instances.
-pub const INSTANCES: u64 = 1000;
-/// Lock names they share.
-pub const NAMES: u64 = 100;
+/// Most lock names the instances share.
+const MAX_NAMES: u64 = 1000;
 
 /// Longest wait for every instance to queue: a hang guard.
 const QUEUE_GUARD: Duration = Duration::from_secs(300);
@@ -41,15 +40,17 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
 }
 
 async fn scale(env: &Env, system: System) -> anyhow::Result<Row> {
-    let per_instance = (env.args.ops / NAMES).max(1);
+    let instances = env.args.instances;
+    let names_count = (instances / 10).clamp(1, MAX_NAMES);
+    let per_instance = (env.args.ops / 100).max(1);
     progress(&format!(
-        "scale: {} ({INSTANCES} instances × {per_instance} ops on {NAMES} names)",
+        "scale: {} ({instances} instances × {per_instance} ops on {names_count} names)",
         system.name()
     ));
-    let names: Vec<LockName> = (0..NAMES)
+    let names: Vec<LockName> = (0..names_count)
         .map(|n| lock_name(Workload::Scale, system, &format!("n{n}")))
         .collect::<Result<_, _>>()?;
-    let files: Vec<String> = (0..NAMES)
+    let files: Vec<String> = (0..names_count)
         .map(|n| format!("scale-{}-{n}", system.name()))
         .collect();
     for file in &files {
@@ -59,14 +60,15 @@ async fn scale(env: &Env, system: System) -> anyhow::Result<Row> {
         System::ZooKeeperGuest => &env.zk()?.backend,
         _ => &env.memory,
     };
+    let runner = env.pooled_guest_runner(system, instances)?;
     let holder = backend.open_session("wardlock-bench scale gates");
     let mut gates = Vec::new();
     for name in &names {
         gates.push(holder.acquire(name, Mode::Exclusive, None).await?.id);
     }
-    let specs = (0..INSTANCES)
+    let specs = (0..instances)
         .map(|i| {
-            let n = usize::try_from(i % NAMES).unwrap_or(0);
+            let n = usize::try_from(i % names_count).unwrap_or(0);
             LoopSpec {
                 lock: names[n].clone(),
                 plan: Plan::Exclusive,
@@ -83,9 +85,9 @@ async fn scale(env: &Env, system: System) -> anyhow::Result<Row> {
     reset_peak_rss()?;
     let mark = env.zk_mark(system);
     let cpu = cpu::process_cpu();
-    let running = Prepared::new(env, system, specs).await?.start();
-    wait_all_queued(env, system, &names, watches).await?;
-    progress(&format!("scale: {} all {INSTANCES} queued", system.name()));
+    let running = Prepared::with_guests(env, runner, specs).start();
+    wait_all_queued(env, system, &names, instances, watches).await?;
+    progress(&format!("scale: {} all {instances} queued", system.name()));
     let released = unix_ns();
     for gate in gates {
         holder.release(gate)?;
@@ -104,15 +106,24 @@ async fn scale(env: &Env, system: System) -> anyhow::Result<Row> {
         .unwrap_or(released);
     samples.wall =
         Duration::from_nanos(u64::try_from(end.saturating_sub(released)).unwrap_or(u64::MAX));
-    let writes_per_name = (INSTANCES / NAMES) * per_instance;
-    for file in &files {
-        samples.violations += check::lost_updates(&env.dir().join(file), writes_per_name)?;
+    for (n, file) in files.iter().enumerate() {
+        let on_name = (0..instances)
+            .filter(|i| i % names_count == n as u64)
+            .count() as u64;
+        samples.violations += check::lost_updates(&env.dir().join(file), on_name * per_instance)?;
     }
-    Ok(Row::new(system, Workload::Scale, INSTANCES, &samples)
+    Ok(Row::new(system, Workload::Scale, instances, &samples)
+        .with("instances", instances)
         .with("instances_completed", phase.results.len())
-        .with("names", NAMES)
+        .with("names", names_count)
         .with("rss_before_mib", mib(rss_before))
         .with("peak_rss_mib", mib(peak)))
+}
+
+/// How many of `instances` take name `n` of `names` (instance i takes name
+/// i mod names).
+fn on_name(instances: u64, names: u64, n: u64) -> u64 {
+    instances / names + u64::from(n < instances % names)
 }
 
 /// Waits until every instance waits for its name.
@@ -120,18 +131,38 @@ async fn wait_all_queued(
     env: &Env,
     system: System,
     names: &[LockName],
+    instances: u64,
     watches_before: u64,
 ) -> anyhow::Result<()> {
+    // Each name: its instances, and the host's holder.
+    let wanted = |n: usize| {
+        usize::try_from(on_name(instances, names.len() as u64, n as u64) + 1).unwrap_or(usize::MAX)
+    };
     match system {
+        System::ZooKeeperGuest if env.zk()?.options.local_handoff => {
+            let backend = &env.zk()?.backend;
+            let started = tokio::time::Instant::now();
+            for (n, name) in names.iter().enumerate() {
+                // The task's count is asked for, not pushed: ask again until
+                // it fits (bounded).
+                while backend.local_contenders(name).await != wanted(n) {
+                    if started.elapsed() > QUEUE_GUARD {
+                        bail!("{name} never had {} local contenders", wanted(n));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            Ok(())
+        }
         System::ZooKeeperGuest => {
             env.zk()?
                 .stats
-                .wait_watches(watches_before + INSTANCES, QUEUE_GUARD)
+                .wait_watches(watches_before + instances, QUEUE_GUARD)
                 .await
         }
         _ => {
-            let per_name = usize::try_from(INSTANCES / NAMES + 1).unwrap_or(usize::MAX);
-            for name in names {
+            for (n, name) in names.iter().enumerate() {
+                let per_name = wanted(n);
                 tokio::time::timeout(
                     QUEUE_GUARD,
                     env.memory.wait_for(name, |q| q.len() == per_name),
