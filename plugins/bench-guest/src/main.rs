@@ -2,7 +2,7 @@
 //!
 //! Commands:
 //!
-//! * `loop NAME MODE OPS [CHECK_FILE]`: OPS times, acquire NAME in MODE, run the
+//! * `loop NAME MODE OPS [CHECK_FILE [reopen]]`: OPS times, acquire NAME in MODE, run the
 //!   critical section, release (by dropping the guard: one host call). MODE is
 //!   `exclusive`, `shared` or `rw:PERCENT:SEED` (each op is a write with
 //!   probability PERCENT %, drawn from SEED and the op's index). With
@@ -10,7 +10,10 @@
 //!   (20 zero-padded digits, rewritten in place; the host creates it): a writer
 //!   reads `v` (must be even), writes `v + 1`, reads it back (must be `v + 1`)
 //!   and writes `v + 2`; a reader reads twice (even, unchanged). Any other
-//!   outcome is a violation. At the end it prints, in one write:
+//!   outcome is a violation. With `reopen` the file is opened for each check
+//!   and closed before the release (one descriptor per lock held, not per
+//!   instance: thousands of instances fit the process's descriptors). At the
+//!   end it prints, in one write:
 //!
 //!   ```text
 //!   done ops=N writes=W violations=V start_unix_ns=S end_unix_ns=E
@@ -43,15 +46,20 @@ mod plan;
 
 use plan::Plan;
 
-const USAGE: &str = "usage: bench-guest loop NAME exclusive|shared|rw:PERCENT:SEED OPS [CHECK_FILE]\n       bench-guest trap-holding NAME GATE";
+const USAGE: &str = "usage: bench-guest loop NAME exclusive|shared|rw:PERCENT:SEED OPS [CHECK_FILE [reopen]]\n       bench-guest trap-holding NAME GATE";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
-        ["loop", name, mode, ops, rest @ ..] if rest.len() <= 1 => {
+        ["loop", name, mode, ops, rest @ ..] if rest.len() <= 2 => {
+            let reopen = match rest.get(1) {
+                None => false,
+                Some(&"reopen") => true,
+                Some(_) => return usage(),
+            };
             match (Plan::parse(mode), ops.parse::<u64>()) {
-                (Some(plan), Ok(ops)) => run_loop(name, plan, ops, rest.first().copied()),
+                (Some(plan), Ok(ops)) => run_loop(name, plan, ops, rest.first().copied(), reopen),
                 _ => return usage(),
             }
         }
@@ -72,10 +80,19 @@ fn usage() -> ExitCode {
     ExitCode::from(2)
 }
 
-fn run_loop(name: &str, plan: Plan, ops: u64, check: Option<&str>) -> Result<(), String> {
+fn run_loop(
+    name: &str,
+    plan: Plan,
+    ops: u64,
+    check: Option<&str>,
+    reopen: bool,
+) -> Result<(), String> {
     let writer = Lock::exclusive(name);
     let reader = Lock::shared(name);
-    let mut counter = check.map(Counter::open).transpose()?;
+    let mut counter = match check {
+        Some(path) if !reopen => Some(Counter::open(path)?),
+        _ => None,
+    };
     let mut latencies = Vec::with_capacity(usize::try_from(ops).unwrap_or(0));
     let (mut writes, mut violations) = (0u64, 0u64);
     let start_unix_ns = unix_ns();
@@ -96,6 +113,9 @@ fn run_loop(name: &str, plan: Plan, ops: u64, check: Option<&str>) -> Result<(),
             .map_err(|e| format!("acquiring {name}: {e}"))?;
         if let Some(counter) = &mut counter {
             violations += counter.critical_section(mode)?;
+        } else if let (Some(path), true) = (check, reopen) {
+            // Closed at the end of this block, before the release.
+            violations += Counter::open(path)?.critical_section(mode)?;
         }
         if mode == Mode::Exclusive {
             writes += 1;

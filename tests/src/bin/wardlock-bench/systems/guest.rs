@@ -21,6 +21,9 @@ pub fn loop_args(spec: &LoopSpec) -> Vec<String> {
     ];
     if let Some(file) = &spec.check {
         args.push(format!("{GUEST_DATA_DIR}/{file}"));
+        if spec.reopen {
+            args.push("reopen".to_owned());
+        }
     }
     args
 }

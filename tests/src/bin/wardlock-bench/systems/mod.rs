@@ -109,6 +109,10 @@ pub struct LoopSpec {
     /// Counter file (a name inside the run's data directory) checked under the
     /// lock, if any.
     pub check: Option<String>,
+    /// Open the counter file for each check and close it before the release,
+    /// instead of once for the whole loop: one descriptor per lock held, not
+    /// per client (`scale`'s thousands of instances).
+    pub reopen: bool,
 }
 
 /// What one client measured.

@@ -74,6 +74,7 @@ async fn hand_offs<H: Locker>(env: &Env, system: System, mut holder: H) -> anyho
             plan: Plan::Exclusive,
             ops: 1,
             check: None,
+            reopen: false,
         })
         .collect();
     // Prepare first: zk-floor creates the lock's parent there.

@@ -57,6 +57,7 @@ pub async fn interleaved(
                     plan: (shape.plan)(client),
                     ops,
                     check: shape.check.then(|| counter(system)),
+                    reopen: false,
                 })
             })
             .collect()

@@ -74,6 +74,7 @@ async fn scale(env: &Env, system: System) -> anyhow::Result<Row> {
                 plan: Plan::Exclusive,
                 ops: per_instance,
                 check: Some(files[n].clone()),
+                reopen: true,
             }
         })
         .collect();
