@@ -57,6 +57,20 @@ pub fn cache_flags(args: &[&str]) -> Vec<String> {
     vec!["--cache-dir".to_owned(), crate::cache_dir().to_owned()]
 }
 
+/// `VmHWM` of a `/proc/PID/status` file, in MiB.
+pub fn peak_rss_mib(status: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(status).ok()?;
+    let kib: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
 /// A free loopback port (bound and released; the server binds it next).
 /// A `wardlock run` child, killed by `Drop` if the test did not stop it.
 pub struct RunChild(pub Child);
@@ -176,6 +190,12 @@ impl Server {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The server process's peak resident memory so far (`VmHWM`), in MiB.
+    pub fn peak_rss_mib(&self) -> Option<f64> {
+        let pid = self.child.as_ref()?.id();
+        peak_rss_mib(&format!("/proc/{pid}/status"))
     }
 
     /// What the server wrote on stderr so far.

@@ -1,7 +1,7 @@
 //! `serve-bench`: the per-request cost of wardlock in `wardlock serve`.
 //!
 //! Measures, in one run, `plugins/http-counter` (read a counter file, write it
-//! + 1) served three ways, [`CONCURRENCY`] clients each on its own counter:
+//! + 1) served three ways, 8 clients by default, each on its own counter:
 //! - `lock-per-request`: `wardlock serve` (the real binary, in-memory backend),
 //!   `POST /benchN`: a fresh instance and lock session per request, the
 //!   exclusive lock taken and released around the file update;
@@ -14,7 +14,14 @@
 //! Prints one JSON line per system and the ratios between them; the systems
 //! run in interleaved rounds, so drift in machine load hits them alike.
 //!
-//!     cargo run --release -p wardlock-tests --bin serve-bench [-- REQUESTS]
+//!     cargo run --release -p wardlock-tests --bin serve-bench [-- [--concurrency C] REQUESTS]
+//!
+//! With `--concurrency C` (default 8) C clients post at once, client i on
+//! counter `bench{i mod 100}`: above 100 clients requests hold and wait for
+//! the same locks. A request that fails is counted as `lost` rather than
+//! ending the run; `lock-per-request` also checks that every counter ends at
+//! its number of answered requests (`double_granted`: the updates lost to two
+//! holders at once), and each line reports the serving process's peak RSS.
 
 mod bare;
 
@@ -24,59 +31,91 @@ use std::time::{Duration, Instant};
 use wardlock_tests::Guest;
 use wardlock_tests::serve::{Server, post};
 
-const CONCURRENCY: usize = 8;
+/// Lock names (counters) the clients share.
+const NAMES: usize = 100;
 
 struct Measured {
     p50: Duration,
     p99: Duration,
     per_second: f64,
+    lost: usize,
+    /// Answered requests per counter name.
+    answered: Vec<u64>,
 }
 
-/// `requests` POSTs from `CONCURRENCY` clients, each on its own counter name.
-async fn measure(addr: &str, requests: usize, query: &'static str) -> Measured {
+/// `requests` POSTs from `clients` clients, client i on counter `<prefix>{i
+/// mod NAMES}` of `path` (`PREFIX[?QUERY]`); failed requests are counted, not
+/// fatal.
+async fn measure(addr: &str, clients: usize, requests: usize, path: &'static str) -> Measured {
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for client in 0..CONCURRENCY {
+    for client in 0..clients {
         let addr = addr.to_owned();
         tasks.spawn(async move {
-            let mut latencies = Vec::new();
-            for _ in 0..requests / CONCURRENCY {
+            let (mut latencies, mut lost) = (Vec::new(), 0);
+            for _ in 0..(requests / clients).max(1) {
                 let sent = Instant::now();
-                let response = post(&addr, &format!("/bench{client}{query}"))
-                    .await
-                    .expect("request");
-                assert_eq!(response.status, 200, "{response:?}");
-                latencies.push(sent.elapsed());
+                let target = match path.split_once('?') {
+                    Some((prefix, query)) => format!("/{prefix}{}?{query}", client % NAMES),
+                    None => format!("/{path}{}", client % NAMES),
+                };
+                match post(&addr, &target).await {
+                    Ok(response) if response.status == 200 => latencies.push(sent.elapsed()),
+                    _ => lost += 1,
+                }
             }
-            latencies
+            (client % NAMES, latencies, lost)
         });
     }
-    let mut latencies = Vec::new();
+    let (mut latencies, mut lost, mut answered) = (Vec::new(), 0, vec![0u64; NAMES]);
     while let Some(joined) = tasks.join_next().await {
-        latencies.extend(joined.expect("client"));
+        let (name, done, failed) = joined.expect("client");
+        answered[name] += done.len() as u64;
+        latencies.extend(done);
+        lost += failed;
     }
     let elapsed = started.elapsed();
     latencies.sort();
-    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    let at = |q: f64| {
+        let i = ((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1));
+        latencies.get(i).copied().unwrap_or_default()
+    };
     Measured {
         p50: at(0.5),
         p99: at(0.99),
         per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
+        lost,
+        answered,
     }
 }
 
-fn line(system: &str, m: &Measured) {
+fn line(system: &str, clients: usize, m: &Measured, double_granted: Option<u64>, rss: Option<f64>) {
+    let or_null = |v: Option<String>| v.unwrap_or_else(|| "null".to_owned());
     println!(
-        "{{\"workload\":\"serve\",\"system\":\"{system}\",\"concurrency\":{CONCURRENCY},\"requests_per_s\":{:.1},\"p50_us\":{},\"p99_us\":{}}}",
+        "{{\"workload\":\"serve\",\"system\":\"{system}\",\"concurrency\":{clients},\"requests_per_s\":{:.1},\"p50_us\":{},\"p99_us\":{},\"lost\":{},\"double_granted\":{},\"peak_rss_mib\":{}}}",
         m.per_second,
         m.p50.as_micros(),
-        m.p99.as_micros()
+        m.p99.as_micros(),
+        m.lost,
+        or_null(double_granted.map(|d| d.to_string())),
+        or_null(rss.map(|r| format!("{r:.1}"))),
     );
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let requests: usize = match std::env::args().nth(1) {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut clients = 8;
+    if let Some(at) = args.iter().position(|a| a == "--concurrency") {
+        let value = args.get(at + 1).cloned().unwrap_or_default();
+        clients = value
+            .parse()
+            .ok()
+            .filter(|c| (1..=10_000).contains(c))
+            .ok_or_else(|| anyhow::anyhow!("--concurrency must be 1 to 10000, not {value:?}"))?;
+        args.drain(at..at + 2);
+    }
+    let requests: usize = match args.first() {
         Some(n) => n
             .parse()
             .map_err(|_| anyhow::anyhow!("REQUESTS must be a number, not {n:?}"))?,
@@ -87,21 +126,25 @@ async fn main() -> anyhow::Result<()> {
     let server = Server::start(&["--dir", &dir, Guest::HttpCounter.path()]).await;
     let bare_data = tempfile::tempdir()?;
     let bare = bare::start(Path::new(Guest::HttpCounter.path()), bare_data.path()).await?;
+    // The unlocked systems count on counters of their own: their lost
+    // updates are expected, and must not be mistaken for double grants.
     let systems: [(&str, &str, &'static str); 3] = [
-        ("wasmtime-bare", &bare, "?lock=none"),
-        ("no-lock", &server.addr, "?lock=none"),
-        ("lock-per-request", &server.addr, ""),
+        ("wasmtime-bare", &bare, "bench?lock=none"),
+        ("no-lock", &server.addr, "free?lock=none"),
+        ("lock-per-request", &server.addr, "bench"),
     ];
     // Warm up every path (instance pools, page cache).
     for (_, addr, query) in systems {
-        measure(addr, CONCURRENCY * 10, query).await;
+        measure(addr, clients, clients * 2, query).await;
     }
+    // Counters start from what the warm-up left.
+    let before = counters(data.path());
     // Interleave rounds so drift in machine load hits every system alike.
     const ROUNDS: usize = 5;
     let mut measured: Vec<Vec<Measured>> = systems.iter().map(|_| Vec::new()).collect();
     for _ in 0..ROUNDS {
         for (i, (_, addr, query)) in systems.iter().enumerate() {
-            measured[i].push(measure(addr, requests / ROUNDS, query).await);
+            measured[i].push(measure(addr, clients, requests / ROUNDS, query).await);
         }
     }
     let median = |all: &[Measured]| {
@@ -111,11 +154,33 @@ async fn main() -> anyhow::Result<()> {
             p50: sorted[sorted.len() / 2].p50,
             p99: sorted[sorted.len() / 2].p99,
             per_second: all.iter().map(|m| m.per_second).sum::<f64>() / all.len() as f64,
+            lost: all.iter().map(|m| m.lost).sum(),
+            answered: (0..NAMES)
+                .map(|n| all.iter().map(|m| m.answered[n]).sum())
+                .collect(),
         }
     };
     let results: Vec<Measured> = measured.iter().map(|m| median(m)).collect();
-    for ((name, _, _), m) in systems.iter().zip(&results) {
-        line(name, m);
+    // Locked requests each add one to their counter: a counter short of the
+    // requests answered on it saw two holders at once.
+    let after = counters(data.path());
+    let locked = &results[2];
+    let double_granted: u64 = (0..NAMES)
+        .map(|n| (before[n] + locked.answered[n]).saturating_sub(after[n]))
+        .sum();
+    let own_rss = wardlock_tests::serve::peak_rss_mib("/proc/self/status");
+    for (i, ((name, _, _), m)) in systems.iter().zip(&results).enumerate() {
+        match i {
+            0 => line(name, clients, m, None, own_rss),
+            1 => line(name, clients, m, None, server.peak_rss_mib()),
+            _ => line(
+                name,
+                clients,
+                m,
+                Some(double_granted),
+                server.peak_rss_mib(),
+            ),
+        }
     }
     let ratio = |label: &str, a: &Measured, b: &Measured| {
         println!(
@@ -129,4 +194,16 @@ async fn main() -> anyhow::Result<()> {
     ratio("no-lock/wasmtime-bare", unlocked, bare);
     ratio("lock-per-request/wasmtime-bare", locked, bare);
     Ok(())
+}
+
+/// The counters the plugin keeps in `dir` (`bench0` ..), 0 where none.
+fn counters(dir: &Path) -> Vec<u64> {
+    (0..NAMES)
+        .map(|n| {
+            std::fs::read_to_string(dir.join(format!("bench{n}")))
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0)
+        })
+        .collect()
 }
