@@ -181,21 +181,6 @@ pub fn tls_flags_hint(flag: &str) -> String {
     )
 }
 
-/// Whether a client's error text (lower case) tells of a failed TLS
-/// handshake.
-pub fn is_tls_failure(error: &str) -> bool {
-    [
-        "certificate",
-        "tls",
-        "handshake",
-        "unknownissuer",
-        "alert",
-        "ssl",
-    ]
-    .iter()
-    .any(|sign| error.contains(sign))
-}
-
 /// Walks an error and its sources into one line (clients wrap the cause of
 /// a TLS or authentication failure several levels deep).
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {

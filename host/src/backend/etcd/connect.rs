@@ -6,7 +6,7 @@ use etcd_client::{Certificate, ConnectOptions, Error as EtcdError, Identity, Tls
 
 use super::EtcdConfig;
 use crate::backend::BackendError;
-use crate::backend::tls::{error_chain, install_crypto_provider, is_tls_failure, tls_flags_hint};
+use crate::backend::tls::{error_chain, install_crypto_provider, tls_flags_hint};
 use crate::backend::tls_probe::{handshake_failure, speaks_tls};
 
 /// The client options `config` describes.
@@ -35,11 +35,10 @@ pub(super) fn connect_options(config: &EtcdConfig) -> Result<ConnectOptions, Bac
     Ok(options)
 }
 
-/// What a failed connect means. A refusal that retrying cannot fix — a
-/// certificate the client does not trust or the server does not accept, a
-/// wrong user or password, TLS spoken to a plaintext port or the reverse —
-/// is [`BackendError::Refused`], one line naming the flag to check; anything
-/// else (nothing listening, a timeout) is `Unavailable`.
+/// What the client's failed connect means: a wrong or missing user is
+/// [`BackendError::Refused`], one line naming the flags to check; anything
+/// else is `Unavailable`, which [`explain`] then tells apart from a TLS
+/// problem with a handshake of its own.
 pub(super) fn connect_error(config: &EtcdConfig, error: &EtcdError) -> BackendError {
     let at = config.endpoints.join(",");
     let chain = error_chain(error);
@@ -53,12 +52,6 @@ pub(super) fn connect_error(config: &EtcdConfig, error: &EtcdError) -> BackendEr
     if lower.contains("user name is empty") || lower.contains("user name not found") {
         return BackendError::Refused(format!(
             "etcd at {at} requires a user: give --etcd-user USER --etcd-password-file FILE ({chain})"
-        ));
-    }
-    if config.tls.is_some() && is_tls_failure(&lower) {
-        return BackendError::Refused(format!(
-            "TLS to etcd at {at} failed ({chain}): {}",
-            tls_flags_hint("--etcd-tls")
         ));
     }
     BackendError::Unavailable(format!("cannot use etcd endpoints {at}: {chain}"))
