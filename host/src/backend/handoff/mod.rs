@@ -61,10 +61,18 @@ pub struct LocalHandoff {
 }
 
 impl Default for LocalHandoff {
-    /// 8 hand-offs or 10 ms once a remote contender waits; no linger.
+    /// 32 hand-offs or 10 ms once a remote contender waits; no linger.
+    ///
+    /// The time bound is the fairness guarantee; the count only ends a turn
+    /// early when grants are fast. At 8, a host's turn of fast grants (~0.1 ms
+    /// each) lasted ~1 ms against a ~2 ms hand-over to the next host, so most
+    /// of the lock's time went to hand-overs: `wardlock-bench --workloads hosts
+    /// --hosts 4 --clients 16 --handoff-max N` measured 3,051 grants/s at 8,
+    /// 3,746 at 16, 4,816 at 32 and 5,793 at 64, with the longest wait 37.5,
+    /// 28.8, 39.9 and 51.5 ms (tests/BENCHMARKS.md, `hosts`).
     fn default() -> Self {
         LocalHandoff {
-            max_handoffs: 8,
+            max_handoffs: 32,
             max_time: Duration::from_millis(10),
             linger: Duration::ZERO,
         }

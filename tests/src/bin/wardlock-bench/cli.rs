@@ -46,7 +46,8 @@ pub struct Args {
     )]
     pub systems: Vec<Pick<System>>,
 
-    /// Concurrent clients in `contended` and `rw`; waiters in `herd`.
+    /// Concurrent clients in `contended` and `rw`; waiters in `herd`; guests
+    /// per host process in `hosts`.
     #[arg(long, value_name = "K", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub clients: u64,
 
@@ -64,11 +65,31 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub instances: u64,
 
+    /// Host processes of the `hosts` workload, each running `--clients` guests
+    /// on the one lock (Curator runs hosts × clients clients).
+    #[arg(long, value_name = "H", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub hosts: u64,
+
+    /// Internal: run as one host process of the `hosts` workload, with
+    /// guests' counter files in DIR (commands on stdin, results on stdout).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub host_child: Option<std::path::PathBuf>,
+
     /// Run wardlock's ZooKeeper systems without host-local hand-off (every
     /// client queues on its own node, the library's default). Without it they
     /// run as `wardlock run` and `serve` do: hand-off on, default limits.
     #[arg(long)]
     pub no_local_handoff: bool,
+
+    /// Local grants a host still makes once another host waits (the product's
+    /// `--handoff-max`; default: the product's default).
+    #[arg(long, value_name = "N")]
+    pub handoff_max: Option<u32>,
+
+    /// How long a host goes on handing off once another host waits, ms (the
+    /// product's `--handoff-max-ms`; default: the product's default).
+    #[arg(long, value_name = "MS")]
+    pub handoff_max_ms: Option<u64>,
 
     /// ZooKeeper sessions of wardlock's backend (its session pool: lock names
     /// spread over them by hash).

@@ -45,6 +45,8 @@ pub struct ZkEnv {
 pub struct BackendOptions {
     pub local_handoff: bool,
     pub sessions: usize,
+    /// The hand-off's bounds (`--handoff-max`, `--handoff-max-ms`).
+    pub limits: LocalHandoff,
 }
 
 impl BackendOptions {
@@ -53,7 +55,21 @@ impl BackendOptions {
         BackendOptions {
             local_handoff: !args.no_local_handoff,
             sessions: usize::try_from(args.zk_sessions).unwrap_or(1),
+            limits: limits(args),
         }
+    }
+}
+
+/// The hand-off's bounds: the product's defaults unless `--handoff-max` or
+/// `--handoff-max-ms` say otherwise.
+pub fn limits(args: &Args) -> LocalHandoff {
+    let defaults = LocalHandoff::default();
+    LocalHandoff {
+        max_handoffs: args.handoff_max.unwrap_or(defaults.max_handoffs),
+        max_time: args
+            .handoff_max_ms
+            .map_or(defaults.max_time, Duration::from_millis),
+        ..defaults
     }
 }
 
@@ -101,7 +117,7 @@ impl ZkEnv {
             .session_timeout(session_timeout)
             .sessions(options.sessions);
         if options.local_handoff {
-            config = config.local_handoff(LocalHandoff::default());
+            config = config.local_handoff(options.limits);
         }
         ZooKeeperBackend::connect(config)
             .await
@@ -128,13 +144,15 @@ impl EtcdEnv {
         let mut config = EtcdConfig::new(address)
             .root(WARDLOCK_ROOT)
             .lease_ttl(args.session_timeout());
-        if args.no_local_handoff {
-            config = config.local_handoff(LocalHandoff {
+        config = config.local_handoff(if args.no_local_handoff {
+            LocalHandoff {
                 max_handoffs: 0,
                 max_time: Duration::ZERO,
                 linger: Duration::ZERO,
-            });
-        }
+            }
+        } else {
+            limits(args)
+        });
         let ttl_secs = config.ttl_seconds();
         let backend = EtcdBackend::connect(config)
             .await
@@ -299,7 +317,7 @@ fn data_dir() -> anyhow::Result<tempfile::TempDir> {
 }
 
 /// A runner of `bench-guest` on `backend`, with `dir` preopened as `/data`.
-fn guest_runner(backend: Arc<dyn LockBackend>, dir: &Path) -> Arc<Runner> {
+pub fn guest_runner(backend: Arc<dyn LockBackend>, dir: &Path) -> Arc<Runner> {
     runner_with(Guest::BenchGuest, guest_config(backend, dir))
 }
 

@@ -12,6 +12,7 @@
 //! - [`cli`]: arguments; [`env`]: backends, guest runners, data directory;
 //! - [`systems`]: the systems (ZooKeeper, memory, Curator, etcd) and how a phase of client loops runs on them;
 //! - [`workloads`]: one module per workload;
+//! - [`host_child`]: one host process of the `hosts` workload;
 //! - [`check`]: the exclusion check; [`stats`]: percentiles; [`zk_stats`]: the
 //!   server's counters; [`cpu`]: this process's CPU time; [`report`]: result rows and ratios; [`output`]: JSON
 //!   lines or a table.
@@ -20,6 +21,7 @@ mod check;
 mod cli;
 mod cpu;
 mod env;
+mod host_child;
 mod output;
 mod report;
 mod stats;
@@ -44,6 +46,9 @@ use wardlock_tests::zookeeper::ZkServer;
 /// violation, 1 otherwise, 2 for bad arguments.
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(dir) = args.host_child.clone() {
+        return host_child::main(args, &dir);
+    }
     let workloads = args.selected_workloads();
     let systems = args.selected_systems();
     let needs_zookeeper = workloads.iter().any(|w| {
@@ -148,6 +153,12 @@ async fn run(
                     }) {
                         row.extra
                             .push(("local_handoff", zk.options.local_handoff.into()));
+                        if zk.options.local_handoff {
+                            let limits = zk.options.limits;
+                            row.extra.push(("handoff_max", limits.max_handoffs.into()));
+                            let ms = u64::try_from(limits.max_time.as_millis()).unwrap_or(u64::MAX);
+                            row.extra.push(("handoff_max_ms", ms.into()));
+                        }
                         row.extra.push(("zk_sessions", zk.options.sessions.into()));
                     }
                 }

@@ -134,8 +134,10 @@ pub fn add_ratios(rows: &mut [Row]) {
         let twin = system.native_twin().and_then(|t| find(rows, t, variant));
         let curator = find(rows, System::Curator, variant);
         let row = &mut rows[index];
+        // Curator is a ZooKeeper client: a baseline for ZooKeeper systems only.
         if let Some((curator_p50, curator_ops)) = curator
             && system != System::Curator
+            && system.uses_zookeeper()
         {
             let p50 = ratio(row.p50_us, curator_p50);
             let ops = ratio(row.ops_per_s, curator_ops);

@@ -8,6 +8,7 @@
 pub mod curator;
 pub mod etcd_floor;
 pub mod guest;
+pub mod host_process;
 pub mod native;
 pub mod zk_floor;
 
@@ -140,6 +141,14 @@ pub struct Phase {
 }
 
 impl Phase {
+    /// A phase of `results` measured elsewhere (another process).
+    pub fn of(results: Vec<LoopResult>) -> Phase {
+        Phase {
+            results,
+            ..Phase::default()
+        }
+    }
+
     /// From the first client's start to the last client's end (wall clock, so
     /// guests and natives are timed alike: the loops only, not instantiation).
     pub fn wall(&self) -> Duration {

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::zookeeper::LocalHandoff;
 use wardlock_host::{LockBackend, Mode};
 
 use super::release_on_death::round_trips;
@@ -104,7 +103,7 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
         drop(session);
         let probe = ZkProbe::connect(&zk.address, crate::env::WARDLOCK_ROOT).await;
         let (read_us, write_us) = round_trips(&probe.client).await?;
-        let limits = LocalHandoff::default();
+        let limits = zk.options.limits;
         let bound_us =
             (HOLD + limits.max_time).as_secs_f64() * 1e6 + 3.0 * read_us + 2.0 * write_us;
         let p50 = samples.percentile_us(0.5).unwrap_or(f64::NAN);

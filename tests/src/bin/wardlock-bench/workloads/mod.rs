@@ -5,6 +5,7 @@ mod exclusion;
 mod fairness;
 mod herd;
 mod host_call;
+mod hosts;
 mod instantiate;
 mod release_on_death;
 mod rounds;
@@ -34,6 +35,7 @@ pub enum Workload {
     Scale,
     Spread,
     Fairness,
+    Hosts,
 }
 
 impl Workload {
@@ -61,6 +63,12 @@ impl Workload {
             Workload::HostCall => &[System::MemoryNative, System::MemoryGuest],
             Workload::Instantiate => &[System::MemoryGuest],
             Workload::Fairness => &[System::ZooKeeperNative],
+            Workload::Hosts => &[
+                System::Curator,
+                System::ZooKeeperGuest,
+                System::EtcdFloor,
+                System::EtcdGuest,
+            ],
         }
     }
 
@@ -102,6 +110,7 @@ impl Workload {
             Workload::Scale => scale::run(env, systems).await,
             Workload::Spread => spread::run(env, systems).await,
             Workload::Fairness => fairness::run(env, systems).await,
+            Workload::Hosts => hosts::run(env, systems).await,
         }
     }
 }
