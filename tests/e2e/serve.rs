@@ -174,6 +174,41 @@ async fn lock_is_back_and_counted(server: &Server, outcome: &str) {
     assert_eq!(metric(&metrics, "wardlock_requests_total", &[&label]), 1.0);
 }
 
+/// With every request slot taken, a request waits for one and is served,
+/// instead of failing to instantiate from a full instance pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_beyond_max_concurrent_waits_for_a_slot() {
+    let (_dir, data) = data_dir();
+    let server = Server::start(&[
+        "--dir",
+        &data,
+        "--max-concurrent-requests",
+        "1",
+        Guest::HttpCounter.path(),
+    ])
+    .await;
+    let addr = server.addr.clone();
+    let first = tokio::spawn(async move { post(&addr, "/slow?hold-ms=1000").await });
+    // The first request holds its lock, so its slot is taken.
+    until_metric(&server, "wardlock_grants_total", &[], 1.0).await;
+    let asked = Instant::now();
+    let second = post(&server.addr, "/fast").await.expect("second request");
+    let waited = asked.elapsed();
+    let first = first.await.expect("task").expect("first request");
+    assert_eq!(
+        (first.status, second.status),
+        (200, 200),
+        "{}\n{}\n{}",
+        first.body,
+        second.body,
+        server.log()
+    );
+    assert!(
+        waited >= Duration::from_millis(500),
+        "answered in {waited:?}: it did not wait for the slot"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_timeout_stops_the_instance_and_frees_its_lock() {
     stopped_request_frees_its_lock(

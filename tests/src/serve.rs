@@ -2,6 +2,10 @@
 //! stopped (SIGTERM, then SIGKILL) by `Drop` even when the test fails; plus a
 //! minimal HTTP/1.1 client.
 
+mod keep_alive;
+
+pub use keep_alive::KeepAlive;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -322,12 +326,7 @@ pub async fn post_and_hold(addr: &str, path: &str) -> std::io::Result<TcpStream>
 fn parse(raw: &[u8]) -> Option<Response> {
     let text = String::from_utf8_lossy(raw);
     let (head, rest) = text.split_once("\r\n\r\n")?;
-    let mut lines = head.split("\r\n");
-    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
+    let (status, headers) = parse_head(head)?;
     let chunked = headers
         .iter()
         .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
@@ -341,6 +340,18 @@ fn parse(raw: &[u8]) -> Option<Response> {
         headers,
         body,
     })
+}
+
+/// The status and headers (names lower-cased) of a response head, without its
+/// blank line.
+fn parse_head(head: &str) -> Option<(u16, Vec<(String, String)>)> {
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Some((status, headers))
 }
 
 fn dechunk(mut rest: &str) -> Option<String> {

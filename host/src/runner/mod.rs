@@ -28,5 +28,5 @@ pub use lease::Lease;
 pub use outbound::{AllowedHost, OutboundPolicy};
 pub use outcome::{InstanceReport, Outcome};
 pub use proxy::{OnEnd, ProxyRunner, RequestOutcome, ResponseBody, respond};
-pub use runtime::{CompileCache, Runtime, RuntimeOptions};
+pub use runtime::{CompileCache, Runtime, RuntimeOptions, request_pool};
 pub use state::InstanceState;

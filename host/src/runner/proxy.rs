@@ -10,12 +10,14 @@
 //! waited for.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body_util::BodyExt;
 use hyper::body::{Body, Bytes, Frame, SizeHint};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 use wasmtime::component::Component;
 use wasmtime_wasi::WasiCtx;
@@ -157,6 +159,8 @@ pub struct ProxyRunner {
     config: RunnerConfig,
     plugin: String,
     requests: AtomicU64,
+    /// Request slots shared with the other runners of the server, if bounded.
+    admission: Option<Arc<Semaphore>>,
 }
 
 impl ProxyRunner {
@@ -182,7 +186,32 @@ impl ProxyRunner {
             config,
             plugin: plugin.to_owned(),
             requests: AtomicU64::new(0),
+            admission: None,
         })
+    }
+
+    /// Serves at most as many requests at once as `slots` has permits (one
+    /// semaphore for every runner of an instance pool sized for them): a
+    /// request beyond them waits for a slot, within its request timeout, and
+    /// gets 503 if none frees up in time, instead of failing to instantiate.
+    #[must_use]
+    pub fn with_admission(mut self, slots: Arc<Semaphore>) -> Self {
+        self.admission = Some(slots);
+        self
+    }
+
+    /// A request slot, waited for within `timeout`; `Ok(None)` when unbounded.
+    async fn admit(&self, timeout: Option<Duration>) -> Result<Option<OwnedSemaphorePermit>, ()> {
+        let Some(slots) = &self.admission else {
+            return Ok(None);
+        };
+        let waited = match timeout {
+            Some(limit) => tokio::time::timeout(limit, slots.clone().acquire_owned())
+                .await
+                .map_err(|_| ())?,
+            None => slots.clone().acquire_owned().await,
+        };
+        waited.map(Some).map_err(|_| ())
     }
 
     /// The configuration instances get.
@@ -193,7 +222,9 @@ impl ProxyRunner {
     /// Handles one request in a new instance and returns its response: the
     /// guest's, or one the host makes (500 when the guest failed before
     /// responding, 504 past the request timeout, 503 when the hold lease took a
-    /// lock back). `on_end` learns how the instance ended, once it has.
+    /// lock back or no request slot freed up within the request timeout).
+    /// `on_end` learns how the instance ended, once it has. The request timeout
+    /// counts from the call, the wait for a slot included.
     ///
     /// # Cancellation safety
     /// Cancel safe: dropping the future (or the returned body before its end)
@@ -208,6 +239,18 @@ impl ProxyRunner {
         B::Error: Into<wasmtime_wasi_http::Error>,
     {
         let report = EndReport(Some(on_end));
+        let arrived = std::time::Instant::now();
+        let Ok(slot) = self.admit(self.config.timeout).await else {
+            let limit = self.config.timeout.unwrap_or_default();
+            report.report(RequestOutcome::TimedOut(limit));
+            return respond(
+                503,
+                format!(
+                    "the server is at capacity: no request slot freed up within {:.1}s\n",
+                    limit.as_secs_f64()
+                ),
+            );
+        };
         let number = self.requests.fetch_add(1, Ordering::Relaxed);
         let owner = format!("{}#{number}", self.plugin);
         let mut wasi = WasiCtx::builder();
@@ -237,7 +280,10 @@ impl ProxyRunner {
             }
         };
         let pre = self.pre.clone();
-        let timeout = self.config.timeout;
+        let timeout = self
+            .config
+            .timeout
+            .map(|limit| limit.saturating_sub(arrived.elapsed()));
         let task = tokio::spawn(async move {
             let outcome = {
                 let guest = async {
@@ -270,8 +316,10 @@ impl ProxyRunner {
                     ),
                 }
             };
-            // The instance is over: its Store — and lock session — go now.
+            // The instance is over: its Store — and lock session — go now,
+            // then its slot.
             drop(store);
+            drop(slot);
             outcome
         });
         let instance = AbortOnDrop(Some(task.abort_handle()));

@@ -45,6 +45,28 @@ pub struct RuntimeOptions {
     pub pooling: Option<wasmtime::PoolingAllocationConfig>,
 }
 
+/// Core instances, memories and tables a [`request_pool`] holds per request
+/// slot: a component is several core modules (a Rust guest 2 to 4,
+/// componentize-py and jco guests more), each with its own instance, and often
+/// its own memory and tables. Unused slots cost address space only.
+const CORE_INSTANCES_PER_REQUEST: u32 = 16;
+const MEMORIES_PER_REQUEST: u32 = 2;
+const TABLES_PER_REQUEST: u32 = 4;
+
+/// A pooling allocator with room for `requests` component instances alive at
+/// once (what `wardlock serve --max-concurrent-requests` reserves), each
+/// linear memory at most `max_memory_size` bytes.
+pub fn request_pool(requests: u32, max_memory_size: usize) -> wasmtime::PoolingAllocationConfig {
+    let mut pool = wasmtime::PoolingAllocationConfig::new();
+    pool.total_component_instances(requests)
+        .total_core_instances(requests.saturating_mul(CORE_INSTANCES_PER_REQUEST))
+        .total_memories(requests.saturating_mul(MEMORIES_PER_REQUEST))
+        .total_tables(requests.saturating_mul(TABLES_PER_REQUEST))
+        .total_stacks(requests)
+        .max_memory_size(max_memory_size);
+    pool
+}
+
 /// The engine guests run on, plus its epoch ticker. Cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {

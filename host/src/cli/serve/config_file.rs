@@ -15,7 +15,8 @@ use crate::secret::Secret;
 use serde::Deserialize;
 
 use super::plan::{
-    DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, PluginPlan, ServePlan, check_route,
+    DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,
+    PluginPlan, ServePlan, check_route,
 };
 use crate::cli::backend_args::BackendSpec;
 use crate::cli::guest_args;
@@ -29,6 +30,7 @@ struct File {
     /// config file).
     admin_token_file: Option<PathBuf>,
     shutdown_grace: Option<f64>,
+    max_concurrent_requests: Option<u64>,
     #[serde(default)]
     backends: BTreeMap<String, BackendEntry>,
     #[serde(default)]
@@ -166,6 +168,10 @@ fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
         Some(secs) => secs_key("shutdown_grace", secs)?,
         None => DEFAULT_SHUTDOWN_GRACE,
     };
+    let max_concurrent = match file.max_concurrent_requests {
+        Some(n) => max_concurrent_key(n)?,
+        None => DEFAULT_MAX_CONCURRENT,
+    };
     let mut backends = BTreeMap::new();
     for (label, entry) in file.backends {
         let key = format!("backends.{label}");
@@ -200,9 +206,23 @@ fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
         admin,
         admin_token,
         shutdown_grace,
+        max_concurrent,
         backends,
         plugins,
     })
+}
+
+/// `max_concurrent_requests`: 1 to [`MAX_CONCURRENT_LIMIT`].
+fn max_concurrent_key(n: u64) -> Result<usize, Mistake> {
+    usize::try_from(n)
+        .ok()
+        .filter(|n| (1..=MAX_CONCURRENT_LIMIT).contains(n))
+        .ok_or_else(|| {
+            (
+                "max_concurrent_requests".to_owned(),
+                format!("must be 1 to {MAX_CONCURRENT_LIMIT}, not {n}"),
+            )
+        })
 }
 
 fn backend(key: &str, entry: BackendEntry, base: &Path) -> Result<BackendSpec, Mistake> {
@@ -505,6 +525,22 @@ mod tests {
         let error = load_text(&format!("{token}{plugin}")).expect_err("no token file");
         assert!(
             error.contains("admin_token_file") && error.contains("missing.token"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn max_concurrent_requests_is_read_and_checked() {
+        let plugin = "[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n";
+        let plan = load_text(&format!("max_concurrent_requests = 250\n{plugin}")).expect("valid");
+        assert_eq!(plan.max_concurrent, 250);
+        assert_eq!(
+            load_text(plugin).expect("valid").max_concurrent,
+            DEFAULT_MAX_CONCURRENT
+        );
+        let error = load_text(&format!("max_concurrent_requests = 0\n{plugin}")).expect_err("zero");
+        assert!(
+            error.contains("max_concurrent_requests") && error.contains("must be 1 to 100000"),
             "{error}"
         );
     }

@@ -26,7 +26,10 @@ use super::backend_args::{BackendArgs, positive_secs};
 use super::engine_args::EngineArgs;
 use super::guest_args::GuestArgs;
 use metrics::{MeteredBackend, Metrics};
-use plan::{DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, PluginPlan, ServePlan};
+use plan::{
+    DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,
+    PluginPlan, ServePlan,
+};
 
 /// Where `serve` listens unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -75,6 +78,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS")]
     pub shutdown_grace: Option<f64>,
 
+    /// Requests served at once, over all plugins [default: 1000]. The
+    /// instance pool is sized for them; a request beyond them waits for a slot
+    /// (within its request timeout; then 503) instead of failing.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_CONCURRENT_LIMIT as u64))]
+    pub max_concurrent_requests: Option<u64>,
+
     /// The lock backend.
     #[command(flatten)]
     pub backend: BackendArgs,
@@ -116,6 +125,9 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     if let Some(secs) = args.shutdown_grace {
         plan.shutdown_grace = positive_secs("--shutdown-grace", secs)?;
     }
+    if let Some(n) = args.max_concurrent_requests {
+        plan.max_concurrent = usize::try_from(n).context("--max-concurrent-requests")?;
+    }
 
     let metrics = Metrics::new();
     let mut backends = BTreeMap::new();
@@ -127,6 +139,8 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         backends.insert(label.clone(), backend);
     }
     let runtime = args.engine.runtime(Some(pooling(&plan)))?;
+    // One set of request slots for every plugin: they share the pool.
+    let slots = Arc::new(tokio::sync::Semaphore::new(plan.max_concurrent));
     let mut routes = Vec::new();
     for plugin in &plan.plugins {
         let component = args.engine.load(&runtime, &plugin.component)?;
@@ -145,7 +159,8 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
             outbound: plugin.outbound.clone(),
             max_hold: plugin.max_hold,
         };
-        let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?;
+        let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?
+            .with_admission(slots.clone());
         routes.push(server::Route {
             prefix: plugin.route.clone(),
             plugin: plugin.name.clone(),
@@ -190,13 +205,15 @@ fn plan_from_flags(args: &ServeArgs) -> anyhow::Result<ServePlan> {
         admin: None,
         admin_token: None,
         shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        max_concurrent: DEFAULT_MAX_CONCURRENT,
         backends: BTreeMap::from([("default".to_owned(), args.backend.spec()?)]),
         plugins: vec![plugin],
     })
 }
 
 /// The pooling allocator for per-request instances: slots reserved once and
-/// reused, so a request does not pay for mapping fresh memory.
+/// reused, so a request does not pay for mapping fresh memory; room for
+/// `max_concurrent` requests at once.
 fn pooling(plan: &ServePlan) -> wasmtime::PoolingAllocationConfig {
     let largest = plan
         .plugins
@@ -204,11 +221,6 @@ fn pooling(plan: &ServePlan) -> wasmtime::PoolingAllocationConfig {
         .map(|p| p.memory_limit)
         .max()
         .unwrap_or(crate::runner::DEFAULT_MEMORY_LIMIT);
-    let mut pool = wasmtime::PoolingAllocationConfig::new();
-    pool.total_component_instances(1000)
-        .total_memories(1000)
-        .total_tables(1000)
-        .total_stacks(1000)
-        .max_memory_size(largest);
-    pool
+    let slots = u32::try_from(plan.max_concurrent).unwrap_or(u32::MAX);
+    crate::runner::request_pool(slots, largest)
 }

@@ -12,6 +12,11 @@ use crate::cli::backend_args::BackendSpec;
 
 /// Default per-request timeout.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default number of requests served at once (instances alive); more wait
+/// for a slot.
+pub const DEFAULT_MAX_CONCURRENT: usize = 1000;
+/// Most requests served at once that `--max-concurrent-requests` accepts.
+pub const MAX_CONCURRENT_LIMIT: usize = 100_000;
 /// Default time in-flight requests get to finish after SIGTERM/SIGINT.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -27,6 +32,10 @@ pub struct ServePlan {
     pub admin_token: Option<crate::secret::Secret>,
     /// How long in-flight requests may finish after a stop signal.
     pub shutdown_grace: Duration,
+    /// Requests served at once, over all plugins: the instance pool is sized
+    /// for them, and a request beyond them waits for a slot (within its
+    /// request timeout) instead of failing.
+    pub max_concurrent: usize,
     /// Backends by label.
     pub backends: BTreeMap<String, BackendSpec>,
     /// Plugins, each on a route prefix.

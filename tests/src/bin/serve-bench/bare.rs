@@ -18,7 +18,9 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use wardlock_host::runner::Runtime;
+use tokio::sync::Semaphore;
+use wardlock_host::runner::{DEFAULT_MEMORY_LIMIT, Runtime, request_pool};
+use wardlock_tests::Guest;
 use wasmtime::Store;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker, ResourceTable, ResourceType};
@@ -59,15 +61,21 @@ struct Served {
     runtime: Runtime,
     pre: ProxyPre<Bare>,
     data: std::path::PathBuf,
+    /// Requests served at once: as `wardlock serve`, a request beyond them
+    /// waits for a slot rather than failing to instantiate.
+    slots: Arc<Semaphore>,
 }
 
 /// Serves `component` on a free loopback port with `data` preopened as
-/// `/data`; returns `127.0.0.1:PORT`. The server runs until the process ends.
+/// `/data`, `capacity` requests at once from a pool sized as `wardlock serve
+/// --max-concurrent-requests` sizes its own; returns `127.0.0.1:PORT`. The
+/// server runs until the process ends.
 ///
 /// # Errors
 /// When the component cannot be compiled or linked, or the port not bound.
-pub async fn start(component: &Path, data: &Path) -> anyhow::Result<String> {
-    let runtime = Runtime::with_pooling(wasmtime::PoolingAllocationConfig::new())?;
+pub async fn start(component: &Path, data: &Path, capacity: u32) -> anyhow::Result<String> {
+    let pool = request_pool(capacity, DEFAULT_MEMORY_LIMIT);
+    let runtime = Runtime::with_pooling(pool)?;
     let component = runtime.compile(component)?;
     let mut linker = Linker::<Bare>::new(runtime.engine());
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -78,6 +86,7 @@ pub async fn start(component: &Path, data: &Path) -> anyhow::Result<String> {
         runtime,
         pre,
         data: data.to_path_buf(),
+        slots: Arc::new(Semaphore::new(capacity as usize)),
     });
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?.to_string();
@@ -99,6 +108,17 @@ pub async fn start(component: &Path, data: &Path) -> anyhow::Result<String> {
         }
     });
     Ok(addr)
+}
+
+/// Serves until the process is killed, after printing the address on stdout
+/// (`serve-bench --bare-server DATA CAPACITY`).
+///
+/// # Errors
+/// When the server cannot start.
+pub async fn serve_forever(data: &Path, capacity: u32) -> anyhow::Result<()> {
+    let addr = start(Path::new(Guest::HttpCounter.path()), data, capacity).await?;
+    println!("{addr}");
+    std::future::pending().await
 }
 
 /// Defines every function of the component's `wardlock:*` imports as a trap
@@ -142,6 +162,7 @@ impl Served {
         &self,
         request: hyper::Request<Incoming>,
     ) -> anyhow::Result<hyper::Response<HyperOutgoingBody>> {
+        let slot = self.slots.clone().acquire_owned().await?;
         let mut wasi = WasiCtx::builder();
         wasi.preopened_dir(&self.data, "/data", FsPerms::ReadWrite)
             .map_err(|e| anyhow::anyhow!("cannot preopen /data: {e}"))?;
@@ -161,6 +182,7 @@ impl Served {
         let out = store.data_mut().http().new_response_outparam(sender)?;
         let pre = self.pre.clone();
         let task = tokio::spawn(async move {
+            let _slot = slot;
             let proxy = pre.instantiate_async(&mut store).await?;
             proxy
                 .wasi_http_incoming_handler()

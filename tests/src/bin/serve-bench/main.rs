@@ -9,13 +9,16 @@
 //!   work without the lock (the instance still gets its lock session);
 //! - `wasmtime-bare`: `wasmtime serve`'s way with no wardlock at all
 //!   ([`bare`]): per-request instances of the same component on the same
-//!   engine, WASI and `wasi:http` only, `?lock=none`.
+//!   engine, WASI and `wasi:http` only, `?lock=none`; in a process of its own
+//!   (this binary with `--bare-server`), as `wardlock serve` is, with as many
+//!   request slots as `wardlock serve`'s default.
 //!
 //! Prints one JSON line per system and the ratios between them; the systems
 //! run in interleaved rounds, so drift in machine load hits them alike.
 //!
 //!     cargo run --release -p wardlock-tests --bin serve-bench [-- [--concurrency C] REQUESTS]
 //!
+//! Each client keeps one HTTP/1.1 connection open for all its requests.
 //! With `--concurrency C` (default 8) C clients post at once, client i on
 //! counter `bench{i mod 100}`: above 100 clients requests hold and wait for
 //! the same locks. A request that fails is counted as `lost` rather than
@@ -29,7 +32,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use wardlock_tests::Guest;
-use wardlock_tests::serve::{Server, post};
+use wardlock_tests::serve::{KeepAlive, Server};
 
 /// Lock names (counters) the clients share.
 const NAMES: usize = 100;
@@ -52,6 +55,9 @@ async fn measure(addr: &str, clients: usize, requests: usize, path: &'static str
     for client in 0..clients {
         let addr = addr.to_owned();
         tasks.spawn(async move {
+            // One connection per client, kept alive (as load generators do):
+            // a connection per request runs out of ephemeral ports at 1,000.
+            let mut connection = KeepAlive::new(&addr);
             let (mut latencies, mut lost) = (Vec::new(), 0);
             for _ in 0..(requests / clients).max(1) {
                 let sent = Instant::now();
@@ -59,7 +65,7 @@ async fn measure(addr: &str, clients: usize, requests: usize, path: &'static str
                     Some((prefix, query)) => format!("/{prefix}{}?{query}", client % NAMES),
                     None => format!("/{path}{}", client % NAMES),
                 };
-                match post(&addr, &target).await {
+                match connection.post(&target).await {
                     Ok(response) if response.status == 200 => latencies.push(sent.elapsed()),
                     _ => lost += 1,
                 }
@@ -105,6 +111,11 @@ fn line(system: &str, clients: usize, m: &Measured, double_granted: Option<u64>,
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, data, capacity] = args.as_slice()
+        && flag == BARE_SERVER
+    {
+        return bare::serve_forever(Path::new(data), capacity.parse()?).await;
+    }
     let mut clients = 8;
     if let Some(at) = args.iter().position(|a| a == "--concurrency") {
         let value = args.get(at + 1).cloned().unwrap_or_default();
@@ -125,7 +136,8 @@ async fn main() -> anyhow::Result<()> {
     let dir = format!("{}::/data", data.path().display());
     let server = Server::start(&["--dir", &dir, Guest::HttpCounter.path()]).await;
     let bare_data = tempfile::tempdir()?;
-    let bare = bare::start(Path::new(Guest::HttpCounter.path()), bare_data.path()).await?;
+    let bare_server = BareServer::start(bare_data.path()).await?;
+    let bare = bare_server.addr.clone();
     // The unlocked systems count on counters of their own: their lost
     // updates are expected, and must not be mistaken for double grants.
     let systems: [(&str, &str, &'static str); 3] = [
@@ -168,10 +180,10 @@ async fn main() -> anyhow::Result<()> {
     let double_granted: u64 = (0..NAMES)
         .map(|n| (before[n] + locked.answered[n]).saturating_sub(after[n]))
         .sum();
-    let own_rss = wardlock_tests::serve::peak_rss_mib("/proc/self/status");
+    let bare_rss = bare_server.peak_rss_mib();
     for (i, ((name, _, _), m)) in systems.iter().zip(&results).enumerate() {
         match i {
-            0 => line(name, clients, m, None, own_rss),
+            0 => line(name, clients, m, None, bare_rss),
             1 => line(name, clients, m, None, server.peak_rss_mib()),
             _ => line(
                 name,
@@ -194,6 +206,48 @@ async fn main() -> anyhow::Result<()> {
     ratio("no-lock/wasmtime-bare", unlocked, bare);
     ratio("lock-per-request/wasmtime-bare", locked, bare);
     Ok(())
+}
+
+/// The argument that makes this binary the floor's server.
+const BARE_SERVER: &str = "--bare-server";
+
+/// Requests the floor serves at once: as many as `wardlock serve` does by
+/// default (`--max-concurrent-requests`).
+const BARE_CAPACITY: u32 = 1000;
+
+/// The floor's server in a process of its own, as `wardlock serve` is, so
+/// neither shares a scheduler with the clients; killed when dropped.
+struct BareServer {
+    child: tokio::process::Child,
+    addr: String,
+}
+
+impl BareServer {
+    async fn start(data: &Path) -> anyhow::Result<BareServer> {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(std::env::current_exe()?)
+            .arg(BARE_SERVER)
+            .arg(data)
+            .arg(BARE_CAPACITY.to_string())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        let addr = tokio::io::BufReader::new(stdout)
+            .lines()
+            .next_line()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the floor's server exited"))?;
+        Ok(BareServer { child, addr })
+    }
+
+    fn peak_rss_mib(&self) -> Option<f64> {
+        let pid = self.child.id()?;
+        wardlock_tests::serve::peak_rss_mib(&format!("/proc/{pid}/status"))
+    }
 }
 
 /// The counters the plugin keeps in `dir` (`bench0` ..), 0 where none.
