@@ -38,7 +38,7 @@ impl KeepAlive {
     /// next request opens another.
     pub async fn post(&mut self, path: &str) -> std::io::Result<Response> {
         let result = self.exchange(path).await;
-        if result.as_ref().map_or(true, |r| closes(r)) {
+        if result.as_ref().map_or(true, closes) {
             self.stream = None;
             self.buffer.clear();
         }

@@ -83,6 +83,12 @@ fn charts(text: &str) -> Vec<(String, Vec<Bar>)> {
         if let Some(instances) = row["instances"].as_u64() {
             label.push_str(&format!(", {instances} instances"));
         }
+        // The `hosts` curve over the hand-off's count bound.
+        if workload == "hosts"
+            && let Some(max) = row["handoff_max"].as_u64()
+        {
+            label.push_str(&format!(", handoff-max {max}"));
+        }
         if !bars.contains_key(workload) {
             order.push(workload.to_owned());
         }
@@ -109,9 +115,11 @@ mod tests {
             {\"system\":\"zk-floor\",\"workload\":\"uncontended\",\"ops_per_s\":100.0}\n\
             {\"system\":\"curator\",\"workload\":\"contended\",\"ops_per_s\":50.5}\n\
             {\"system\":\"wardlock-guest\",\"workload\":\"uncontended\",\"variant\":\"handoff\",\"ops_per_s\":300.0}\n\
-            {\"metric\":\"other\"}\n";
+            {\"metric\":\"other\"}\n\
+            {\"system\":\"wardlock-guest\",\"workload\":\"hosts\",\"ops_per_s\":9.0,\"handoff_max\":8}\n";
         let charts = charts(text);
-        assert_eq!(charts.len(), 2);
+        assert_eq!(charts.len(), 3);
+        assert_eq!(charts[2].1[0].label, "wardlock-guest, handoff-max 8");
         assert_eq!(charts[0].0, "uncontended");
         assert_eq!(
             charts[0].1,
