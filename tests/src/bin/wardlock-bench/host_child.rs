@@ -12,7 +12,6 @@ use anyhow::{Context, bail};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use wardlock_host::{LockBackend, LockName};
 
-use crate::check::Plan;
 use crate::cli::Args;
 use crate::env::{BackendOptions, EtcdEnv, ZkEnv, guest_runner};
 use crate::systems::host_process::to_json;
@@ -67,13 +66,7 @@ async fn serve(args: Args, dir: &Path) -> anyhow::Result<()> {
         let ["run", lock, ops, check] = words.as_slice() else {
             bail!("unknown command {command:?}");
         };
-        let spec = LoopSpec {
-            lock: LockName::new(lock)?,
-            plan: Plan::Exclusive,
-            ops: ops.parse().context("bad OPS")?,
-            check: Some((*check).to_owned()),
-            reopen: false,
-        };
+        let spec = LoopSpec::checked(LockName::new(lock)?, ops.parse().context("bad OPS")?, check);
         let specs = vec![spec; usize::try_from(args.clients)?];
         for result in guest::run_all(&runner, specs).await? {
             println!("result {}", to_json(&result));

@@ -116,6 +116,20 @@ pub struct LoopSpec {
     pub reopen: bool,
 }
 
+impl LoopSpec {
+    /// `ops` exclusive acquisitions of `lock`, each checked on the counter file
+    /// `check` (opened once for the loop).
+    pub fn checked(lock: LockName, ops: u64, check: &str) -> LoopSpec {
+        LoopSpec {
+            lock,
+            plan: Plan::Exclusive,
+            ops,
+            check: Some(check.to_owned()),
+            reopen: false,
+        }
+    }
+}
+
 /// What one client measured.
 #[derive(Debug, Clone, Default)]
 pub struct LoopResult {

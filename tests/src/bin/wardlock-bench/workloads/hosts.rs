@@ -28,12 +28,13 @@
 
 use super::release_on_death::round_trips;
 use super::{Workload, lock_name, progress};
-use crate::check::{self, Plan};
+use crate::check;
 use crate::env::{Env, WARDLOCK_ROOT};
-use crate::report::Row;
+use crate::report::{Row, round};
 use crate::stats::Samples;
 use crate::systems::host_process::HostProcess;
 use crate::systems::{LoopSpec, Phase, System, run_phase};
+use serde_json::Value;
 use wardlock_tests::probe::ZkProbe;
 
 /// Measured rounds, each system in turn.
@@ -126,9 +127,13 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
         let mut row = Row::new(entry.system, Workload::Hosts, hosts * clients, &samples)
             .with("hosts", hosts)
             .with("guests_per_host", clients)
-            .with("max_wait_ms", round2(max_wait_ms));
+            .with("max_wait_ms", round(Some(max_wait_ms), 2));
         if !entry.per_host.is_empty() {
-            let host_max: Vec<f64> = entry.per_host.iter().map(|s| round2(max_ms(s))).collect();
+            let host_max: Vec<Value> = entry
+                .per_host
+                .iter()
+                .map(|s| round(Some(max_ms(s)), 2))
+                .collect();
             let host_ops: Vec<f64> = entry
                 .per_host
                 .iter()
@@ -140,11 +145,11 @@ pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
         }
         if entry.system == System::ZooKeeperGuest {
             row = row
-                .with("hold_us", round2(hold_us))
-                .with("bound_ms", bound_ms.map(round2))
+                .with("hold_us", round(Some(hold_us), 2))
+                .with("bound_ms", round(bound_ms, 2))
                 .with(
                     "max_wait_vs_bound",
-                    bound_ms.map(|bound| round2(max_wait_ms / bound)),
+                    round(bound_ms.map(|bound| max_wait_ms / bound), 2),
                 );
         }
         rows.push(row);
@@ -164,14 +169,7 @@ async fn phase(
 ) -> anyhow::Result<(Phase, Vec<Phase>)> {
     let lock = lock_name(Workload::Hosts, entry.system, "")?;
     if entry.hosts.is_empty() {
-        let spec = LoopSpec {
-            lock,
-            plan: Plan::Exclusive,
-            ops,
-            check: Some(counter.to_owned()),
-            reopen: false,
-        };
-        let specs = vec![spec; usize::try_from(clients)?];
+        let specs = vec![LoopSpec::checked(lock, ops, counter); usize::try_from(clients)?];
         return Ok((run_phase(env, entry.system, specs).await?, Vec::new()));
     }
     let mark = env.zk_mark(entry.system);
@@ -194,13 +192,8 @@ async fn phase(
 async fn measure_hold(env: &Env) -> anyhow::Result<f64> {
     let file = "hosts-hold";
     check::reset(&env.dir().join(file))?;
-    let spec = LoopSpec {
-        lock: lock_name(Workload::Hosts, System::MemoryGuest, "hold")?,
-        plan: Plan::Exclusive,
-        ops: HOLD_OPS,
-        check: Some(file.to_owned()),
-        reopen: false,
-    };
+    let lock = lock_name(Workload::Hosts, System::MemoryGuest, "hold")?;
+    let spec = LoopSpec::checked(lock, HOLD_OPS, file);
     let phase = run_phase(env, System::MemoryGuest, vec![spec]).await?;
     let mut samples = Samples::default();
     samples.add_phase(&phase);
@@ -231,8 +224,4 @@ async fn zk_bound_ms(env: &Env, hold_us: f64) -> anyhow::Result<Option<f64>> {
 /// The longest latency in `samples`, in ms.
 fn max_ms(samples: &Samples) -> f64 {
     samples.latencies_ns.iter().max().copied().unwrap_or(0) as f64 / 1e6
-}
-
-fn round2(value: f64) -> f64 {
-    (value * 100.0).round() / 100.0
 }
