@@ -13,11 +13,11 @@
 
 mod common;
 
-use clap::Parser;
+use wardlock_host::registry::Registry;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, Store};
 
-use common::{Args, PluginState, interrupt_later, report};
+use common::{PluginState, interrupt_later, parse_args, report};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -32,9 +32,9 @@ mod bindings {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let (args, engine) = parse_args(&Registry::builtin())?;
     // The engine the flags name, connected the way `wardlock run` connects it.
-    let backend = args.backend.spec()?.connect(true).await?;
+    let backend = engine.connect(true).await?;
     println!("engine: {}", backend.kind());
 
     let engine = Engine::new(&Config::new())?;

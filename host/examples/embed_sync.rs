@@ -13,18 +13,18 @@
 
 mod common;
 
-use clap::Parser;
+use wardlock_host::registry::Registry;
 use wardlock_host::capability::sync::block_on;
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Config, Engine, Store};
 
-use common::{Args, PluginState, interrupt_later, report};
+use common::{PluginState, interrupt_later, parse_args, report};
 
 fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let (args, engine) = parse_args(&Registry::builtin())?;
     // Connecting is async; `block_on` runs it on the runtime the sync
     // bindings use, where the backend's background tasks then live.
-    let backend = block_on(async { args.backend.spec()?.connect(true).await })?;
+    let backend = block_on(engine.connect(true))?;
     println!("engine: {}", backend.kind());
 
     let engine = Engine::new(&Config::new())?;

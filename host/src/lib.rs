@@ -12,6 +12,8 @@
 //! - [`runner`]: runs WASI command components with lock sessions tied to each
 //!   instance's lifetime (what the `wardlock` CLI uses).
 //!
+//! - [`registry`] (feature `cli`): the open registry of lock engines that the
+//!   command line and the config file consult; an embedder adds its own.
 //! - [`cli`] (default feature `cli`): the `wardlock` command line (`run`,
 //!   `serve`, `compile`, `status`). An embedder that sets
 //!   `default-features = false` compiles neither clap, tracing-subscriber,
@@ -23,6 +25,8 @@ pub mod capability;
 pub mod cli;
 pub mod name;
 pub mod policy;
+#[cfg(feature = "cli")]
+pub mod registry;
 pub mod runner;
 pub mod secret;
 

@@ -1,7 +1,6 @@
 //! The `wardlock run` command, driven in-process through its argument parser.
 
-use clap::Parser;
-use wardlock_host::cli::{Cli, execute};
+use wardlock_host::cli::{Invocation, Registry, execute};
 use wardlock_tests::Guest;
 use wardlock_tests::serve::cache_flags;
 
@@ -16,8 +15,14 @@ pub(crate) async fn wardlock(args: &[&str]) -> anyhow::Result<i32> {
         }
         argv.extend(rest.iter().map(|a| a.to_string()));
     }
-    let cli = Cli::try_parse_from(argv)?;
-    execute(cli).await
+    execute(parse(argv)?).await
+}
+
+/// `argv` parsed by the `wardlock` binary's command line (the built-in engines).
+pub(crate) fn parse<T: Into<std::ffi::OsString> + Clone>(
+    argv: impl IntoIterator<Item = T>,
+) -> Result<Invocation, clap::Error> {
+    Invocation::try_parse_from(Registry::builtin(), argv)
 }
 
 /// `wardlock run FLAGS --instances 8 --dir DIR::/data counter.wasm -- LOCK
@@ -91,8 +96,8 @@ async fn bad_input_gets_clear_errors() {
     let timeout = err(wardlock(&["run", "--timeout=0", Guest::Counter.path()]).await);
     assert!(timeout.contains("--timeout"), "{timeout}");
 
-    let parse = Cli::try_parse_from(["wardlock", "run", "--instances", "0", "x.wasm"]).unwrap_err();
-    assert!(parse.to_string().contains("--instances"), "{parse}");
-    let env = Cli::try_parse_from(["wardlock", "run", "--env", "NOEQUALS", "x.wasm"]).unwrap_err();
+    let instances = parse(["wardlock", "run", "--instances", "0", "x.wasm"]).unwrap_err();
+    assert!(instances.to_string().contains("--instances"), "{instances}");
+    let env = parse(["wardlock", "run", "--env", "NOEQUALS", "x.wasm"]).unwrap_err();
     assert!(env.to_string().contains("KEY=VALUE"), "{env}");
 }

@@ -22,7 +22,7 @@ macro_rules! memory_tests {
     )*};
 }
 
-wardlock_tests::conformance_checks!(memory_tests);
+wardlock_conformance::conformance_checks!(memory_tests);
 
 /// The whole suite in one go, as the ZooKeeper test runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -33,10 +33,10 @@ async fn whole_suite_in_sequence() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_backend_conforms() {
     let (server, backend, probe) = start().await;
-    let subject = Subject {
-        backend: Arc::new(backend),
-        probe: Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
-    };
+    let subject = Subject::new(
+        Arc::new(backend),
+        Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
+    );
     conformance::all(&subject).await;
     drop(subject);
     assert_no_lock_nodes(&probe).await;
@@ -54,10 +54,10 @@ async fn zookeeper_backend_with_local_handoff_and_a_session_pool_conforms() {
         .local_handoff(LocalHandoff::default());
     let backend = ZooKeeperBackend::connect(config).await.expect("backend");
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
-    let subject = Subject {
-        backend: Arc::new(backend.clone()),
-        probe: Arc::new(HandoffProbe(backend)),
-    };
+    let subject = Subject::new(
+        Arc::new(backend.clone()),
+        Arc::new(HandoffProbe(backend)),
+    );
     conformance::all(&subject).await;
     drop(subject);
     assert_no_lock_nodes(&probe).await;

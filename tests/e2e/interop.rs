@@ -287,9 +287,8 @@ async fn status_shows_curator_holder_and_queued_guests() {
         );
         assert_eq!(Some(waiter.session), backend.session_id());
     }
-    use clap::Parser;
     let address = server.address();
-    let cli = wardlock_host::cli::Cli::try_parse_from([
+    let cli = crate::cli::parse([
         "wardlock",
         "status",
         "--zookeeper",

@@ -48,10 +48,10 @@ pub(crate) async fn subject(server: &ZkServer, root: &str) -> Subject {
     let backend = ZooKeeperBackend::connect(config)
         .await
         .expect("backend connects");
-    Subject {
-        backend: Arc::new(backend),
-        probe: Arc::new(ZkProbe::connect(&server.address(), root).await),
-    }
+    Subject::new(
+        Arc::new(backend),
+        Arc::new(ZkProbe::connect(&server.address(), root).await),
+    )
 }
 
 /// A fresh server, a backend on it (10 s session timeout) and a probe of its

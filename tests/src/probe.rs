@@ -5,30 +5,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use wardlock_host::LockName;
-use wardlock_host::MemoryBackend;
 use wardlock_host::backend::etcd::EtcdBackend;
 use wardlock_host::backend::zookeeper::ZooKeeperBackend;
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::{TEST_WAIT_LIMIT, name};
 
-/// Watches lock queues of one backend.
-#[async_trait]
-pub trait Probe: Send + Sync {
-    /// Waits until `lock` has exactly `len` contenders (holders plus waiters; on
-    /// ZooKeeper: children of the lock's node).
-    async fn wait_len(&self, lock: &str, len: usize);
-}
-
-/// Probe of a [`MemoryBackend`].
-pub struct MemoryProbe(pub MemoryBackend);
-
-#[async_trait]
-impl Probe for MemoryProbe {
-    async fn wait_len(&self, lock: &str, len: usize) {
-        crate::wait_queue(&self.0, lock, |q| q.len() == len).await;
-    }
-}
+pub use wardlock_conformance::{MemoryProbe, Probe};
 
 /// A backend whose guests queue in host-local hand-off tasks, which count
 /// them (ZooKeeper with hand-off on; etcd always).

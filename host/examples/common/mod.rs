@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
-use wardlock_host::cli::BackendArgs;
+use clap::{CommandFactory, FromArgMatches, Parser};
+use wardlock_host::registry::{CommonFlags, EngineConfig, Registry};
 use wardlock_host::{LockBackend, LockPolicy, WaitInterrupt, WardlockCtx, WardlockView};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -15,9 +15,10 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 #[derive(Debug, Parser)]
 pub struct Args {
     /// The lock engine, chosen by the same flags as `wardlock run`
-    /// (`--zookeeper HOST:PORT`, `--etcd HOST:PORT`; memory by default).
+    /// (`--zookeeper HOST:PORT`, `--etcd HOST:PORT`; memory by default): the
+    /// common ones here, each engine's own added by the registry.
     #[command(flatten)]
-    pub backend: BackendArgs,
+    pub backend: CommonFlags,
 
     /// Handle the events at once, each in its own Store on its own task
     /// (async) or thread (sync), instead of one after another.
@@ -80,6 +81,15 @@ impl WasiView for PluginState {
 
 /// The platform grants its plugins the names under `acme/`, and at most 64
 /// handles per instance.
+/// The command line, with the flags of every engine `registry` knows, and the
+/// engine configuration they choose.
+pub fn parse_args(registry: &Registry) -> anyhow::Result<(Args, Arc<dyn EngineConfig>)> {
+    let matches = registry.flags(Args::command()).get_matches();
+    let args = Args::from_arg_matches(&matches)?;
+    let engine = registry.from_flags(&args.backend, &matches)?;
+    Ok((args, engine))
+}
+
 fn policy() -> Arc<LockPolicy> {
     let policy = LockPolicy::new()
         .grant("acme")

@@ -12,7 +12,7 @@ mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
-mod handoff;
+pub(crate) mod handoff;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 mod liveness;
 pub mod memory;

@@ -158,6 +158,23 @@ impl Credentials {
             password,
         })
     }
+
+    /// The user of a pair of flags (a user and its password file), read when
+    /// both are given; `None` when neither is (the flags' `requires` keeps one
+    /// from coming without the other).
+    ///
+    /// # Errors
+    /// As [`Credentials::from_file`].
+    pub fn from_flags(
+        user: Option<&str>,
+        password_file: Option<&Path>,
+        flag: &str,
+    ) -> Result<Option<Self>, BackendError> {
+        match (user, password_file) {
+            (Some(user), Some(file)) => Credentials::from_file(user, file, flag).map(Some),
+            _ => Ok(None),
+        }
+    }
 }
 
 /// Makes `ring` the process's rustls crypto provider, once. rustls needs

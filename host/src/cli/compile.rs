@@ -21,7 +21,7 @@ pub struct CompileArgs {
 
 /// Compiles with exactly the engine configuration `run` and `serve` use, so
 /// they load the result with `--allow-precompiled`; writes it atomically.
-pub(super) fn compile(args: CompileArgs) -> anyhow::Result<i32> {
+pub(super) fn compile(args: &CompileArgs) -> anyhow::Result<i32> {
     let output = args
         .output
         .clone()

@@ -8,13 +8,14 @@ use crate::runner::{InstanceReport, OutboundPolicy, Outcome, Runner, RunnerConfi
 use anyhow::Context;
 use clap::Args;
 
-use super::backend_args::{BackendArgs, BackendSpec, positive_secs};
+use super::Engines;
 use super::engine_args::EngineArgs;
 use super::fault_args::FaultArgs;
 use super::guest_args::GuestArgs;
 use super::signal::{StopSignal, exit_on_second_signal, stop_signal};
 use crate::backend::LockBackend;
-use crate::backend::memory::MemoryBackend;
+use crate::backend::memory::{MemoryBackend, MemoryConfig};
+use crate::registry::{CommonFlags, positive_secs};
 
 /// Arguments of `wardlock run`.
 #[derive(Debug, Args)]
@@ -36,9 +37,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
 
-    /// The lock backend.
+    /// The lock engine (each engine adds its own flags beside these).
     #[command(flatten)]
-    pub backend: BackendArgs,
+    pub backend: CommonFlags,
 
     /// What each instance may do.
     #[command(flatten)]
@@ -54,8 +55,8 @@ pub struct RunArgs {
 }
 
 /// Runs `wardlock run`; returns the exit code (0 only if every instance succeeded).
-pub(super) async fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let (config, faulty) = config(&args).await?;
+pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<i32> {
+    let (config, faulty) = config(args, engines).await?;
     let runtime = args.engine.runtime(None)?;
     let plugin = args
         .component
@@ -158,21 +159,28 @@ async fn join_or_stop(
 
 /// The backend the flags describe; the memory backend itself as well when
 /// faults are to be injected into it.
-async fn backend(args: &RunArgs) -> anyhow::Result<(Arc<dyn LockBackend>, Option<MemoryBackend>)> {
-    let spec = args.backend.spec()?;
-    match spec {
-        BackendSpec::Memory if args.faults.any() => {
-            let memory = MemoryBackend::new();
-            Ok((Arc::new(memory.clone()), Some(memory)))
-        }
-        _ if args.faults.any() => {
-            anyhow::bail!("--fault and --grant-delay-ms need the memory backend")
-        }
-        spec => Ok((spec.connect(args.backend.require_backend).await?, None)),
+async fn backend(
+    args: &RunArgs,
+    engines: Engines<'_>,
+) -> anyhow::Result<(Arc<dyn LockBackend>, Option<MemoryBackend>)> {
+    let chosen = engines.chosen(&args.backend)?;
+    if !args.faults.any() {
+        return Ok((chosen.connect(args.backend.require_backend).await?, None));
     }
+    if !chosen.as_any().is::<MemoryConfig>() {
+        anyhow::bail!(
+            "--fault and --grant-delay-ms need the memory engine, not {}",
+            chosen.engine()
+        );
+    }
+    let memory = MemoryBackend::new();
+    Ok((Arc::new(memory.clone()), Some(memory)))
 }
 
-async fn config(args: &RunArgs) -> anyhow::Result<(RunnerConfig, Option<MemoryBackend>)> {
+async fn config(
+    args: &RunArgs,
+    engines: Engines<'_>,
+) -> anyhow::Result<(RunnerConfig, Option<MemoryBackend>)> {
     let policy = args.guest.policy()?;
     let timeout = match args.timeout {
         None => None,
@@ -180,7 +188,7 @@ async fn config(args: &RunArgs) -> anyhow::Result<(RunnerConfig, Option<MemoryBa
     };
     let preopens = args.guest.preopens()?;
     let memory_limit = args.guest.memory_limit()?;
-    let (backend, faulty) = backend(args).await?;
+    let (backend, faulty) = backend(args, engines).await?;
     let config = RunnerConfig {
         backend,
         policy: Arc::new(policy),

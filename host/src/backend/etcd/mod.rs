@@ -16,6 +16,8 @@ mod keys;
 mod layout;
 mod lease;
 mod recipe;
+#[cfg(feature = "cli")]
+mod registration;
 mod revoke;
 mod semaphore;
 mod session;
@@ -25,6 +27,8 @@ use std::sync::Arc;
 pub use config::{DEFAULT_LEASE_TTL, EtcdConfig};
 pub use inspect::EtcdContender;
 pub use layout::etcdctl_name;
+#[cfg(feature = "cli")]
+pub use registration::{EtcdEngine, EtcdFlags};
 
 use crate::backend::handoff::LocalLocks;
 use crate::backend::{BackendError, Health, LockBackend, LockSession};

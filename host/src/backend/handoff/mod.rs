@@ -60,6 +60,16 @@ pub struct LocalHandoff {
     pub linger: Duration,
 }
 
+impl LocalHandoff {
+    /// No hand-off while another host waits: the host's node goes after every
+    /// local holder (etcd with `--no-local-handoff`).
+    pub const NONE: LocalHandoff = LocalHandoff {
+        max_handoffs: 0,
+        max_time: Duration::ZERO,
+        linger: Duration::ZERO,
+    };
+}
+
 impl Default for LocalHandoff {
     /// 32 hand-offs or 10 ms once a remote contender waits; no linger.
     ///

@@ -12,6 +12,8 @@ mod faults;
 #[cfg(test)]
 mod model_tests;
 mod queue;
+#[cfg(feature = "cli")]
+mod registration;
 mod revoke;
 #[cfg(test)]
 mod semaphore_tests;
@@ -24,6 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{oneshot, watch};
 
 pub use self::faults::Fault;
+#[cfg(feature = "cli")]
+pub use self::registration::{MemoryConfig, MemoryEngine};
 use self::queue::{Entry, Queue};
 use self::session::MemorySession;
 use super::{BackendError, LockBackend, LockSession, Mode};

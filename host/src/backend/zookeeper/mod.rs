@@ -17,6 +17,8 @@ mod connection;
 mod handoff_nodes;
 mod inspect;
 mod recipe;
+#[cfg(feature = "cli")]
+mod registration;
 mod remote_contender;
 mod revoke;
 mod semaphore;
@@ -38,6 +40,8 @@ pub use crate::backend::handoff::LocalHandoff;
 pub use config::{ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
 pub use inspect::QueueNode;
 pub use recipe::dialect::{Dialect, UnknownDialect};
+#[cfg(feature = "cli")]
+pub use registration::{ZooKeeperEngine, ZooKeeperFlags};
 
 use self::connection::Connection;
 use self::session::ZkLockSession;

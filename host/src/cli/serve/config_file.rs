@@ -5,11 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
 
-use crate::backend::etcd::EtcdConfig;
-use crate::backend::tls::{Credentials, TlsFiles};
-use crate::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperConfig};
+use crate::backend::memory::MemoryConfig;
+use crate::registry::{EngineConfig, Mistake, Registry, secs_at};
 use crate::runner::{AllowedHost, OutboundPolicy};
 use crate::secret::Secret;
 use serde::Deserialize;
@@ -18,7 +17,6 @@ use super::plan::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,
     PluginPlan, ServePlan, check_route,
 };
-use crate::cli::backend_args::BackendSpec;
 use crate::cli::guest_args;
 
 #[derive(Debug, Deserialize)]
@@ -31,59 +29,11 @@ struct File {
     admin_token_file: Option<PathBuf>,
     shutdown_grace: Option<f64>,
     max_concurrent_requests: Option<u64>,
+    /// Each engine reads its own entry (`kind` names the engine).
     #[serde(default)]
-    backends: BTreeMap<String, BackendEntry>,
+    backends: BTreeMap<String, toml::Table>,
     #[serde(default)]
     plugins: Vec<PluginEntry>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "lowercase")]
-enum BackendEntry {
-    Memory {},
-    Zookeeper {
-        hosts: String,
-        session_timeout: Option<f64>,
-        dialect: Option<String>,
-        root: Option<String>,
-        /// Deprecated: the secret in the file itself (a warning says so).
-        digest: Option<String>,
-        /// A file holding `user:password` (relative to the config file).
-        digest_file: Option<PathBuf>,
-        sessions: Option<usize>,
-        /// Host-local hand-off (default on).
-        local_handoff: Option<bool>,
-        handoff_max: Option<u32>,
-        handoff_max_ms: Option<u64>,
-        linger_ms: Option<u64>,
-        /// TLS files (PEM, relative to the config file).
-        tls_ca: Option<PathBuf>,
-        tls_cert: Option<PathBuf>,
-        tls_key: Option<PathBuf>,
-        /// SASL DIGEST-MD5 user, and a file holding its password.
-        sasl_user: Option<String>,
-        sasl_password_file: Option<PathBuf>,
-    },
-    Etcd {
-        /// `HOST:PORT[,HOST:PORT...]`.
-        endpoints: String,
-        /// The host lease's TTL, seconds.
-        session_timeout: Option<f64>,
-        root: Option<String>,
-        /// Local hand-off while another host waits (default on; off: the
-        /// host's key goes after every local holder).
-        local_handoff: Option<bool>,
-        handoff_max: Option<u32>,
-        handoff_max_ms: Option<u64>,
-        linger_ms: Option<u64>,
-        /// TLS files (PEM, relative to the config file).
-        tls_ca: Option<PathBuf>,
-        tls_cert: Option<PathBuf>,
-        tls_key: Option<PathBuf>,
-        /// An etcd user, and a file holding its password.
-        user: Option<String>,
-        password_file: Option<PathBuf>,
-    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -115,14 +65,14 @@ const IMPLICIT_BACKEND: &str = "memory";
 /// # Errors
 /// One line: `FILE: KEY: what is wrong` (or `FILE line N (`text`): …` for
 /// syntax and type errors).
-pub fn load(path: &Path) -> anyhow::Result<ServePlan> {
+pub fn load(path: &Path, registry: &Registry) -> anyhow::Result<ServePlan> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read config file {shown}: {e}"))?;
     let file: File =
         toml::from_str(&text).map_err(|e| anyhow::anyhow!(describe(&shown, &text, &e)))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    plan(file, base).map_err(|(key, why)| anyhow::anyhow!("{shown}: {key}: {why}"))
+    plan(file, base, registry).map_err(|(key, why)| anyhow::anyhow!("{shown}: {key}: {why}"))
 }
 
 fn describe(file: &str, text: &str, error: &toml::de::Error) -> String {
@@ -137,9 +87,8 @@ fn describe(file: &str, text: &str, error: &toml::de::Error) -> String {
     }
 }
 
-type Mistake = (String, String);
 
-fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
+fn plan(file: File, base: &Path, registry: &Registry) -> Result<ServePlan, Mistake> {
     let listen = match &file.listen {
         Some(addr) => addr.parse().map_err(|_| {
             (
@@ -165,7 +114,7 @@ fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
         None => None,
     };
     let shutdown_grace = match file.shutdown_grace {
-        Some(secs) => secs_key("shutdown_grace", secs)?,
+        Some(secs) => secs_at("shutdown_grace", secs)?,
         None => DEFAULT_SHUTDOWN_GRACE,
     };
     let max_concurrent = match file.max_concurrent_requests {
@@ -174,8 +123,8 @@ fn plan(file: File, base: &Path) -> Result<ServePlan, Mistake> {
     };
     let mut backends = BTreeMap::new();
     for (label, entry) in file.backends {
-        let key = format!("backends.{label}");
-        backends.insert(label, backend(&key, entry, base)?);
+        let config = registry.from_entry(&label, entry, base)?;
+        backends.insert(label, config);
     }
     if file.plugins.is_empty() {
         return Err((
@@ -225,177 +174,11 @@ fn max_concurrent_key(n: u64) -> Result<usize, Mistake> {
         })
 }
 
-fn backend(key: &str, entry: BackendEntry, base: &Path) -> Result<BackendSpec, Mistake> {
-    match entry {
-        BackendEntry::Memory {} => Ok(BackendSpec::Memory),
-        BackendEntry::Zookeeper {
-            hosts,
-            session_timeout,
-            dialect,
-            root,
-            digest,
-            digest_file,
-            sessions,
-            local_handoff,
-            handoff_max,
-            handoff_max_ms,
-            linger_ms,
-            tls_ca,
-            tls_cert,
-            tls_key,
-            sasl_user,
-            sasl_password_file,
-        } => {
-            let tls = tls_entry(key, base, [tls_ca, tls_cert, tls_key])?;
-            let sasl = user_entry(
-                key,
-                base,
-                ("sasl_user", sasl_user),
-                ("sasl_password_file", sasl_password_file),
-            )?;
-            let mut config = ZooKeeperConfig::new(hosts).tls(tls).sasl(sasl);
-            if let Some(sessions) = sessions {
-                config = config.sessions(sessions);
-            }
-            if local_handoff.unwrap_or(true) {
-                config =
-                    config.local_handoff(handoff_limits(handoff_max, handoff_max_ms, linger_ms));
-            }
-            if let Some(secs) = session_timeout {
-                config = config.session_timeout(secs_key(&format!("{key}.session_timeout"), secs)?);
-            }
-            if let Some(name) = dialect {
-                config = config.dialect(
-                    Dialect::parse(&name)
-                        .map_err(|why| (format!("{key}.dialect"), why.to_string()))?,
-                );
-            }
-            if let Some(root) = root {
-                config = config.root(root);
-            }
-            if digest.is_some() && digest_file.is_some() {
-                return Err((
-                    format!("{key}.digest_file"),
-                    "give digest_file or digest, not both".to_owned(),
-                ));
-            }
-            if let Some(digest) = digest {
-                tracing::warn!(
-                    "{key}.digest keeps the password in the config file itself; use {key}.digest_file"
-                );
-                config = config.digest_auth(digest);
-            }
-            if let Some(file) = digest_file {
-                let secret = Secret::from_file(&base.join(file))
-                    .map_err(|why| (format!("{key}.digest_file"), why.to_string()))?;
-                config.digest_auth = Some(secret);
-            }
-            config
-                .validate()
-                .map_err(|why| (key.to_owned(), why.to_string()))?;
-            Ok(BackendSpec::ZooKeeper(config))
-        }
-        BackendEntry::Etcd {
-            endpoints,
-            session_timeout,
-            root,
-            local_handoff,
-            handoff_max,
-            handoff_max_ms,
-            linger_ms,
-            tls_ca,
-            tls_cert,
-            tls_key,
-            user,
-            password_file,
-        } => {
-            let tls = tls_entry(key, base, [tls_ca, tls_cert, tls_key])?;
-            let credentials =
-                user_entry(key, base, ("user", user), ("password_file", password_file))?;
-            let mut config = EtcdConfig::new(&endpoints)
-                .tls(tls)
-                .credentials(credentials);
-            config = config.local_handoff(if local_handoff.unwrap_or(true) {
-                handoff_limits(handoff_max, handoff_max_ms, linger_ms)
-            } else {
-                LocalHandoff {
-                    max_handoffs: 0,
-                    max_time: Duration::ZERO,
-                    linger: Duration::ZERO,
-                }
-            });
-            if let Some(secs) = session_timeout {
-                config = config.lease_ttl(secs_key(&format!("{key}.session_timeout"), secs)?);
-            }
-            if let Some(root) = root {
-                config = config.root(root);
-            }
-            config
-                .validate()
-                .map_err(|why| (key.to_owned(), why.to_string()))?;
-            Ok(BackendSpec::Etcd(config))
-        }
-    }
-}
-
-/// TLS files from a backend entry's `tls_ca`, `tls_cert`, `tls_key` (paths
-/// relative to the config file).
-fn tls_entry(
-    key: &str,
-    base: &Path,
-    [ca, cert, tls_key]: [Option<PathBuf>; 3],
-) -> Result<Option<TlsFiles>, Mistake> {
-    let [ca, cert, tls_key] = [ca, cert, tls_key].map(|p| p.map(|p| base.join(p)));
-    TlsFiles::from_flags(
-        &format!("{key}.tls"),
-        ca.as_deref(),
-        cert.as_deref(),
-        tls_key.as_deref(),
-    )
-    .map_err(|why| (format!("{key}.tls_ca"), why.to_string()))
-}
-
-/// A user and the file holding its password, from a backend entry's two
-/// fields (`(name, value)` each), both or neither.
-fn user_entry(
-    key: &str,
-    base: &Path,
-    (user_key, user): (&str, Option<String>),
-    (file_key, file): (&str, Option<PathBuf>),
-) -> Result<Option<Credentials>, Mistake> {
-    match (user, file) {
-        (None, None) => Ok(None),
-        (Some(_), None) => Err((
-            format!("{key}.{file_key}"),
-            format!("{key}.{user_key} needs {key}.{file_key} (a file holding the password)"),
-        )),
-        (None, Some(_)) => Err((
-            format!("{key}.{user_key}"),
-            format!("{key}.{file_key} needs {key}.{user_key}"),
-        )),
-        (Some(user), Some(file)) => {
-            Credentials::from_file(&user, &base.join(file), &format!("{key}.{file_key}"))
-                .map(Some)
-                .map_err(|why| (format!("{key}.{file_key}"), why.to_string()))
-        }
-    }
-}
-
-/// Hand-off limits from a backend entry's optional fields.
-fn handoff_limits(max: Option<u32>, max_ms: Option<u64>, linger_ms: Option<u64>) -> LocalHandoff {
-    let default = LocalHandoff::default();
-    LocalHandoff {
-        max_handoffs: max.unwrap_or(default.max_handoffs),
-        max_time: max_ms.map_or(default.max_time, Duration::from_millis),
-        linger: linger_ms.map_or(default.linger, Duration::from_millis),
-    }
-}
-
 fn plugin(
     entry: PluginEntry,
     base: &Path,
     key: &dyn Fn(&str) -> String,
-    backends: &mut BTreeMap<String, BackendSpec>,
+    backends: &mut BTreeMap<String, Arc<dyn EngineConfig>>,
 ) -> Result<PluginPlan, Mistake> {
     check_route(&entry.route).map_err(|why| (key("route"), why))?;
     let component = base.join(&entry.component);
@@ -422,7 +205,7 @@ fn plugin(
         }
         None if backends.len() == 1 => backends.keys().next().cloned().unwrap_or_default(),
         None if backends.is_empty() => {
-            backends.insert(IMPLICIT_BACKEND.to_owned(), BackendSpec::Memory);
+            backends.insert(IMPLICIT_BACKEND.to_owned(), Arc::new(MemoryConfig));
             IMPLICIT_BACKEND.to_owned()
         }
         None => {
@@ -443,11 +226,11 @@ fn plugin(
     let memory_limit = guest_args::memory_limit(entry.max_memory.unwrap_or(512), "max_memory")
         .map_err(|e| (key("max_memory"), format!("{e:#}")))?;
     let request_timeout = match entry.request_timeout {
-        Some(secs) => secs_key(&key("request_timeout"), secs)?,
+        Some(secs) => secs_at(&key("request_timeout"), secs)?,
         None => DEFAULT_REQUEST_TIMEOUT,
     };
     let max_hold = match entry.max_hold {
-        Some(secs) => Some(secs_key(&key("max_hold"), secs)?),
+        Some(secs) => Some(secs_at(&key("max_hold"), secs)?),
         None => None,
     };
     let dirs: Vec<String> = entry
@@ -481,17 +264,6 @@ fn plugin(
     })
 }
 
-fn secs_key(key: &str, secs: f64) -> Result<Duration, Mistake> {
-    if secs.is_finite() && secs > 0.0 {
-        Ok(Duration::from_secs_f64(secs))
-    } else {
-        Err((
-            key.to_owned(),
-            format!("must be a positive number of seconds, got {secs}"),
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,7 +274,7 @@ mod tests {
         std::fs::write(dir.join("guest.wasm"), b"").map_err(|e| e.to_string())?;
         let file = dir.join(format!("w{}.toml", text.len()));
         std::fs::write(&file, text).map_err(|e| e.to_string())?;
-        load(&file).map_err(|e| format!("{e:#}"))
+        load(&file, &Registry::builtin()).map_err(|e| format!("{e:#}"))
     }
 
     #[test]
@@ -551,10 +323,8 @@ mod tests {
             load_text("[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n").expect("valid");
         assert_eq!(plan.plugins.len(), 1);
         assert_eq!(plan.plugins[0].backend, IMPLICIT_BACKEND);
-        assert!(matches!(
-            plan.backends.get(IMPLICIT_BACKEND),
-            Some(BackendSpec::Memory)
-        ));
+        let config = plan.backends.get(IMPLICIT_BACKEND).expect("a backend");
+        assert!(config.as_any().is::<MemoryConfig>(), "{config:?}");
     }
 
     #[test]
@@ -565,9 +335,11 @@ mod tests {
              [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
         )
         .expect("valid");
-        let Some(BackendSpec::Etcd(config)) = plan.backends.get("e") else {
+        let config = plan.backends.get("e").map(|c| c.as_any().downcast_ref());
+        let Some(Some(config)) = config else {
             panic!("not an etcd backend: {:?}", plan.backends);
         };
+        let config: &crate::backend::etcd::EtcdConfig = config;
         assert_eq!(config.endpoints.len(), 2);
         assert_eq!(config.ttl_seconds(), 4);
         assert_eq!(config.root, "/locks");
@@ -585,9 +357,11 @@ mod tests {
              [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
         )
         .expect("valid");
-        let Some(BackendSpec::ZooKeeper(config)) = plan.backends.get("zk") else {
+        let config = plan.backends.get("zk").map(|c| c.as_any().downcast_ref());
+        let Some(Some(config)) = config else {
             panic!("not a ZooKeeper backend");
         };
+        let config: &crate::backend::zookeeper::ZooKeeperConfig = config;
         let digest = config.digest_auth.as_ref().expect("digest");
         assert_eq!(digest.expose(), "wardlock:hunter2");
         let shown = format!("{:?}", plan.backends);

@@ -22,8 +22,9 @@ use crate::runner::{OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
 use anyhow::{Context, bail};
 use clap::Args;
 
-use super::backend_args::{BackendArgs, positive_secs};
+use super::Engines;
 use super::engine_args::EngineArgs;
+use crate::registry::{CommonFlags, positive_secs};
 use super::guest_args::GuestArgs;
 use metrics::{MeteredBackend, Metrics};
 use plan::{
@@ -44,7 +45,7 @@ pub struct ServeArgs {
 
     /// A TOML file describing backends and several plugins (see docs/serve.md:
     /// "Config file"); flags are the one-plugin shorthand for it.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["component", "zookeeper", "backend", "grants", "dirs", "env", "allow_outbound", "request_timeout", "max_hold"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["component", "backend", "grants", "dirs", "env", "allow_outbound", "request_timeout", "max_hold"])]
     pub config: Option<PathBuf>,
 
     /// Address to serve requests on [default: 127.0.0.1:8080, or the config
@@ -84,9 +85,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_CONCURRENT_LIMIT as u64))]
     pub max_concurrent_requests: Option<u64>,
 
-    /// The lock backend.
+    /// The lock engine (each engine adds its own flags beside these).
     #[command(flatten)]
-    pub backend: BackendArgs,
+    pub backend: CommonFlags,
 
     /// What each request's instance may do.
     #[command(flatten)]
@@ -98,10 +99,15 @@ pub struct ServeArgs {
 }
 
 /// Runs `wardlock serve` until SIGTERM or SIGINT; returns the exit code.
-pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
+pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<i32> {
     let mut plan = match &args.config {
-        Some(file) => config_file::load(file)?,
-        None => plan_from_flags(&args)?,
+        Some(file) => {
+            if let Some(flag) = engines.registry.choosing_flag(engines.matches) {
+                bail!("--config describes the backends: drop {flag} (or --config)");
+            }
+            config_file::load(file, engines.registry)?
+        }
+        None => plan_from_flags(args, engines)?,
     };
     if let Some(listen) = args.listen {
         plan.listen = listen;
@@ -171,7 +177,7 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
 }
 
 /// The one-plugin plan the flags describe.
-fn plan_from_flags(args: &ServeArgs) -> anyhow::Result<ServePlan> {
+fn plan_from_flags(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<ServePlan> {
     let Some(component) = args.component.clone() else {
         bail!("give a COMPONENT to serve, or --config FILE");
     };
@@ -206,7 +212,7 @@ fn plan_from_flags(args: &ServeArgs) -> anyhow::Result<ServePlan> {
         admin_token: None,
         shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         max_concurrent: DEFAULT_MAX_CONCURRENT,
-        backends: BTreeMap::from([("default".to_owned(), args.backend.spec()?)]),
+        backends: BTreeMap::from([("default".to_owned(), engines.chosen(&args.backend)?)]),
         plugins: vec![plugin],
     })
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 use crate::policy::LockPolicy;
 use crate::runner::{OutboundPolicy, Preopen};
 
-use crate::cli::backend_args::BackendSpec;
+use std::sync::Arc;
+
+use crate::registry::EngineConfig;
 
 /// Default per-request timeout.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -37,7 +39,7 @@ pub struct ServePlan {
     /// request timeout) instead of failing.
     pub max_concurrent: usize,
     /// Backends by label.
-    pub backends: BTreeMap<String, BackendSpec>,
+    pub backends: BTreeMap<String, Arc<dyn EngineConfig>>,
     /// Plugins, each on a route prefix.
     pub plugins: Vec<PluginPlan>,
 }

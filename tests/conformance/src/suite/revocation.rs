@@ -4,8 +4,8 @@
 
 use wardlock_host::Mode;
 
-use super::Subject;
-use crate::{TEST_WAIT_LIMIT, name, spawn_acquire};
+use super::skipped;
+use crate::{Subject, TEST_WAIT_LIMIT, name, spawn_acquire};
 
 /// A revocation request reaches every current holder (three readers), not a
 /// waiter: each holder's `revoked` future wakes and `revocation_requested`
@@ -14,6 +14,9 @@ use crate::{TEST_WAIT_LIMIT, name, spawn_acquire};
 /// writer is granted, and is not asked (with hand-off: it gets a new node,
 /// the revoked one drained). Nobody holding: 0 asked.
 pub(super) async fn revocation_reaches_every_holder(s: &Subject) {
+    if !s.features.revocation {
+        return skipped("revocation_reaches_every_holder", "revocation");
+    }
     let lock = name("conf/revoke");
     let a = s.backend.open_session("a");
     let b = s.backend.open_session("b");

@@ -6,12 +6,15 @@ use std::time::Duration;
 
 use wardlock_host::{BackendError, GrantStatus};
 
-use super::Subject;
-use crate::{TEST_WAIT_LIMIT, name};
+use super::skipped;
+use crate::{Subject, TEST_WAIT_LIMIT, name};
 
 /// At most `n` permits at once; the next waiter is granted a released or
 /// dropped permit with a greater token; zero permits is a typed error.
 pub(super) async fn semaphore_admits_its_permits(s: &Subject) {
+    if !s.features.semaphores {
+        return skipped("semaphore_admits_its_permits", "semaphores");
+    }
     let sem = name("conf/sem");
     let a = s.backend.open_session("a");
     let b = s.backend.open_session("b");
@@ -63,6 +66,9 @@ pub(super) async fn semaphore_admits_its_permits(s: &Subject) {
 /// A timed-out and a dropped wait for a permit hold nothing afterwards: once
 /// the holder releases, one session takes every permit.
 pub(super) async fn semaphore_abandoned_waits_leave_nothing(s: &Subject) {
+    if !s.features.semaphores {
+        return skipped("semaphore_abandoned_waits_leave_nothing", "semaphores");
+    }
     let sem = name("conf/sem-abandoned");
     let holder = s.backend.open_session("holder");
     let waiter = s.backend.open_session("waiter");

@@ -1,16 +1,14 @@
-//! The backend conformance suite: one set of checks, run against every backend
-//! (in-memory and a real ZooKeeper), natively and through guest components.
+//! The checks: one list, run against every engine, natively and through
+//! guest components.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use wardlock_host::runner::{Outcome, RunnerConfig};
-use wardlock_host::{BackendError, LockBackend, LockPolicy, MemoryBackend, Mode};
+use wardlock_host::runner::Outcome;
+use wardlock_host::{BackendError, Mode};
 
-use crate::probe::{MemoryProbe, Probe};
 use crate::{
-    Guest, TEST_WAIT_LIMIT, assert_success, lines, name, run_instances, runner_in, runner_with,
-    spawn_acquire, spawn_run, token_of,
+    KitGuest, Subject, TEST_WAIT_LIMIT, assert_success, lines, name, run_instances, spawn_acquire,
+    spawn_run, token_of,
 };
 
 mod revocation;
@@ -19,45 +17,18 @@ mod semaphore;
 use self::revocation::revocation_reaches_every_holder;
 use self::semaphore::{semaphore_abandoned_waits_leave_nothing, semaphore_admits_its_permits};
 
-/// A backend under test and a probe observing it.
-pub struct Subject {
-    pub backend: Arc<dyn LockBackend>,
-    pub probe: Arc<dyn Probe>,
-}
-
-impl Subject {
-    /// A fresh in-memory backend and its probe.
-    pub fn memory() -> Subject {
-        let backend = MemoryBackend::new();
-        Subject {
-            backend: Arc::new(backend.clone()),
-            probe: Arc::new(MemoryProbe(backend)),
-        }
-    }
-
-    fn runner(
-        &self,
-        guest: Guest,
-        timeout: Option<Duration>,
-    ) -> Arc<wardlock_host::runner::Runner> {
-        runner_with(
-            guest,
-            RunnerConfig {
-                backend: self.backend.clone(),
-                policy: Arc::new(LockPolicy::new()),
-                timeout,
-                ..RunnerConfig::default()
-            },
-        )
-    }
+/// Says on stderr that `check` was skipped because the engine lacks `feature`.
+fn skipped(check: &str, feature: &str) {
+    eprintln!("conformance: {check}: skipped (the engine has no {feature})");
 }
 
 /// The one list of the conformance suite's checks, in the order
 /// `conformance::all` runs them: calls `$then!(check, ...)` with every check's
-/// name. Each check is a private `async fn(&Subject)` in `conformance`, so one
+/// name. Each check is a private `async fn(&Subject)` in the kit, so one
 /// missing here is dead code (refused by `clippy -D warnings`);
-/// `conformance::checks` has a public entry for each, and
-/// `tests/e2e/conformance.rs` makes a test of each from this list.
+/// [`checks`](crate::checks) has a public entry for each, and an engine's
+/// suite can make a test of each from this list (wardlock's
+/// `tests/e2e/conformance.rs` does).
 #[macro_export]
 macro_rules! conformance_checks {
     ($then:ident) => {
@@ -77,6 +48,7 @@ macro_rules! conformance_checks {
             semaphore_admits_its_permits,
             semaphore_abandoned_waits_leave_nothing,
             revocation_reaches_every_holder,
+            missing_features_say_unsupported,
         );
     };
 }
@@ -94,7 +66,7 @@ macro_rules! suite {
 
         /// Each check on its own.
         pub mod checks {
-            use super::Subject;
+            use crate::Subject;
             $(
                 pub async fn $check(subject: &Subject) {
                     super::$check(subject).await;
@@ -321,7 +293,7 @@ async fn tokens_increase_across_names_and_sessions(s: &Subject) {
 /// Eight counter guests on one lock lose no update.
 async fn guest_counter_is_exact(s: &Subject) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let runner = runner_in(Guest::Counter, s.backend.clone(), dir.path(), None);
+    let runner = KitGuest::Counter.runner(s.backend.clone(), Some(dir.path()), None);
     let reports = run_instances(&runner, 8, &["conf/counter", "20", "/data/count"]).await;
     reports.iter().for_each(assert_success);
     let count = std::fs::read_to_string(dir.path().join("count")).expect("count file");
@@ -337,7 +309,7 @@ async fn guest_trap_hands_over(s: &Subject) {
         .await
         .expect("gate");
     let guest = spawn_run(
-        &s.runner(Guest::Lockctl, Some(TEST_WAIT_LIMIT)),
+        &KitGuest::Lockctl.runner(s.backend.clone(), None, Some(TEST_WAIT_LIMIT)),
         0,
         &[
             "acquire exclusive - conf/trap",
@@ -360,8 +332,12 @@ async fn guest_trap_hands_over(s: &Subject) {
 }
 
 /// The WIT semantics a guest sees do not depend on the backend.
+/// (It downgrades: skipped on an engine without downgrade.)
 async fn guest_sees_wit_semantics(s: &Subject) {
-    let runner = s.runner(Guest::Lockctl, Some(TEST_WAIT_LIMIT));
+    if !s.features.downgrade {
+        return skipped("guest_sees_wit_semantics", "downgrade");
+    }
+    let runner = KitGuest::Lockctl.runner(s.backend.clone(), None, Some(TEST_WAIT_LIMIT));
     let script = [
         "acquire exclusive - conf/sem",
         "acquire exclusive 0 conf/sem",
@@ -428,4 +404,32 @@ async fn status_subscriber_wakes_on_release(s: &Subject) {
         .expect("resolves at once");
         assert_eq!(after, GrantStatus::Released, "{mode}");
     }
+}
+
+/// An engine without semaphores, revocation or downgrade says so with
+/// `Unsupported` (which guests see as `unsupported`), and holds nothing
+/// afterwards; one with all of them has nothing to show here.
+async fn missing_features_say_unsupported(s: &Subject) {
+    let lock = name("conf/unsupported");
+    let session = s.backend.open_session("features");
+    if !s.features.semaphores {
+        let permit = session.acquire_permit(&lock, 2, Some(TEST_WAIT_LIMIT)).await;
+        assert!(matches!(permit, Err(BackendError::Unsupported(_))), "{permit:?}");
+        let tried = session.try_acquire_permit(&lock, 2).await;
+        assert!(matches!(tried, Err(BackendError::Unsupported(_))), "{tried:?}");
+    }
+    if !s.features.revocation {
+        let asked = session.request_revocation(&lock).await;
+        assert!(matches!(asked, Err(BackendError::Unsupported(_))), "{asked:?}");
+    }
+    if !s.features.downgrade {
+        let held = session
+            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("exclusive");
+        let downgraded = session.downgrade(held.id).await;
+        assert!(matches!(downgraded, Err(BackendError::Unsupported(_))), "{downgraded:?}");
+        session.release(held.id).expect("release");
+    }
+    s.probe.wait_len("conf/unsupported", 0).await;
 }
