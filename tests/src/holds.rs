@@ -11,8 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use wardlock_host::backend::{Request, RequestKind, StatusChange};
-use wardlock_host::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession};
+use wardlock_host::backend::{Request, RequestKind, Revoked, StatusChange};
+use wardlock_host::{
+    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockName, LockSession,
+};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 /// Appends one event to the log; the log's order is the order the futures
@@ -205,5 +207,15 @@ impl LockSession for HoldLogSession {
         self.inner.status_changed(grant, seen)
     }
 
-    wardlock_host::forward_revocation!(inner);
+    async fn revocation_requested(&self, grant: GrantId) -> bool {
+        self.inner.revocation_requested(grant).await
+    }
+
+    fn revoked(&self, grant: GrantId) -> Revoked {
+        self.inner.revoked(grant)
+    }
+
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+        self.inner.request_revocation(name).await
+    }
 }

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use tokio::sync::mpsc;
-use wardlock_host::backend::{Request, Revoked, StatusChange};
-use wardlock_host::{
-    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockName, LockSession,
+use wardlock_host::backend::observe::{
+    BackendObserver, ObservedBackend, RequestGuard, SessionObserver,
 };
+use wardlock_host::backend::Request;
+use wardlock_host::{BackendError, Grant, LockBackend, LockName};
 
 /// One request seen by a [`Tap`]: the lock name and when it arrived; an
 /// `acquire` that succeeds is reported again as `granted <name>`, a
@@ -18,94 +18,56 @@ use wardlock_host::{
 /// when the backend answered it.
 pub type Tapped = (String, Instant);
 
-/// Wraps a backend; every `acquire`, `try_acquire` and `request_revocation`
-/// is reported first.
+/// Reports the requests of a backend's sessions; wrap a backend with
+/// [`Tap::new`].
 pub struct Tap {
-    inner: Arc<dyn LockBackend>,
     report: mpsc::UnboundedSender<Tapped>,
 }
 
 impl Tap {
-    /// Wraps `inner`; the receiver gets every request.
-    pub fn new(inner: Arc<dyn LockBackend>) -> (Arc<Tap>, mpsc::UnboundedReceiver<Tapped>) {
+    /// Wraps `inner`; the receiver gets every `acquire`, `try_acquire` and
+    /// `request_revocation`, reported before it is passed on.
+    pub fn new(
+        inner: Arc<dyn LockBackend>,
+    ) -> (Arc<ObservedBackend<Tap>>, mpsc::UnboundedReceiver<Tapped>) {
         let (report, requests) = mpsc::unbounded_channel();
-        (Arc::new(Tap { inner, report }), requests)
+        (Arc::new(ObservedBackend::new(inner, Tap { report })), requests)
+    }
+
+    fn send(&self, event: String) {
+        let _ = self.report.send((event, Instant::now()));
     }
 }
 
-impl LockBackend for Tap {
-    fn open_session(&self, owner: &str) -> Box<dyn LockSession> {
-        Box::new(TapSession {
-            inner: self.inner.open_session(owner),
+impl BackendObserver for Tap {
+    type Session = Tap;
+
+    fn session(&self, _owner: &str) -> Tap {
+        Tap {
             report: self.report.clone(),
-        })
-    }
-
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-}
-
-struct TapSession {
-    inner: Box<dyn LockSession>,
-    report: mpsc::UnboundedSender<Tapped>,
-}
-
-#[async_trait]
-impl LockSession for TapSession {
-    async fn acquire_request(
-        &self,
-        request: Request<'_>,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        let name = request.name;
-        let _ = self.report.send((name.to_string(), Instant::now()));
-        let grant = self.inner.acquire_request(request, timeout).await;
-        if grant.is_ok() {
-            let _ = self
-                .report
-                .send((format!("granted {name}"), Instant::now()));
         }
-        grant
+    }
+}
+
+impl SessionObserver for Tap {
+    fn requested(&self, request: Request<'_>) -> RequestGuard {
+        self.send(request.name.to_string());
+        None
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
-        let _ = self.report.send((request.name.to_string(), Instant::now()));
-        self.inner.try_acquire_request(request).await
+    /// An `acquire` that succeeds is reported again (a try is not).
+    fn granted(&self, request: Request<'_>, _grant: &Grant, waited: Option<Duration>) {
+        if waited.is_some() {
+            self.send(format!("granted {}", request.name));
+        }
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        self.inner.release(grant)
+    fn revocation_asked(&self, name: &LockName) {
+        self.send(format!("revoke {name}"));
     }
 
-    fn status(&self, grant: GrantId) -> GrantStatus {
-        self.inner.status(grant)
-    }
-
-    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        self.inner.status_changed(grant, seen)
-    }
-
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        self.inner.downgrade(exclusive).await
-    }
-
-    async fn revocation_requested(&self, grant: GrantId) -> bool {
-        self.inner.revocation_requested(grant).await
-    }
-
-    fn revoked(&self, grant: GrantId) -> Revoked {
-        self.inner.revoked(grant)
-    }
-
-    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
-        let _ = self.report.send((format!("revoke {name}"), Instant::now()));
-        let asked = self.inner.request_revocation(name).await;
-        let _ = self.report.send((format!("asked {name}"), Instant::now()));
-        asked
+    fn revocation_answered(&self, name: &LockName, _answer: &Result<u32, BackendError>) {
+        self.send(format!("asked {name}"));
     }
 }
 

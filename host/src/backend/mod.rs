@@ -16,6 +16,7 @@ pub(crate) mod handoff;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 mod liveness;
 pub mod memory;
+pub mod observe;
 mod request;
 mod revocation;
 pub mod tls;

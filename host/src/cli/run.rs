@@ -169,7 +169,7 @@ async fn backend(
     }
     if !chosen.as_any().is::<MemoryConfig>() {
         anyhow::bail!(
-            "--fault and --grant-delay-ms need the memory engine, not {}",
+            "--fault and --grant-delay-ms need the memory backend, not {}",
             chosen.engine()
         );
     }

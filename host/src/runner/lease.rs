@@ -1,7 +1,7 @@
 //! The hold lease: a hard bound on how long one instance may keep any lock.
 //!
 //! Platforms need to take a lock back from a plugin that sits on it (a stuck
-//! request, a guest that forgot to release). [`LeasedSession`] wraps an
+//! request, a guest that forgot to release). Its observer (an [`Observed`] session) watches an
 //! instance's lock session and remembers when each grant was made; [`Lease`]
 //! resolves once some grant has been held longer than the bound. The runner
 //! then marks every grant `lost` and stops the instance, whose Store drop
@@ -11,13 +11,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Request, StatusChange,
-};
+use crate::backend::observe::{Observed, SessionObserver};
+use crate::backend::{Grant, GrantId, GrantStatus, LockSession, Request, StatusChange};
 
 #[derive(Default)]
 struct Held {
@@ -58,10 +56,7 @@ impl Lease {
             shared: shared.clone(),
         };
         (
-            Box::new(LeasedSession {
-                inner: session,
-                shared,
-            }),
+            Box::new(Observed::new(session, LeaseObserver { shared })),
             lease,
         )
     }
@@ -111,43 +106,18 @@ impl Lease {
     }
 }
 
-struct LeasedSession {
-    inner: Box<dyn LockSession>,
+/// Watches one instance's grants for the lease.
+struct LeaseObserver {
     shared: Arc<Shared>,
 }
 
-impl LeasedSession {
-    fn granted(&self, grant: &Grant) {
+impl SessionObserver for LeaseObserver {
+    fn granted(&self, _request: Request<'_>, grant: &Grant, _waited: Option<Duration>) {
         self.shared.held().since.insert(grant.id, Instant::now());
         self.shared.changed.notify_waiters();
     }
-}
 
-#[async_trait]
-impl LockSession for LeasedSession {
-    async fn acquire_request(
-        &self,
-        request: Request<'_>,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        let grant = self.inner.acquire_request(request, timeout).await?;
-        self.granted(&grant);
-        Ok(grant)
-    }
-
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
-        let grant = self.inner.try_acquire_request(request).await?;
-        if let Some(grant) = &grant {
-            self.granted(grant);
-        }
-        Ok(grant)
-    }
-
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        let grant = self.inner.downgrade(exclusive).await?;
+    fn downgraded(&self, exclusive: GrantId, shared: &Grant) {
         // The shared grant continues the exclusive hold: it inherits its start.
         let mut held = self.shared.held();
         let since = held
@@ -155,29 +125,25 @@ impl LockSession for LeasedSession {
             .get(&exclusive)
             .copied()
             .unwrap_or_else(Instant::now);
-        held.since.insert(grant.id, since);
+        held.since.insert(shared.id, since);
         drop(held);
         self.shared.changed.notify_waiters();
-        Ok(grant)
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+    fn released(&self, grant: GrantId) {
         self.shared.held().since.remove(&grant);
         self.shared.changed.notify_waiters();
-        self.inner.release(grant)
     }
 
-    fn status(&self, grant: GrantId) -> GrantStatus {
+    fn status(&self, grant: GrantId, status: GrantStatus) -> GrantStatus {
         let held = self.shared.held();
         if held.expired && held.since.contains_key(&grant) {
             return GrantStatus::Lost;
         }
-        drop(held);
-        self.inner.status(grant)
+        status
     }
 
-    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        let inner = self.inner.status_changed(grant, seen);
+    fn status_changed(&self, grant: GrantId, seen: GrantStatus, inner: StatusChange) -> StatusChange {
         let shared = self.shared.clone();
         Box::pin(async move {
             let lease_ended = async {
@@ -199,8 +165,6 @@ impl LockSession for LeasedSession {
             }
         })
     }
-
-    crate::forward_revocation!(inner);
 }
 
 #[cfg(test)]

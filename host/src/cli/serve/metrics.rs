@@ -8,11 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession, Mode, Request,
-    RequestKind, StatusChange,
-};
-use async_trait::async_trait;
+use crate::backend::observe::{BackendObserver, ObservedBackend, RequestGuard, SessionObserver};
+use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockBackend, Mode, Request, RequestKind};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -176,36 +173,41 @@ impl Metrics {
     }
 }
 
-/// A backend whose sessions count into [`Metrics`] under one plugin's label.
-pub struct MeteredBackend {
-    inner: Arc<dyn LockBackend>,
+/// Makes the observers that count a plugin's sessions into [`Metrics`]:
+/// `ObservedBackend::new(backend, Metered::new(plugin, metrics))`.
+pub struct Metered {
     plugin: String,
     metrics: Arc<Metrics>,
 }
 
-impl MeteredBackend {
-    /// Wraps `inner` for `plugin`.
-    pub fn new(inner: Arc<dyn LockBackend>, plugin: &str, metrics: Arc<Metrics>) -> Self {
-        MeteredBackend {
-            inner,
+impl Metered {
+    /// Counts under `plugin`'s label.
+    pub fn new(plugin: &str, metrics: Arc<Metrics>) -> Self {
+        Metered {
             plugin: plugin.to_owned(),
             metrics,
         }
     }
+
+    /// `inner`, its sessions counted under `plugin`'s label.
+    pub fn backend(
+        inner: Arc<dyn LockBackend>,
+        plugin: &str,
+        metrics: Arc<Metrics>,
+    ) -> ObservedBackend<Metered> {
+        ObservedBackend::new(inner, Metered::new(plugin, metrics))
+    }
 }
 
-impl LockBackend for MeteredBackend {
-    fn open_session(&self, owner: &str) -> Box<dyn LockSession> {
-        Box::new(MeteredSession {
-            inner: self.inner.open_session(owner),
+impl BackendObserver for Metered {
+    type Session = MeteredSession;
+
+    fn session(&self, _owner: &str) -> MeteredSession {
+        MeteredSession {
             plugin: self.plugin.clone(),
             metrics: self.metrics.clone(),
             held: Mutex::new(HashMap::new()),
-        })
-    }
-
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
+        }
     }
 }
 
@@ -215,8 +217,8 @@ struct HeldGrant {
     lost_counted: bool,
 }
 
-struct MeteredSession {
-    inner: Box<dyn LockSession>,
+/// Counts one session's requests, grants, holds and losses.
+pub struct MeteredSession {
     plugin: String,
     metrics: Arc<Metrics>,
     held: Mutex<HashMap<GrantId, HeldGrant>>,
@@ -245,7 +247,7 @@ impl MeteredSession {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn granted(&self, grant: &Grant, labels: LockLabels, waited: Duration) {
+    fn record_grant(&self, grant: &Grant, labels: LockLabels, waited: Duration) {
         self.metrics.grants.get_or_create(&labels).inc();
         self.metrics
             .acquire_wait
@@ -261,14 +263,6 @@ impl MeteredSession {
         );
     }
 
-    fn failed(&self, error: &BackendError, labels: &LockLabels) {
-        match error {
-            BackendError::Timeout => self.metrics.timeouts.get_or_create(labels).inc(),
-            BackendError::Lost => self.metrics.lost.get_or_create(labels).inc(),
-            _ => 0,
-        };
-    }
-
     fn ended(&self, held: HeldGrant) {
         self.metrics
             .hold
@@ -277,60 +271,46 @@ impl MeteredSession {
     }
 }
 
-#[async_trait]
-impl LockSession for MeteredSession {
-    async fn acquire_request(
-        &self,
-        request: Request<'_>,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        let labels = self.labels(request.kind);
-        let gauge = self.metrics.waiters.get_or_create(&labels).clone();
+impl SessionObserver for MeteredSession {
+    fn requested(&self, request: Request<'_>) -> RequestGuard {
+        let gauge = self
+            .metrics
+            .waiters
+            .get_or_create(&self.labels(request.kind))
+            .clone();
         gauge.inc();
-        let waiting = Waiting(gauge);
-        let started = Instant::now();
-        let result = self.inner.acquire_request(request, timeout).await;
-        drop(waiting);
-        match &result {
-            Ok(grant) => self.granted(grant, labels, started.elapsed()),
-            Err(error) => self.failed(error, &labels),
-        }
-        result
+        Some(Box::new(Waiting(gauge)))
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
-        let result = self.inner.try_acquire_request(request).await;
-        if let Ok(Some(grant)) = &result {
-            self.granted(grant, self.labels(request.kind), Duration::ZERO);
-        }
-        result
+    fn granted(&self, request: Request<'_>, grant: &Grant, waited: Option<Duration>) {
+        self.record_grant(grant, self.labels(request.kind), waited.unwrap_or_default());
     }
 
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        let result = self.inner.downgrade(exclusive).await;
-        if let Ok(grant) = &result {
-            self.granted(
-                grant,
-                self.labels(RequestKind::Lock(Mode::Shared)),
-                Duration::ZERO,
-            );
-        }
-        result
+    fn failed(&self, request: Request<'_>, error: &BackendError) {
+        let labels = self.labels(request.kind);
+        match error {
+            BackendError::Timeout => self.metrics.timeouts.get_or_create(&labels).inc(),
+            BackendError::Lost => self.metrics.lost.get_or_create(&labels).inc(),
+            _ => 0,
+        };
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+    fn downgraded(&self, _exclusive: GrantId, shared: &Grant) {
+        self.record_grant(
+            shared,
+            self.labels(RequestKind::Lock(Mode::Shared)),
+            Duration::ZERO,
+        );
+    }
+
+    fn released(&self, grant: GrantId) {
         let held = self.held().remove(&grant);
         if let Some(held) = held {
             self.ended(held);
         }
-        self.inner.release(grant)
     }
 
-    fn status(&self, grant: GrantId) -> GrantStatus {
-        let status = self.inner.status(grant);
+    fn status(&self, grant: GrantId, status: GrantStatus) -> GrantStatus {
         if status == GrantStatus::Lost
             && let Some(held) = self.held().get_mut(&grant)
             && !held.lost_counted
@@ -340,12 +320,6 @@ impl LockSession for MeteredSession {
         }
         status
     }
-
-    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        self.inner.status_changed(grant, seen)
-    }
-
-    crate::forward_revocation!(inner);
 }
 
 impl Drop for MeteredSession {

@@ -26,7 +26,7 @@ use super::Engines;
 use super::engine_args::EngineArgs;
 use crate::registry::{CommonFlags, positive_secs};
 use super::guest_args::GuestArgs;
-use metrics::{MeteredBackend, Metrics};
+use metrics::{Metered, Metrics};
 use plan::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,
     PluginPlan, ServePlan,
@@ -153,7 +153,7 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
         let Some(backend) = backends.get(&plugin.backend) else {
             bail!("plugin {:?}: no backend {:?}", plugin.name, plugin.backend);
         };
-        let metered = MeteredBackend::new(backend.clone(), &plugin.name, metrics.clone());
+        let metered = Metered::backend(backend.clone(), &plugin.name, metrics.clone());
         let config = RunnerConfig {
             backend: Arc::new(metered),
             policy: Arc::new(plugin.policy.clone()),

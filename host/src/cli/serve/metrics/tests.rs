@@ -9,7 +9,7 @@ use crate::name::LockName;
 #[tokio::test]
 async fn a_permit_is_counted_apart_from_locks() {
     let metrics = Metrics::new();
-    let backend = MeteredBackend::new(Arc::new(MemoryBackend::new()), "p", metrics.clone());
+    let backend = Metered::backend(Arc::new(MemoryBackend::new()), "p", metrics.clone());
     let session = backend.open_session("t");
     let name = LockName::new("pool").expect("valid name");
     let permit = session
@@ -39,7 +39,7 @@ async fn a_permit_is_counted_apart_from_locks() {
 #[tokio::test]
 async fn histogram_bounds_print_as_written() {
     let metrics = Metrics::new();
-    let backend = MeteredBackend::new(Arc::new(MemoryBackend::new()), "p", metrics.clone());
+    let backend = Metered::backend(Arc::new(MemoryBackend::new()), "p", metrics.clone());
     let session = backend.open_session("t");
     let name = LockName::new("l").expect("valid name");
     session
