@@ -13,8 +13,8 @@
 
 mod common;
 
-use wardlock_host::registry::Registry;
 use wardlock_host::capability::sync::block_on;
+use wardlock_host::registry::Registry;
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Config, Engine, Store};
 

@@ -15,7 +15,12 @@ fn main() {
     let paths: Vec<String> = match std::env::var_os("WARDLOCK_CONFORMANCE_GUESTS") {
         Some(dir) => GUESTS
             .iter()
-            .map(|g| Path::new(&dir).join(format!("{g}.wasm")).display().to_string())
+            .map(|g| {
+                Path::new(&dir)
+                    .join(format!("{g}.wasm"))
+                    .display()
+                    .to_string()
+            })
             .collect(),
         None => build_in_repository(),
     };

@@ -54,10 +54,7 @@ async fn zookeeper_backend_with_local_handoff_and_a_session_pool_conforms() {
         .local_handoff(LocalHandoff::default());
     let backend = ZooKeeperBackend::connect(config).await.expect("backend");
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
-    let subject = Subject::new(
-        Arc::new(backend.clone()),
-        Arc::new(HandoffProbe(backend)),
-    );
+    let subject = Subject::new(Arc::new(backend.clone()), Arc::new(HandoffProbe(backend)));
     conformance::all(&subject).await;
     drop(subject);
     assert_no_lock_nodes(&probe).await;

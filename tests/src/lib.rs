@@ -37,9 +37,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use wardlock_host::runner::{InstanceReport, Preopen, Runner, RunnerConfig, Runtime, Stdio};
-use wardlock_host::{
-    Grant, LockBackend, LockPolicy, LockSession, MemoryBackend, Mode,
-};
+use wardlock_host::{Grant, LockBackend, LockPolicy, LockSession, MemoryBackend, Mode};
 use wasmtime::component::Component;
 
 /// Every component the build scripts can make, by name, with its path when

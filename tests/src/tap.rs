@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
+use wardlock_host::backend::Request;
 use wardlock_host::backend::observe::{
     BackendObserver, ObservedBackend, RequestGuard, SessionObserver,
 };
-use wardlock_host::backend::Request;
 use wardlock_host::{BackendError, Grant, LockBackend, LockName};
 
 /// One request seen by a [`Tap`]: the lock name and when it arrived; an
@@ -31,7 +31,10 @@ impl Tap {
         inner: Arc<dyn LockBackend>,
     ) -> (Arc<ObservedBackend<Tap>>, mpsc::UnboundedReceiver<Tapped>) {
         let (report, requests) = mpsc::unbounded_channel();
-        (Arc::new(ObservedBackend::new(inner, Tap { report })), requests)
+        (
+            Arc::new(ObservedBackend::new(inner, Tap { report })),
+            requests,
+        )
     }
 
     fn send(&self, event: String) {

@@ -86,7 +86,7 @@ impl WasiView for PluginState {
 pub fn parse_args(registry: &Registry) -> anyhow::Result<(Args, Arc<dyn EngineConfig>)> {
     let matches = registry.flags(Args::command()).get_matches();
     let args = Args::from_arg_matches(&matches)?;
-    let engine = registry.from_flags(&args.backend, &matches)?;
+    let engine = registry.config_from_flags(&args.backend, &matches)?;
     Ok((args, engine))
 }
 

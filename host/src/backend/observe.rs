@@ -65,7 +65,12 @@ pub trait SessionObserver: Send + Sync + 'static {
 
     /// The future a `status_changed(grant, seen)` call returns, given the
     /// session's own (`inner`).
-    fn status_changed(&self, grant: GrantId, seen: GrantStatus, inner: StatusChange) -> StatusChange {
+    fn status_changed(
+        &self,
+        grant: GrantId,
+        seen: GrantStatus,
+        inner: StatusChange,
+    ) -> StatusChange {
         let _ = (grant, seen);
         inner
     }
@@ -108,7 +113,9 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         let result = self.inner.acquire_request(request, timeout).await;
         drop(guard);
         match &result {
-            Ok(grant) => self.observer.granted(request, grant, Some(started.elapsed())),
+            Ok(grant) => self
+                .observer
+                .granted(request, grant, Some(started.elapsed())),
             Err(error) => self.observer.failed(request, error),
         }
         result
@@ -135,7 +142,8 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         mode: super::Mode,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        self.acquire_request(Request::lock(name, mode), timeout).await
+        self.acquire_request(Request::lock(name, mode), timeout)
+            .await
     }
 
     async fn try_acquire(

@@ -122,12 +122,12 @@ impl Engines<'_> {
     /// The engine configuration the flags describe.
     ///
     /// # Errors
-    /// As [`Registry::from_flags`].
+    /// As [`Registry::config_from_flags`].
     fn chosen(
         &self,
         common: &crate::registry::CommonFlags,
     ) -> anyhow::Result<std::sync::Arc<dyn crate::registry::EngineConfig>> {
-        self.registry.from_flags(common, self.matches)
+        self.registry.config_from_flags(common, self.matches)
     }
 }
 

@@ -18,8 +18,9 @@ impl Registry {
             .iter()
             .map(|e| PossibleValue::new(e.name()).help(e.about()))
             .collect();
-        let command =
-            command.mut_arg("backend", |arg| arg.value_parser(PossibleValuesParser::new(values)));
+        let command = command.mut_arg("backend", |arg| {
+            arg.value_parser(PossibleValuesParser::new(values))
+        });
         self.engines
             .iter()
             .fold(command, |command, engine| engine.flags(command))
@@ -37,7 +38,7 @@ impl Registry {
     /// # Errors
     /// Flags of two engines, or of an engine other than `--backend`'s;
     /// whatever the chosen engine finds wrong with its flags.
-    pub fn from_flags(
+    pub fn config_from_flags(
         &self,
         common: &CommonFlags,
         matches: &clap::ArgMatches,
@@ -50,13 +51,13 @@ impl Registry {
         let engine = match (&common.backend, chosen.as_slice()) {
             (Some(name), _) => {
                 let engine = self.engine(name).ok_or_else(|| {
-                    anyhow::anyhow!("no lock engine {name:?} (known: {})", self.names().join(", "))
+                    anyhow::anyhow!(
+                        "no lock engine {name:?} (known: {})",
+                        self.names().join(", ")
+                    )
                 })?;
                 if let Some((other, flag)) = chosen.iter().find(|(e, _)| e.name() != name) {
-                    bail!(
-                        "{flag} needs --backend {} (or no --backend)",
-                        other.name()
-                    );
+                    bail!("{flag} needs --backend {} (or no --backend)", other.name());
                 }
                 engine
             }
@@ -66,7 +67,7 @@ impl Registry {
                 bail!("{first} and {second} choose different lock engines: give one")
             }
         };
-        engine.from_flags(common, matches)
+        engine.config_from_flags(common, matches)
     }
 
     /// The engine configuration of a config file's entry `[backends.LABEL]`,
@@ -75,7 +76,7 @@ impl Registry {
     /// # Errors
     /// An unknown `kind`, or what the engine finds wrong with the entry,
     /// each naming its key.
-    pub fn from_entry(
+    pub fn config_from_entry(
         &self,
         label: &str,
         mut table: toml::Table,
@@ -105,6 +106,6 @@ impl Registry {
                 ));
             }
         };
-        engine.from_entry(Entry::new(key, table, base))
+        engine.config_from_entry(Entry::new(key, table, base))
     }
 }

@@ -108,17 +108,26 @@ impl<'a> Entry<'a> {
                 file_field.clone(),
                 format!("{user_field} needs {file_field} (a file holding the password)"),
             )),
-            (None, Some(_)) => Err((user_field, format!("{file_field} needs {}", self.field(user_key)))),
-            (Some(user), Some(file)) => Credentials::from_file(&user, &self.path(&file), &file_field)
-                .map(Some)
-                .map_err(|why| (file_field, why.to_string())),
+            (None, Some(_)) => Err((
+                user_field,
+                format!("{file_field} needs {}", self.field(user_key)),
+            )),
+            (Some(user), Some(file)) => {
+                Credentials::from_file(&user, &self.path(&file), &file_field)
+                    .map(Some)
+                    .map_err(|why| (file_field, why.to_string()))
+            }
         }
     }
 }
 
 /// Hand-off limits from an entry's optional `handoff_max`, `handoff_max_ms`
 /// and `linger_ms`, defaults for the rest.
-pub fn handoff_limits(max: Option<u32>, max_ms: Option<u64>, linger_ms: Option<u64>) -> LocalHandoff {
+pub fn handoff_limits(
+    max: Option<u32>,
+    max_ms: Option<u64>,
+    linger_ms: Option<u64>,
+) -> LocalHandoff {
     let default = LocalHandoff::default();
     LocalHandoff {
         max_handoffs: max.unwrap_or(default.max_handoffs),

@@ -69,7 +69,7 @@ pub trait Engine: Send + Sync + 'static {
     /// # Errors
     /// A missing or invalid flag, named (`--backend zookeeper needs
     /// --zookeeper HOST:PORT`).
-    fn from_flags(
+    fn config_from_flags(
         &self,
         common: &CommonFlags,
         matches: &clap::ArgMatches,
@@ -80,7 +80,7 @@ pub trait Engine: Send + Sync + 'static {
     ///
     /// # Errors
     /// The key at fault and what is wrong with it.
-    fn from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake>;
+    fn config_from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake>;
 }
 
 /// One engine's configuration: enough to connect a backend, however it was

@@ -143,7 +143,12 @@ impl SessionObserver for LeaseObserver {
         status
     }
 
-    fn status_changed(&self, grant: GrantId, seen: GrantStatus, inner: StatusChange) -> StatusChange {
+    fn status_changed(
+        &self,
+        grant: GrantId,
+        seen: GrantStatus,
+        inner: StatusChange,
+    ) -> StatusChange {
         let shared = self.shared.clone();
         Box::pin(async move {
             let lease_ended = async {

@@ -26,14 +26,14 @@
 //! A [`Probe`] tells the kit how many contenders (holders and waiters) a lock
 //! has, so checks wait for "queued" as an event instead of sleeping.
 
-mod suite;
 mod guests;
 mod probe;
+mod suite;
 mod support;
 
-pub use suite::{all, checks};
 pub use guests::KitGuest;
 pub use probe::{MemoryProbe, Probe};
+pub use suite::{all, checks};
 pub use support::{
     Acquired, TEST_WAIT_LIMIT, assert_success, hold, lines, name, run_instances, spawn_acquire,
     spawn_run, token_of,

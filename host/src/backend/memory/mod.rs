@@ -26,9 +26,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{oneshot, watch};
 
 pub use self::faults::Fault;
+use self::queue::{Entry, Queue};
 #[cfg(feature = "cli")]
 pub use self::registration::{MemoryConfig, MemoryEngine};
-use self::queue::{Entry, Queue};
 use self::session::MemorySession;
 use super::{BackendError, LockBackend, LockSession, Mode};
 use crate::name::LockName;

@@ -35,7 +35,7 @@ impl Engine for MemoryEngine {
         "in-process locks shared by the instances of this host (the embedded default)"
     }
 
-    fn from_flags(
+    fn config_from_flags(
         &self,
         _common: &CommonFlags,
         _matches: &clap::ArgMatches,
@@ -43,7 +43,7 @@ impl Engine for MemoryEngine {
         Ok(Arc::new(MemoryConfig))
     }
 
-    fn from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
+    fn config_from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
         let MemoryEntry {} = entry.parse()?;
         Ok(Arc::new(MemoryConfig))
     }

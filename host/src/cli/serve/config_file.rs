@@ -87,7 +87,6 @@ fn describe(file: &str, text: &str, error: &toml::de::Error) -> String {
     }
 }
 
-
 fn plan(file: File, base: &Path, registry: &Registry) -> Result<ServePlan, Mistake> {
     let listen = match &file.listen {
         Some(addr) => addr.parse().map_err(|_| {
@@ -123,7 +122,7 @@ fn plan(file: File, base: &Path, registry: &Registry) -> Result<ServePlan, Mista
     };
     let mut backends = BTreeMap::new();
     for (label, entry) in file.backends {
-        let config = registry.from_entry(&label, entry, base)?;
+        let config = registry.config_from_entry(&label, entry, base)?;
         backends.insert(label, config);
     }
     if file.plugins.is_empty() {

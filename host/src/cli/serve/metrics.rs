@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::backend::observe::{BackendObserver, ObservedBackend, RequestGuard, SessionObserver};
-use crate::backend::{BackendError, Grant, GrantId, GrantStatus, LockBackend, Mode, Request, RequestKind};
+use crate::backend::{
+    BackendError, Grant, GrantId, GrantStatus, LockBackend, Mode, Request, RequestKind,
+};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -24,8 +24,8 @@ use clap::Args;
 
 use super::Engines;
 use super::engine_args::EngineArgs;
-use crate::registry::{CommonFlags, positive_secs};
 use super::guest_args::GuestArgs;
+use crate::registry::{CommonFlags, positive_secs};
 use metrics::{Metered, Metrics};
 use plan::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,

@@ -413,14 +413,25 @@ async fn missing_features_say_unsupported(s: &Subject) {
     let lock = name("conf/unsupported");
     let session = s.backend.open_session("features");
     if !s.features.semaphores {
-        let permit = session.acquire_permit(&lock, 2, Some(TEST_WAIT_LIMIT)).await;
-        assert!(matches!(permit, Err(BackendError::Unsupported(_))), "{permit:?}");
+        let permit = session
+            .acquire_permit(&lock, 2, Some(TEST_WAIT_LIMIT))
+            .await;
+        assert!(
+            matches!(permit, Err(BackendError::Unsupported(_))),
+            "{permit:?}"
+        );
         let tried = session.try_acquire_permit(&lock, 2).await;
-        assert!(matches!(tried, Err(BackendError::Unsupported(_))), "{tried:?}");
+        assert!(
+            matches!(tried, Err(BackendError::Unsupported(_))),
+            "{tried:?}"
+        );
     }
     if !s.features.revocation {
         let asked = session.request_revocation(&lock).await;
-        assert!(matches!(asked, Err(BackendError::Unsupported(_))), "{asked:?}");
+        assert!(
+            matches!(asked, Err(BackendError::Unsupported(_))),
+            "{asked:?}"
+        );
     }
     if !s.features.downgrade {
         let held = session
@@ -428,7 +439,10 @@ async fn missing_features_say_unsupported(s: &Subject) {
             .await
             .expect("exclusive");
         let downgraded = session.downgrade(held.id).await;
-        assert!(matches!(downgraded, Err(BackendError::Unsupported(_))), "{downgraded:?}");
+        assert!(
+            matches!(downgraded, Err(BackendError::Unsupported(_))),
+            "{downgraded:?}"
+        );
         session.release(held.id).expect("release");
     }
     s.probe.wait_len("conf/unsupported", 0).await;

@@ -38,7 +38,10 @@ struct EtcdEntry {
 pub(super) fn config(entry: &Entry<'_>) -> Result<EtcdConfig, Mistake> {
     let fields: EtcdEntry = entry.parse()?;
     let tls = entry.tls([fields.tls_ca, fields.tls_cert, fields.tls_key])?;
-    let credentials = entry.user(("user", fields.user), ("password_file", fields.password_file))?;
+    let credentials = entry.user(
+        ("user", fields.user),
+        ("password_file", fields.password_file),
+    )?;
     let handoff = if fields.local_handoff.unwrap_or(true) {
         handoff_limits(fields.handoff_max, fields.handoff_max_ms, fields.linger_ms)
     } else {

@@ -41,7 +41,7 @@ impl Engine for EtcdEngine {
         flags.etcd.is_some().then_some("--etcd")
     }
 
-    fn from_flags(
+    fn config_from_flags(
         &self,
         common: &CommonFlags,
         matches: &clap::ArgMatches,
@@ -53,7 +53,7 @@ impl Engine for EtcdEngine {
         Ok(Arc::new(flags.config(endpoints, common)?))
     }
 
-    fn from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
+    fn config_from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
         Ok(Arc::new(file_entry::config(&entry)?))
     }
 }

@@ -42,7 +42,7 @@ impl Engine for ZooKeeperEngine {
         flags.hosts.is_some().then_some("--zookeeper")
     }
 
-    fn from_flags(
+    fn config_from_flags(
         &self,
         common: &CommonFlags,
         matches: &clap::ArgMatches,
@@ -54,7 +54,7 @@ impl Engine for ZooKeeperEngine {
         Ok(Arc::new(flags.config(hosts, common)?))
     }
 
-    fn from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
+    fn config_from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
         Ok(Arc::new(file_entry::config(&entry)?))
     }
 }
