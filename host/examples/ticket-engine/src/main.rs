@@ -1,0 +1,10 @@
+//! `wardlock-ticket`: the `wardlock` command line with the ticket engine
+//! registered beside the built-in ones — `wardlock-ticket run --backend ticket
+//! counter.wasm -- …` runs guests on it.
+
+use wardlock_host::cli::Registry;
+use wardlock_ticket_engine::TicketEngine;
+
+fn main() {
+    wardlock_host::cli::main(Registry::builtin().with(TicketEngine))
+}
