@@ -2,7 +2,10 @@
 //! the hold lease (`--max-hold`), serve's metrics, the tests' taps.
 //!
 //! [`Observed`] forwards every [`LockSession`] method to the session it wraps
-//! and tells a [`SessionObserver`] what happened; [`ObservedBackend`] wraps a
+//! and tells a [`SessionObserver`] what happened (the trait's provided
+//! `acquire`, `try_acquire`, `acquire_permit` and `try_acquire_permit` come
+//! through `acquire_request` and `try_acquire_request`, so they are observed
+//! too); [`ObservedBackend`] wraps a
 //! backend so each session it opens is observed, and forwards every
 //! [`LockBackend`] method (`health` and `shutdown` included). A new trait
 //! method is forwarded here once, not in every wrapper.
@@ -64,15 +67,9 @@ pub trait SessionObserver: Send + Sync + 'static {
     }
 
     /// The future a `status_changed(grant, seen)` call returns, given the
-    /// session's own (`inner`).
-    fn status_changed(
-        &self,
-        grant: GrantId,
-        seen: GrantStatus,
-        inner: StatusChange,
-    ) -> StatusChange {
-        let _ = (grant, seen);
-        inner
+    /// session's own.
+    fn status_changed(&self, call: StatusCall) -> StatusChange {
+        call.inner
     }
 
     /// A revocation of `name` is being asked for.
@@ -84,6 +81,16 @@ pub trait SessionObserver: Send + Sync + 'static {
     fn revocation_answered(&self, name: &LockName, answer: &Result<u32, BackendError>) {
         let _ = (name, answer);
     }
+}
+
+/// A `status_changed` call as an observer sees it.
+pub struct StatusCall {
+    /// The grant asked about.
+    pub grant: GrantId,
+    /// The status the caller has seen.
+    pub seen: GrantStatus,
+    /// The wrapped session's future for it.
+    pub inner: StatusChange,
 }
 
 /// A session whose every call is forwarded to `inner` and told to `observer`.
@@ -136,43 +143,6 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         result
     }
 
-    async fn acquire(
-        &self,
-        name: &LockName,
-        mode: super::Mode,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        self.acquire_request(Request::lock(name, mode), timeout)
-            .await
-    }
-
-    async fn try_acquire(
-        &self,
-        name: &LockName,
-        mode: super::Mode,
-    ) -> Result<Option<Grant>, BackendError> {
-        self.try_acquire_request(Request::lock(name, mode)).await
-    }
-
-    async fn acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        self.acquire_request(Request::permit(name, permits), timeout)
-            .await
-    }
-
-    async fn try_acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-    ) -> Result<Option<Grant>, BackendError> {
-        self.try_acquire_request(Request::permit(name, permits))
-            .await
-    }
-
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
         self.observer.released(grant);
         self.inner.release(grant)
@@ -184,7 +154,8 @@ impl<O: SessionObserver> LockSession for Observed<O> {
 
     fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
         let inner = self.inner.status_changed(grant, seen);
-        self.observer.status_changed(grant, seen, inner)
+        self.observer
+            .status_changed(StatusCall { grant, seen, inner })
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {

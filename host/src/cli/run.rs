@@ -9,13 +9,12 @@ use anyhow::Context;
 use clap::Args;
 
 use super::Engines;
-use super::engine_args::EngineArgs;
 use super::fault_args::FaultArgs;
-use super::guest_args::GuestArgs;
+use super::instance_args::InstanceArgs;
 use super::signal::{StopSignal, exit_on_second_signal, stop_signal};
 use crate::backend::LockBackend;
 use crate::backend::memory::{MemoryBackend, MemoryConfig};
-use crate::registry::{CommonFlags, positive_secs};
+use crate::registry::positive_secs;
 
 /// Arguments of `wardlock run`.
 #[derive(Debug, Args)]
@@ -37,17 +36,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
 
-    /// The lock engine (each engine adds its own flags beside these).
+    /// The lock engine, what each instance may do, compilation.
     #[command(flatten)]
-    pub backend: CommonFlags,
-
-    /// What each instance may do.
-    #[command(flatten)]
-    pub guest: GuestArgs,
-
-    /// Compilation cache and precompiled input.
-    #[command(flatten)]
-    pub engine: EngineArgs,
+    pub host: InstanceArgs,
 
     /// Fault injection (memory backend), for testing a plugin under loss.
     #[command(flatten)]
@@ -57,13 +48,13 @@ pub struct RunArgs {
 /// Runs `wardlock run`; returns the exit code (0 only if every instance succeeded).
 pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<i32> {
     let (config, faulty) = config(args, engines).await?;
-    let runtime = args.engine.runtime(None)?;
+    let runtime = args.host.engine.runtime(None)?;
     let plugin = args
         .component
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| args.component.display().to_string());
-    let component = args.engine.load(&runtime, &args.component)?;
+    let component = args.host.engine.load(&runtime, &args.component)?;
     let runner = Arc::new(Runner::new(&runtime, &component, &plugin, config)?);
 
     let instances = args.instances as usize;
@@ -163,9 +154,12 @@ async fn backend(
     args: &RunArgs,
     engines: Engines<'_>,
 ) -> anyhow::Result<(Arc<dyn LockBackend>, Option<MemoryBackend>)> {
-    let chosen = engines.chosen(&args.backend)?;
+    let chosen = engines.chosen(&args.host.backend)?;
     if !args.faults.any() {
-        return Ok((chosen.connect(args.backend.require_backend).await?, None));
+        return Ok((
+            chosen.connect(args.host.backend.require_backend).await?,
+            None,
+        ));
     }
     if !chosen.as_any().is::<MemoryConfig>() {
         anyhow::bail!(
@@ -181,13 +175,13 @@ async fn config(
     args: &RunArgs,
     engines: Engines<'_>,
 ) -> anyhow::Result<(RunnerConfig, Option<MemoryBackend>)> {
-    let policy = args.guest.policy()?;
+    let policy = args.host.guest.policy()?;
     let timeout = match args.timeout {
         None => None,
         Some(secs) => Some(positive_secs("--timeout", secs)?),
     };
-    let preopens = args.guest.preopens()?;
-    let memory_limit = args.guest.memory_limit()?;
+    let preopens = args.host.guest.preopens()?;
+    let memory_limit = args.host.guest.memory_limit()?;
     let (backend, faulty) = backend(args, engines).await?;
     let config = RunnerConfig {
         backend,
@@ -195,9 +189,9 @@ async fn config(
         timeout,
         memory_limit,
         preopens,
-        env: args.guest.env.clone(),
+        env: args.host.guest.env.clone(),
         stdio: Stdio::Inherit,
-        outbound: OutboundPolicy::allow(args.guest.allow_outbound.clone()),
+        outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone()),
         max_hold: None,
     };
     Ok((config, faulty))

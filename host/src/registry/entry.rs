@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::backend::handoff::LocalHandoff;
@@ -118,6 +119,92 @@ impl<'a> Entry<'a> {
                     .map_err(|why| (file_field, why.to_string()))
             }
         }
+    }
+}
+
+/// The keys every remote engine's entry shares: the session, the root,
+/// host-local hand-off and TLS (files relative to the config file).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteKeys {
+    /// Session timeout (ZooKeeper) or lease TTL (etcd), seconds.
+    pub session_timeout: Option<f64>,
+    /// Where lock names live.
+    pub root: Option<String>,
+    /// Host-local hand-off (default on).
+    pub local_handoff: Option<bool>,
+    /// Hand-off limits.
+    pub handoff_max: Option<u32>,
+    /// Hand-off limits.
+    pub handoff_max_ms: Option<u64>,
+    /// How long the host keeps its node after the last local release.
+    pub linger_ms: Option<u64>,
+    /// TLS: the CA (PEM).
+    pub tls_ca: Option<PathBuf>,
+    /// TLS: a client certificate (PEM).
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: its key (PEM).
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The names of [`RemoteKeys`]' fields.
+const REMOTE_KEYS: [&str; 9] = [
+    "session_timeout",
+    "root",
+    "local_handoff",
+    "handoff_max",
+    "handoff_max_ms",
+    "linger_ms",
+    "tls_ca",
+    "tls_cert",
+    "tls_key",
+];
+
+impl Entry<'_> {
+    /// Takes the keys every remote engine shares out of the entry (so
+    /// [`Entry::parse`] sees only the engine's own) and reads them.
+    ///
+    /// # Errors
+    /// One of them has the wrong type.
+    pub fn remote_keys(&mut self) -> Result<RemoteKeys, Mistake> {
+        let mut shared = toml::Table::new();
+        for key in REMOTE_KEYS {
+            if let Some(value) = self.table.remove(key) {
+                shared.insert(key.to_owned(), value);
+            }
+        }
+        toml::Value::Table(shared)
+            .try_into()
+            .map_err(|e: toml::de::Error| self.mistake(e.message().trim().replace('\n', " ")))
+    }
+
+    /// The hand-off limits of `keys`: `None` when `local_handoff = false`.
+    pub fn handoff(&self, keys: &RemoteKeys) -> Option<LocalHandoff> {
+        keys.local_handoff
+            .unwrap_or(true)
+            .then(|| handoff_limits(keys.handoff_max, keys.handoff_max_ms, keys.linger_ms))
+    }
+
+    /// The TLS files of `keys`.
+    ///
+    /// # Errors
+    /// As [`Entry::tls`].
+    pub fn remote_tls(&self, keys: &RemoteKeys) -> Result<Option<TlsFiles>, Mistake> {
+        self.tls([
+            keys.tls_ca.clone(),
+            keys.tls_cert.clone(),
+            keys.tls_key.clone(),
+        ])
+    }
+
+    /// `session_timeout` of `keys` as a duration, if given.
+    ///
+    /// # Errors
+    /// It is not a positive number of seconds.
+    pub fn session_timeout(&self, keys: &RemoteKeys) -> Result<Option<Duration>, Mistake> {
+        keys.session_timeout
+            .map(|secs| self.secs("session_timeout", secs))
+            .transpose()
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::backend::observe::{Observed, SessionObserver};
+use crate::backend::observe::{Observed, SessionObserver, StatusCall};
 use crate::backend::{Grant, GrantId, GrantStatus, LockSession, Request, StatusChange};
 
 #[derive(Default)]
@@ -143,12 +143,8 @@ impl SessionObserver for LeaseObserver {
         status
     }
 
-    fn status_changed(
-        &self,
-        grant: GrantId,
-        seen: GrantStatus,
-        inner: StatusChange,
-    ) -> StatusChange {
+    fn status_changed(&self, call: StatusCall) -> StatusChange {
+        let StatusCall { grant, seen, inner } = call;
         let shared = self.shared.clone();
         Box::pin(async move {
             let lease_ended = async {

@@ -23,9 +23,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use super::Engines;
-use super::engine_args::EngineArgs;
-use super::guest_args::GuestArgs;
-use crate::registry::{CommonFlags, positive_secs};
+use super::instance_args::InstanceArgs;
+use crate::registry::positive_secs;
 use metrics::{Metered, Metrics};
 use plan::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,
@@ -85,17 +84,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_CONCURRENT_LIMIT as u64))]
     pub max_concurrent_requests: Option<u64>,
 
-    /// The lock engine (each engine adds its own flags beside these).
+    /// The lock engine, what each instance may do, compilation.
     #[command(flatten)]
-    pub backend: CommonFlags,
-
-    /// What each request's instance may do.
-    #[command(flatten)]
-    pub guest: GuestArgs,
-
-    /// Compilation cache and precompiled input.
-    #[command(flatten)]
-    pub engine: EngineArgs,
+    pub host: InstanceArgs,
 }
 
 /// Runs `wardlock serve` until SIGTERM or SIGINT; returns the exit code.
@@ -139,17 +130,17 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
     let mut backends = BTreeMap::new();
     for (label, spec) in &plan.backends {
         let backend = spec
-            .connect(args.backend.require_backend)
+            .connect(args.host.backend.require_backend)
             .await
             .with_context(|| format!("backend {label:?}"))?;
         backends.insert(label.clone(), backend);
     }
-    let runtime = args.engine.runtime(Some(pooling(&plan)))?;
+    let runtime = args.host.engine.runtime(Some(pooling(&plan)))?;
     // One set of request slots for every plugin: they share the pool.
     let slots = Arc::new(tokio::sync::Semaphore::new(plan.max_concurrent));
     let mut routes = Vec::new();
     for plugin in &plan.plugins {
-        let component = args.engine.load(&runtime, &plugin.component)?;
+        let component = args.host.engine.load(&runtime, &plugin.component)?;
         let Some(backend) = backends.get(&plugin.backend) else {
             bail!("plugin {:?}: no backend {:?}", plugin.name, plugin.backend);
         };
@@ -198,13 +189,13 @@ fn plan_from_flags(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<Ser
         route: "/".to_owned(),
         component,
         backend: "default".to_owned(),
-        policy: args.guest.policy()?,
-        memory_limit: args.guest.memory_limit()?,
+        policy: args.host.guest.policy()?,
+        memory_limit: args.host.guest.memory_limit()?,
         request_timeout,
         max_hold,
-        preopens: args.guest.preopens()?,
-        env: args.guest.env.clone(),
-        outbound: OutboundPolicy::allow(args.guest.allow_outbound.clone()),
+        preopens: args.host.guest.preopens()?,
+        env: args.host.guest.env.clone(),
+        outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone()),
     };
     Ok(ServePlan {
         listen: DEFAULT_LISTEN.parse().context("default listen address")?,
@@ -212,7 +203,7 @@ fn plan_from_flags(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<Ser
         admin_token: None,
         shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         max_concurrent: DEFAULT_MAX_CONCURRENT,
-        backends: BTreeMap::from([("default".to_owned(), engines.chosen(&args.backend)?)]),
+        backends: BTreeMap::from([("default".to_owned(), engines.chosen(&args.host.backend)?)]),
         plugins: vec![plugin],
     })
 }

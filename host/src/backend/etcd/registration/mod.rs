@@ -54,7 +54,7 @@ impl Engine for EtcdEngine {
     }
 
     fn config_from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
-        Ok(Arc::new(file_entry::config(&entry)?))
+        Ok(Arc::new(file_entry::config(entry)?))
     }
 }
 
