@@ -402,6 +402,48 @@ fn assert_js_tool_passes(mut command: std::process::Command) {
 /// and names its own dependencies and lints (nothing from the workspace).
 #[test]
 fn rust_sdk_builds_alone_outside_the_repository() {
+    let (output, target) = standalone_app(
+        "build",
+        "fn main() -> Result<(), wardlock_guest::Error> {\n\
+         \x20   let guard = wardlock_guest::v2::Lock::exclusive(\"app/job\").acquire()?;\n\
+         \x20   guard.check()?;\n\
+         \x20   println!(\"token {}\", guard.fencing_token());\n\
+         \x20   guard.release()\n}\n",
+    );
+    assert!(
+        output.status.success(),
+        "the SDK copied alone does not build: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(target.join("wasm32-wasip2/debug/app.wasm").is_file());
+}
+
+/// A subscription borrows its guard: releasing (or dropping) the guard while
+/// its subscription lives does not compile, where an owned pollable would
+/// have made the host trap at run time.
+#[test]
+fn a_rust_subscription_cannot_outlive_its_guard() {
+    let (output, _) = standalone_app(
+        "check",
+        "fn main() -> Result<(), wardlock_guest::Error> {\n\
+         \x20   let guard = wardlock_guest::v2::Lock::exclusive(\"app/job\").acquire()?;\n\
+         \x20   let lost = guard.subscribe();\n\
+         \x20   guard.release()?;\n\
+         \x20   lost.block();\n\
+         \x20   Ok(())\n}\n",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the misuse compiled");
+    assert!(
+        stderr.contains("E0505") && stderr.contains("borrowed"),
+        "not refused for the borrow: {stderr}"
+    );
+}
+
+/// Runs `cargo COMMAND` for wasm32-wasip2 on an app whose `main.rs` is
+/// `main_rs`, depending on a copy of `guest-sdk/` (feature `v2`), both in a
+/// temporary directory outside the repository; its output and target dir.
+fn standalone_app(command: &str, main_rs: &str) -> (std::process::Output, std::path::PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let outside = tempfile::tempdir().expect("temp dir");
     copy_tree(
@@ -417,21 +459,13 @@ fn rust_sdk_builds_alone_outside_the_repository() {
          [workspace]\n",
     )
     .expect("Cargo.toml");
-    std::fs::write(
-        app.join("src/main.rs"),
-        "fn main() -> Result<(), wardlock_guest::Error> {\n\
-         \x20   let guard = wardlock_guest::v2::Lock::exclusive(\"app/job\").acquire()?;\n\
-         \x20   guard.check()?;\n\
-         \x20   println!(\"token {}\", guard.fencing_token());\n\
-         \x20   guard.release()\n}\n",
-    )
-    .expect("main.rs");
+    std::fs::write(app.join("src/main.rs"), main_rs).expect("main.rs");
     // Its own target dir, kept between runs under the repository's target/.
     let target = root.join("target/standalone-sdk");
     let output =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args([
-                "build",
+                command,
                 "--quiet",
                 "--target",
                 "wasm32-wasip2",
@@ -443,13 +477,8 @@ fn rust_sdk_builds_alone_outside_the_repository() {
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .env_remove("CARGO_BUILD_TARGET")
             .output()
-            .expect("run cargo build");
-    assert!(
-        output.status.success(),
-        "the SDK copied alone does not build: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(target.join("wasm32-wasip2/debug/app.wasm").is_file());
+            .expect("run cargo");
+    (output, target)
 }
 
 /// Copies the files of `from` into `to`, recursively.

@@ -14,6 +14,7 @@
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
 //! real binary over HTTP).
 
+mod async_guests;
 mod cli;
 mod compat;
 mod compile;

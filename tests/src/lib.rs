@@ -77,6 +77,8 @@ guests! {
     Misbehave = "misbehave", AcmePlugin = "acme-plugin", LossCheck = "loss-check", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
+    // Two tasks awaiting locks on wstd's event loop (the SDK's `async` feature).
+    AsyncTasks = "async-tasks",
     // The same examples in C, Python and JavaScript (see plugins/README.md).
     CounterC = "counter-c", ReadersWritersC = "readers-writers-c",
     CounterPython = "counter-python", ReadersWritersPython = "readers-writers-python",

@@ -2,8 +2,7 @@
 //! [`Guard::subscribe`] and revocation ([`Guard::revocation_requested`],
 //! [`Guard::subscribe_revocation`]).
 
-use wasip2::io::poll::Pollable;
-
+use super::Subscription;
 use super::bindings::wardlock::lock::locks::Lock as RawLock;
 
 /// A granted lock, held until the guard is released or dropped (see
@@ -20,10 +19,10 @@ impl Guard {
 
     /// A pollable ready once this guard is no longer held (suspended, lost or
     /// released), without asking: the host wakes it. Wait on it with
-    /// `wasip2::io::poll::poll` beside timers and streams; drop it before the
-    /// guard.
-    pub fn subscribe(&self) -> Pollable {
-        self.raw.subscribe()
+    /// `wasip2::io::poll::poll` beside timers and streams. It borrows the
+    /// guard, so it cannot outlive it.
+    pub fn subscribe(&self) -> Subscription<'_> {
+        Subscription::new(self.raw.subscribe(), self)
     }
 
     /// Whether someone asked this holder to give the lock up
@@ -35,10 +34,10 @@ impl Guard {
     }
 
     /// A pollable ready once [`Guard::revocation_requested`] is true (at once
-    /// if it is already), without asking: the host wakes it. Drop it before
-    /// the guard.
-    pub fn subscribe_revocation(&self) -> Pollable {
-        self.raw.subscribe_revocation()
+    /// if it is already), without asking: the host wakes it. It borrows the
+    /// guard.
+    pub fn subscribe_revocation(&self) -> Subscription<'_> {
+        Subscription::new(self.raw.subscribe_revocation(), self)
     }
 }
 

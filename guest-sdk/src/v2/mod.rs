@@ -15,7 +15,7 @@
 //! if poll(&[&lost, &tick]).contains(&0) {
 //!     println!("lock is {}: stop", guard.status());
 //! }
-//! drop(lost); // a pollable goes before its guard
+//! drop(lost); // the subscription borrows the guard
 //!
 //! // Queue for a lock and do other work meanwhile.
 //! let pending = Lock::shared("config").acquire_async()?;
@@ -39,19 +39,26 @@
 //! holder sees it with [`Guard::revocation_requested`] or waits on
 //! [`Guard::subscribe_revocation`], then releases when it chooses.
 //!
-//! Pollables are `wasip2::io::poll::Pollable`s, so one `poll` waits on locks,
-//! timers and streams together. As with every `wasi:io` pollable, drop it
-//! before the guard or pending lock it came from (the host traps otherwise).
+//! Subscriptions dereference to `wasip2::io::poll::Pollable`s, so one `poll`
+//! waits on locks, timers and streams together. A [`Subscription`] borrows the
+//! guard, permit or pending lock it came from, so it cannot outlive it (a
+//! `wasi:io` pollable outliving its parent makes the host trap).
+//!
+//! With feature `async`, a [`Pending`] is `IntoFuture` on wstd's event loop:
+//! `Lock::exclusive("jobs").acquire_async()?.await` lets the guest's other
+//! tasks run while it waits.
 
 mod guard;
 mod pending;
 mod permit;
+mod subscription;
 
 use core::time::Duration;
 
 pub use guard::Guard;
 pub use pending::Pending;
 pub use permit::{Permit, acquire_permit, try_acquire_permit};
+pub use subscription::Subscription;
 
 pub use crate::{Error, Mode, Status};
 

@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use wasip2::io::poll::Pollable;
+use super::Subscription;
 
 use super::bindings::wardlock::lock::locks;
 use crate::{Error, Status};
@@ -56,10 +56,10 @@ impl Permit {
 
     /// A pollable ready once the permit is no longer held (suspended, lost or
     /// released), woken by the host; wait on it with
-    /// `wasip2::io::poll::poll` beside timers and streams, and drop it before
-    /// the permit.
-    pub fn subscribe(&self) -> Pollable {
-        self.raw.subscribe()
+    /// `wasip2::io::poll::poll` beside timers and streams. It borrows the
+    /// permit, so it cannot outlive it.
+    pub fn subscribe(&self) -> Subscription<'_> {
+        Subscription::new(self.raw.subscribe(), self)
     }
 
     /// Releases the permit now and reports whether it was still held.

@@ -1,0 +1,51 @@
+//! Guests that await locks on an event loop: while one task of a guest awaits
+//! a lock, another task of the same guest keeps running (issue 25). Each
+//! language's variant runs the same scenario on the memory backend, observed
+//! as events:
+//!
+//! 1. a native session holds both locks, FIRST and SECOND;
+//! 2. the guest's two tasks request FIRST and SECOND: both queue at once (a
+//!    blocking wait for FIRST would never let the request for SECOND out);
+//! 3. SECOND is released: its task is served and ends while the other still
+//!    waits for FIRST;
+//! 4. FIRST is released: the guest ends, having printed SECOND's grant first.
+
+use wardlock_host::{LockPolicy, MemoryBackend, Mode};
+use wardlock_tests::{
+    Guest, TEST_WAIT_LIMIT, assert_success, hold, lines, runner, spawn_run, wait_counts,
+};
+
+async fn one_task_runs_while_another_awaits(guest: Guest) {
+    let backend = MemoryBackend::new();
+    let (first_holder, first) = hold(&backend, "async/first", Mode::Exclusive).await;
+    let (second_holder, second) = hold(&backend, "async/second", Mode::Exclusive).await;
+    let run = spawn_run(
+        &runner(guest, &backend, LockPolicy::new(), Some(TEST_WAIT_LIMIT)),
+        0,
+        &["async/first", "async/second"],
+    );
+    // Both requests queue while the guest is still running.
+    wait_counts(&backend, "async/first", 1, 1).await;
+    wait_counts(&backend, "async/second", 1, 1).await;
+    second_holder.release(second.id).expect("release second");
+    // The second task is served and lets go; the first still waits.
+    wait_counts(&backend, "async/second", 0, 0).await;
+    wait_counts(&backend, "async/first", 1, 1).await;
+    assert!(
+        !run.is_finished(),
+        "the guest ended before its first lock came"
+    );
+    first_holder.release(first.id).expect("release first");
+    let report = run.await.expect("guest task");
+    assert_success(&report);
+    let out = lines(&report);
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert!(out[0].starts_with("b holds async/second token="), "{out:?}");
+    assert!(out[1].starts_with("a holds async/first token="), "{out:?}");
+}
+
+/// Rust: `wardlock_guest` with feature `async`, `Pending` awaited on wstd.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_task_runs_while_another_awaits_a_lock() {
+    one_task_runs_while_another_awaits(Guest::AsyncTasks).await;
+}
