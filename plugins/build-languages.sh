@@ -24,7 +24,7 @@ set -euo pipefail
 # plugins/wit/command.wit, and the SDKs' 0.2.0 modules); the others 0.1.0.
 declare -A GUESTS=(
     [c]="counter readers-writers conform2"
-    [python]="counter readers-writers conform2"
+    [python]="counter readers-writers conform2 async2"
     [js]="counter readers-writers http-counter conform2"
 )
 LANGUAGES=(c python js)
@@ -147,13 +147,15 @@ COMPONENTIZE_PY="$PLUGINS/python/.venv/bin/componentize-py"
 # which builds on it).
 PYTHON_SDK="$ROOT/guest-sdk/python/wardlock.py"
 PYTHON_SDK2="$ROOT/guest-sdk/python/wardlock2.py"
+# asyncio over wasi:io/poll, for 0.2.0 guests (`import wardlock_asyncio`).
+PYTHON_SDK_ASYNC="$ROOT/guest-sdk/python/wardlock_asyncio.py"
 
 build_python() {
     require_version "componentize-py (in plugins/python/.venv)" "$COMPONENTIZE_PY_VERSION" "$COMPONENTIZE_PY"
     local guest
     for guest in ${GUESTS[python]}; do
         build_guest python "$guest" "$PLUGINS/python/${guest//-/_}.py" "$PLUGINS/python/guest_common.py" \
-            "$PYTHON_SDK" "$PYTHON_SDK2" "$PLUGINS/wit"
+            "$PYTHON_SDK" "$PYTHON_SDK2" "$PYTHON_SDK_ASYNC" "$PLUGINS/wit"
     done
 }
 
@@ -167,7 +169,7 @@ compile_python() { # GUEST OUTPUT
     cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$PYTHON_SDK" "$app/"
     if is_v2 "$1"; then
         world=command2
-        cp "$PYTHON_SDK2" "$app/"
+        cp "$PYTHON_SDK2" "$PYTHON_SDK_ASYNC" "$app/"
     fi
     (cd "$app" && "$COMPONENTIZE_PY" -d "$PLUGINS/wit" -w "$world" componentize -p . "$module" -o "$2")
 }

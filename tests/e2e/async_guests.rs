@@ -49,3 +49,10 @@ async fn one_task_runs_while_another_awaits(guest: Guest) {
 async fn rust_task_runs_while_another_awaits_a_lock() {
     one_task_runs_while_another_awaits(Guest::AsyncTasks).await;
 }
+
+/// Python: `wardlock_asyncio`'s loop over `wasi:io/poll`, `async with` and
+/// `asyncio.gather`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_task_runs_while_another_awaits_a_lock() {
+    one_task_runs_while_another_awaits(Guest::AsyncPython).await;
+}
