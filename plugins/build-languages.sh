@@ -25,7 +25,7 @@ set -euo pipefail
 declare -A GUESTS=(
     [c]="counter readers-writers conform2"
     [python]="counter readers-writers conform2 async2"
-    [js]="counter readers-writers http-counter conform2"
+    [js]="counter readers-writers http-counter conform2 async2"
 )
 LANGUAGES=(c python js)
 

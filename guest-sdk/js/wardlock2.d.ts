@@ -41,10 +41,20 @@ export declare class Pending implements Disposable {
   wait(timeoutMs?: number | bigint): boolean;
   /** undefined while waiting; then the guard, or the acquisition's error thrown. */
   get(): Guard | undefined;
+  /** The lock, awaited without blocking the guest (other promises and timers
+   * run); rejects with `'timeout'` after `timeoutMs`. */
   result(timeoutMs?: number | bigint): Promise<Guard>;
   [Symbol.dispose](): void;
 }
 export declare function acquireAsync(name: string, options?: AcquireOptions): Pending;
+/** Resolves true once `pollable` is ready, false after `timeoutMs`; the guest's
+ * other tasks run meanwhile. */
+export declare function whenReady(
+  pollable: { ready(): boolean },
+  timeoutMs?: number | bigint,
+): Promise<boolean>;
+/** `acquireAsync` awaited: the guest's other tasks run while it queues. */
+export declare function acquireAwait(name: string, options?: AcquireOptions): Promise<Guard>;
 
 /** The guards of one `acquireMany`, in the order requested. */
 export declare class Many extends Array<Guard> implements Disposable {

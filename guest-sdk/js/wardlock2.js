@@ -21,6 +21,11 @@
 //     }
 //   }                                         // a wait not taken is withdrawn
 //
+//   await Promise.all([                       // awaited: one task queues while
+//     acquireAwait('a').then((lock) => ...),  //   the other runs (whenReady)
+//     acquireAwait('b').then((lock) => ...),
+//   ]);
+//
 //   withPermit('pool', 3, { timeoutMs: 5000 }, (permit) => { ... });
 //   requestRevocation('orders');              // holders see lock.revocationRequested
 //
@@ -144,10 +149,19 @@ export class Pending {
     return new Guard(result.val);
   }
 
-  /** A promise of the lock, for async code: waits (blocking the instance, as
-   * every wait does) at most `timeoutMs`, else rejects with `'timeout'`. */
+  /** A promise of the lock that waits without blocking the guest: its other
+   * promises and timers run meanwhile (`whenReady`). Rejects with
+   * `'timeout'` once `timeoutMs` passed (the request stays queued), or with
+   * the acquisition's `LockError`. */
   async result(timeoutMs) {
-    const guard = this.wait(timeoutMs) ? this.get() : undefined;
+    const ready = this.subscribe();
+    let finished;
+    try {
+      finished = await whenReady(ready, timeoutMs);
+    } finally {
+      ready[Symbol.dispose]();
+    }
+    const guard = finished ? this.get() : undefined;
     if (guard === undefined) throw new LockError('timeout');
     return guard;
   }
@@ -162,6 +176,43 @@ export class Pending {
   #live() {
     if (this.#raw === undefined) throw new LockError('released');
     return this.#raw;
+  }
+}
+
+/**
+ * Resolves with true once `pollable` is ready, or with false once `timeoutMs`
+ * passed (none: never), without blocking the guest: its other promises and
+ * timers run meanwhile. componentize-js gives a guest no way to add a
+ * pollable of its own to the event loop, so readiness is checked (a
+ * non-blocking `ready()`) on the loop's timer ticks, 1 ms apart at first and
+ * at most 10 ms apart.
+ */
+export function whenReady(pollable, timeoutMs) {
+  const limit = timeoutMs === undefined ? undefined : Number(millis(timeoutMs));
+  const started = Date.now();
+  return new Promise((resolve) => {
+    let delay = 1;
+    const check = () => {
+      if (pollable.ready()) return resolve(true);
+      if (limit !== undefined && Date.now() - started >= limit) return resolve(false);
+      setTimeout(check, delay);
+      delay = Math.min(10, delay * 2);
+    };
+    check();
+  });
+}
+
+/**
+ * `acquireAsync(name, options)` awaited: a promise of the `Guard` that lets
+ * the guest's other tasks run while it queues (`Pending.result`). Options as
+ * `acquireAsync`; the timeout counts from now.
+ */
+export async function acquireAwait(name, options = {}) {
+  const pending = acquireAsync(name, options);
+  try {
+    return await pending.result();
+  } finally {
+    pending[Symbol.dispose]();
   }
 }
 

@@ -56,3 +56,10 @@ async fn rust_task_runs_while_another_awaits_a_lock() {
 async fn python_task_runs_while_another_awaits_a_lock() {
     one_task_runs_while_another_awaits(Guest::AsyncPython).await;
 }
+
+/// JavaScript: `acquireAwait` (`Pending.result`, `whenReady`) under
+/// `Promise.all`, on componentize-js's event loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_task_runs_while_another_awaits_a_lock() {
+    one_task_runs_while_another_awaits(Guest::AsyncJs).await;
+}

@@ -78,7 +78,7 @@ guests! {
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
     // Two tasks awaiting locks on wstd's event loop (the SDK's `async` feature).
-    AsyncTasks = "async-tasks", AsyncPython = "async2-python",
+    AsyncTasks = "async-tasks", AsyncPython = "async2-python", AsyncJs = "async2-js",
     // The same examples in C, Python and JavaScript (see plugins/README.md).
     CounterC = "counter-c", ReadersWritersC = "readers-writers-c",
     CounterPython = "counter-python", ReadersWritersPython = "readers-writers-python",
