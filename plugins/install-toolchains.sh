@@ -11,7 +11,7 @@
 #   crates.io  wasm-tools and wit-bindgen-cli (`cargo install --locked`), and
 #              the WASI command adapter for C guests, taken from the crate
 #              wasi-preview1-component-adapter-provider into plugins/c/.adapter/
-#   PyPI       componentize-py, into the virtualenv plugins/python/.venv
+#   PyPI       componentize-py and wheel, into the virtualenv plugins/python/.venv
 #   npm        @bytecodealliance/componentize-js, into plugins/js/node_modules
 #              (the versions in plugins/js/package-lock.json)
 #   PyPI       kazoo, into the virtualenv tests/interop/.venv (interop tests)
@@ -100,13 +100,14 @@ print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"]
     mv "$adapter.tmp" "$adapter"
 fi
 
-# --- PyPI: componentize-py -------------------------------------------------
+# --- PyPI: componentize-py, and wheel (guest-sdk/package.sh builds the SDK's wheel)
 venv="$PLUGINS/python/.venv"
-if [[ "$("$venv/bin/componentize-py" --version 2>/dev/null || true)" != "componentize-py $COMPONENTIZE_PY_VERSION" ]]; then
-    say "pip install componentize-py==$COMPONENTIZE_PY_VERSION (in plugins/python/.venv)"
+if [[ "$("$venv/bin/componentize-py" --version 2>/dev/null || true)" != "componentize-py $COMPONENTIZE_PY_VERSION" ]] ||
+    ! "$venv/bin/python" -c "import wheel, sys; sys.exit(wheel.__version__ != '$WHEEL_VERSION')" 2>/dev/null; then
+    say "pip install componentize-py==$COMPONENTIZE_PY_VERSION wheel==$WHEEL_VERSION (in plugins/python/.venv)"
     [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "componentize-py==$COMPONENTIZE_PY_VERSION" >&2
+        "componentize-py==$COMPONENTIZE_PY_VERSION" "wheel==$WHEEL_VERSION" >&2
 fi
 
 # --- npm: componentize-js --------------------------------------------------

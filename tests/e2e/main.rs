@@ -34,6 +34,7 @@ mod languages;
 mod lifetime;
 mod lock_v2;
 mod outage;
+mod packages;
 mod partition;
 mod permit_v2;
 mod revocation;
