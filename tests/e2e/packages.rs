@@ -17,9 +17,7 @@ fn root() -> PathBuf {
 
 /// Runs `command`, failing the test with its output unless it succeeds.
 fn succeed(command: &mut Command, what: &str) -> String {
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         output.status.success(),
         "{what} failed: {}\n{}",
@@ -119,7 +117,13 @@ async fn js_tarball_installs_into_an_empty_directory_and_builds_a_guest() {
     let empty = tempfile::tempdir().expect("temp dir");
     succeed(
         Command::new("npm")
-            .args(["install", "--silent", "--no-audit", "--no-fund", "--offline"])
+            .args([
+                "install",
+                "--silent",
+                "--no-audit",
+                "--no-fund",
+                "--offline",
+            ])
             .arg(tarball)
             .current_dir(empty.path()),
         "npm install the tarball",
@@ -136,7 +140,13 @@ async fn js_tarball_installs_into_an_empty_directory_and_builds_a_guest() {
     succeed(
         Command::new(root().join("plugins/js/node_modules/.bin/componentize-js"))
             .args(["app.js", "--wit", "node_modules/@wardlock/guest/wit"])
-            .args(["--world-name", "js-command2", "--disable", "http", "fetch-event"])
+            .args([
+                "--world-name",
+                "js-command2",
+                "--disable",
+                "http",
+                "fetch-event",
+            ])
             .args(["-o", "app.wasm"])
             .current_dir(empty.path()),
         "componentize-js",
