@@ -46,7 +46,12 @@ impl<'a> Entry<'a> {
     /// # Errors
     /// A missing, unknown or mistyped field, named by serde.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, Mistake> {
-        toml::Value::Table(self.table.clone())
+        self.typed(self.table.clone())
+    }
+
+    /// `table` as `T`, serde's complaint as a one-line mistake of the entry.
+    fn typed<T: DeserializeOwned>(&self, table: toml::Table) -> Result<T, Mistake> {
+        toml::Value::Table(table)
             .try_into()
             .map_err(|e: toml::de::Error| self.mistake(e.message().trim().replace('\n', " ")))
     }
@@ -173,9 +178,7 @@ impl Entry<'_> {
                 shared.insert(key.to_owned(), value);
             }
         }
-        toml::Value::Table(shared)
-            .try_into()
-            .map_err(|e: toml::de::Error| self.mistake(e.message().trim().replace('\n', " ")))
+        self.typed(shared)
     }
 
     /// The hand-off limits of `keys`: `None` when `local_handoff = false`.
@@ -210,11 +213,7 @@ impl Entry<'_> {
 
 /// Hand-off limits from an entry's optional `handoff_max`, `handoff_max_ms`
 /// and `linger_ms`, defaults for the rest.
-pub fn handoff_limits(
-    max: Option<u32>,
-    max_ms: Option<u64>,
-    linger_ms: Option<u64>,
-) -> LocalHandoff {
+fn handoff_limits(max: Option<u32>, max_ms: Option<u64>, linger_ms: Option<u64>) -> LocalHandoff {
     let default = LocalHandoff::default();
     LocalHandoff {
         max_handoffs: max.unwrap_or(default.max_handoffs),

@@ -30,7 +30,7 @@ use crate::backend::LockBackend;
 use crate::name::LockName;
 
 pub use common_flags::{CommonFlags, HandoffFlags, positive_secs};
-pub use entry::{Entry, Mistake, RemoteKeys, handoff_limits, secs_at};
+pub use entry::{Entry, Mistake, RemoteKeys, secs_at};
 
 /// What [`EngineConfig::connect`] returns.
 pub type ConnectFuture<'a> =

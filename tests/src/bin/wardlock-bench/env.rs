@@ -145,11 +145,7 @@ impl EtcdEnv {
             .root(WARDLOCK_ROOT)
             .lease_ttl(args.session_timeout());
         config = config.local_handoff(if args.no_local_handoff {
-            LocalHandoff {
-                max_handoffs: 0,
-                max_time: Duration::ZERO,
-                linger: Duration::ZERO,
-            }
+            LocalHandoff::NONE
         } else {
             limits(args)
         });
