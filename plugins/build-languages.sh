@@ -20,7 +20,7 @@ set -euo pipefail
 # Every guest, by language (c, python, js). A guest's source file is named
 # after it (see compile_c, compile_python and compile_js): adding one needs its
 # source file and its name here. A guest whose name ends in `2` targets
-# `wardlock:lock@0.2.0` (the worlds `c-guest2`, `command2`, `js-command2` of
+# `wardlock:lock@0.2.1` (the worlds `c-guest2`, `command2`, `js-command2` of
 # plugins/wit/command.wit, and the SDKs' 0.2.0 modules); the others 0.1.0.
 declare -A GUESTS=(
     [c]="counter readers-writers conform2"
@@ -106,7 +106,7 @@ C_ADAPTER="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.w
 # `#include "wardlock_v2.h"`).
 C_SDK="$ROOT/guest-sdk/c"
 
-# True when GUEST targets wardlock:lock@0.2.0 (its name ends in `2`).
+# True when GUEST targets wardlock:lock@0.2.1 (its name ends in `2`).
 is_v2() { [[ "$1" == *2 ]]; }
 
 build_c() {

@@ -1,4 +1,4 @@
-// Types of the JavaScript guest SDK for `wardlock:lock@0.2.0` (wardlock2.js).
+// Types of the JavaScript guest SDK for `wardlock:lock@0.2.1` (wardlock2.js).
 import type {
   AcquireOptions,
   Guard as BaseGuard,
@@ -95,3 +95,26 @@ export declare function withPermit<R>(
 ): R;
 /** Asks every holder of `name` to give it up; returns how many were asked. */
 export declare function requestRevocation(name: string): number;
+
+/** One holder or waiter of a lock, as `contenders` lists it. */
+export declare class Contender {
+  /** Who it is, as the lock service records it (may be empty). */
+  readonly owner: string;
+  readonly mode: Mode;
+  /** True for a holder, false for a waiter. */
+  readonly holds: boolean;
+  /** A holder's token where the lock service records one. */
+  readonly fencingToken: bigint | undefined;
+  /** The token as a decimal string. */
+  toJSON(): { owner: string; mode: Mode; holds: boolean; fencingToken?: string };
+}
+
+/**
+ * Who holds the lock `name` and who waits for it: the first `limit` (default
+ * 100; at most 1024 are listed) contenders, holders first, and how many there
+ * are in all. Throws `RangeError` for a bad limit, `LockError` as `acquire`.
+ */
+export declare function contenders(
+  name: string,
+  options?: { limit?: number },
+): { contenders: Contender[]; total: number };

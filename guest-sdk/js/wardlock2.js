@@ -1,4 +1,4 @@
-// JavaScript guest SDK for `wardlock:lock@0.2.0`: `wardlock.js`'s API (over
+// JavaScript guest SDK for `wardlock:lock@0.2.1`: `wardlock.js`'s API (over
 // 0.2.0's bindings) plus waiting without blocking, loss notification, several
 // locks at once, semaphores and revocation. Guests targeting the 0.2.0 world
 // (`js-command2` in plugins/wit/command.wit) import it instead of wardlock.js.
@@ -42,10 +42,11 @@ import {
   acquireAsync as rawAcquireAsync,
   acquireMany as rawAcquireMany,
   acquirePermit as rawAcquirePermit,
+  contenders as rawContenders,
   requestRevocation as rawRequestRevocation,
   tryAcquire as rawTryAcquire,
   tryAcquirePermit as rawTryAcquirePermit,
-} from 'wardlock:lock/locks@0.2.0';
+} from 'wardlock:lock/locks@0.2.1';
 import {
   Guard as BaseGuard,
   Handle,
@@ -333,4 +334,40 @@ export function withPermit(name, permits, options, fn) {
 /** Asks every holder of `name` to give it up; returns how many were asked. */
 export function requestRevocation(name) {
   return call(() => rawRequestRevocation(name));
+}
+
+/** One holder or waiter of a lock, as `contenders` lists it. */
+export class Contender {
+  constructor(raw) {
+    /** Who it is, as the lock service records it (may be empty). */
+    this.owner = raw.owner;
+    /** `'exclusive'` or `'shared'`. */
+    this.mode = raw.mode;
+    /** True for a holder, false for a waiter. */
+    this.holds = raw.holds;
+    /** A holder's token (a BigInt) where the lock service records one, else undefined. */
+    this.fencingToken = raw.fencingToken;
+  }
+
+  /** The contender for `JSON.stringify`, its token as a decimal string. */
+  toJSON() {
+    const json = { owner: this.owner, mode: this.mode, holds: this.holds };
+    if (this.fencingToken !== undefined) json.fencingToken = String(this.fencingToken);
+    return json;
+  }
+}
+
+/**
+ * Who holds the lock `name` and who waits for it (kazoo's `contenders()`), in
+ * this and every other instance, host or client: `{ contenders, total }`, the
+ * first `limit` contenders (holders first, then waiters in arrival order; the
+ * host lists at most 1024) and how many there are. A snapshot, stale as soon
+ * as it returns. The name must be granted to this guest (`'denied'` otherwise).
+ */
+export function contenders(name, { limit = 100 } = {}) {
+  if (!Number.isInteger(limit) || limit < 0 || limit > 0xffffffff) {
+    throw new RangeError(`limit must be an integer from 0 to 4294967295, got ${limit}`);
+  }
+  const raw = call(() => rawContenders(name, limit));
+  return { contenders: raw.contenders.map((c) => new Contender(c)), total: raw.total };
 }

@@ -29,7 +29,7 @@ Errors are `LockError` subclasses, one per case of the WIT `error` variant
 Each has `kind` (the WIT case name, `"invalid-name"`) and `detail` (the host's
 text, or None); `str(error)` is `kind` or `kind: detail`.
 
-Guests built against `wardlock:lock@0.2.0` import `wardlock2` instead, which
+Guests built against `wardlock:lock@0.2.1` import `wardlock2` instead, which
 keeps this module's API and adds the calls of 0.2.0 (this module works over
 either version's bindings: it calls only what both have).
 

@@ -1,4 +1,4 @@
-"""Python guest SDK for `wardlock:lock@0.2.0`: everything `wardlock` offers,
+"""Python guest SDK for `wardlock:lock@0.2.1`: everything `wardlock` offers,
 plus waiting without blocking, loss notification, several locks at once,
 semaphores and revocation. Guests targeting the 0.2.0 world (`command2` in
 `plugins/wit/command.wit`) import it instead of `wardlock`::
@@ -52,7 +52,7 @@ __all__ = [
     "Mode", "Status", "Pollable", "Guard", "Pending", "Many", "Permit", "wait", "ready_first",
     "acquire", "exclusive", "shared", "try_acquire", "try_exclusive", "try_shared",
     "acquire_async", "acquire_many", "acquire_permit", "try_acquire_permit",
-    "request_revocation", "LockError", "InvalidName", "Denied", "Timeout", "WouldDeadlock",
+    "request_revocation", "contenders", "Contender", "Queue", "LockError", "InvalidName", "Denied", "Timeout", "WouldDeadlock",
     "Lost", "Released", "LimitExceeded", "Unavailable", "InvalidRequest",
 ]
 
@@ -257,3 +257,38 @@ def try_acquire_permit(name: str, permits: int) -> Optional[Permit]:
 def request_revocation(name: str) -> int:
     """Asks every holder of `name` to give it up; returns how many were asked."""
     return _checked(_locks.request_revocation, name)
+
+
+Contender = _locks.Contender
+"""One holder or waiter, as `contenders` lists it: `owner` (a label, may be
+empty), `mode`, `holds` (True for a holder) and `fencing_token` (an int for a
+holder where the lock service records one, else None)."""
+
+
+class Queue(list):
+    """`contenders`' answer: the listed `Contender`s (holders first, then
+    waiters in arrival order) and `total`, how many the lock has in all."""
+
+    def __init__(self, listed: Iterable[Contender], total: int):
+        super().__init__(listed)
+        self.total = total
+
+    def holders(self) -> List[Contender]:
+        """The listed holders."""
+        return [c for c in self if c.holds]
+
+    def waiters(self) -> List[Contender]:
+        """The listed waiters, in arrival order."""
+        return [c for c in self if not c.holds]
+
+
+def contenders(name: str, limit: int = 100) -> Queue:
+    """Who holds the lock `name` and who waits for it (kazoo's
+    `Lock.contenders()`), from this and every other instance, host or client:
+    the first `limit` contenders (the host lists at most 1024) and, as
+    `.total`, how many there are. A snapshot, stale as soon as it returns.
+    The name must be granted to this guest (`Denied` otherwise)."""
+    if not 0 <= limit <= 0xFFFF_FFFF:
+        raise ValueError(f"limit must be 0 to 4294967295, got {limit}")
+    raw = _checked(_locks.contenders, name, limit)
+    return Queue(raw.contenders, raw.total)

@@ -52,7 +52,7 @@
 //!
 //! # Waiting without blocking, loss notification, several locks at once
 //!
-//! With the feature `v2` the module `v2` (`wardlock:lock@0.2.0`) adds
+//! With the feature `v2` the module `v2` (`wardlock:lock@0.2.1`) adds
 //! `Guard::subscribe` (a `wasi:io/poll` pollable ready once the lock is no
 //! longer held), `Lock::acquire_async` (a `v2::Pending` acquisition to wait
 //! on beside timers and streams), `v2::acquire_all` (several locks, all or

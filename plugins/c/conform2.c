@@ -10,7 +10,7 @@
  * `get P`, `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`,
  * `try-permit PERMITS NAME`, `release-permit Q`, `permit-status Q`,
  * `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation (`revoke
- * NAME`, `revoked N`, `await-revocation N ACK MS`). An error line is `err <kind>` or
+ * NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`. An error line is `err <kind>` or
  * `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
  * exits with code 2. At most MAX_HANDLES handles, MAX_PENDING pending locks
  * and MAX_SPECS locks per `many`. */
@@ -279,6 +279,28 @@ static bool execute_permit(char **words, size_t n) {
             snprintf(line, sizeof line, "asked %" PRIu32, asked);
         else
             error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "contenders") && n == 3) {
+        uint64_t limit;
+        if (!parse_u64(words[2], &limit) || limit > UINT32_MAX)
+            return false;
+        wardlock2_queue_t queue;
+        if (!wardlock2_contenders(words[1], (uint32_t)limit, &queue, &err)) {
+            error_line(&err);
+            return true;
+        }
+        size_t used = (size_t)snprintf(line, sizeof line, "%" PRIu32, queue.total);
+        for (size_t i = 0; i < queue.contenders.len && used < sizeof line; i++) {
+            const wardlock2_contender_t *c = &queue.contenders.ptr[i];
+            char token[24] = "-";
+            if (c->fencing_token.is_some)
+                snprintf(token, sizeof token, "%" PRIu64, c->fencing_token.val);
+            used += (size_t)snprintf(line + used, sizeof line - used, " | %s %s %s %.*s",
+                                     c->holds ? "held" : "waits", c->mode == WARDLOCK2_EXCLUSIVE ? "x" : "s",
+                                     token, (int)c->owner.len, (const char *)c->owner.ptr);
+        }
+        wardlock2_queue_free(&queue);
         return true;
     }
     if (!strcmp(command, "revoked") && n == 2) {

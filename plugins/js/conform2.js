@@ -10,7 +10,7 @@
 // `get P`, `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`,
 // `try-permit PERMITS NAME`, `release-permit Q`, `permit-status Q`,
 // `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
-// (`revoke NAME`, `revoked N`, `await-revocation N ACK MS`). An error line is `err <kind>` or
+// (`revoke NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`. An error line is `err <kind>` or
 // `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
 // ends the guest with an error.
 
@@ -22,6 +22,7 @@ import {
   acquireAsync,
   acquireMany,
   acquirePermit,
+  contenders,
   requestRevocation,
   tryAcquire,
   tryAcquirePermit,
@@ -140,6 +141,14 @@ function executePermit(command, args) {
     }
     case 'revoke/1':
       return lockLine(() => `asked ${requestRevocation(args[0])}`);
+    case 'contenders/2':
+      return lockLine(() => {
+        const queue = contenders(args[0], { limit: Number(args[1]) });
+        const entries = queue.contenders.map(
+          (c) => `${c.holds ? 'held' : 'waits'} ${c.mode === 'exclusive' ? 'x' : 's'} ${c.fencingToken ?? '-'} ${c.owner}`,
+        );
+        return [String(queue.total), ...entries].join(' | ');
+      });
     case 'revoked/1': {
       const guard = guards[index(args[0])];
       return guard === undefined ? 'err no-such-handle' : String(guard.revocationRequested);

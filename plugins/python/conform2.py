@@ -10,7 +10,7 @@ Each argument is one command; each prints one line, as lockctl2 prints it:
 `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`, `try-permit
 PERMITS NAME`, `release-permit Q`, `permit-status Q`,
 `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
-(`revoke NAME`, `revoked N`, `await-revocation N ACK MS`). An error line is `err <kind>` or `err <kind>: <text>`. A
+(`revoke NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`. An error line is `err <kind>` or `err <kind>: <text>`. A
 malformed command prints `bad-command: ...` and exits with code 2.
 
 Build: plugins/build-languages.sh (componentize-py, world `command2`).
@@ -158,6 +158,17 @@ def execute_permit(words, state: State):
                 return f"asked {locks.request_revocation(name)}"
             except locks.LockError as e:
                 return err(e)
+        case ["contenders", name, limit]:
+            try:
+                queue = locks.contenders(name, int(limit))
+            except locks.LockError as e:
+                return err(e)
+            entries = [
+                f"{'held' if c.holds else 'waits'} {'x' if c.mode == locks.Mode.EXCLUSIVE else 's'} "
+                f"{'-' if c.fencing_token is None else c.fencing_token} {c.owner}"
+                for c in queue
+            ]
+            return " | ".join([str(queue.total)] + entries)
         case ["revoked", n]:
             guard = state.guard(n)
             return "err no-such-handle" if guard is None else str(guard.revocation_requested).lower()

@@ -1,4 +1,4 @@
-//! `wardlock:lock@0.2.0` conformance through guests in four languages: one
+//! `wardlock:lock@0.2.1` conformance through guests in four languages: one
 //! table of scenarios written in `lockctl2`'s command language, run by the
 //! Rust probe `lockctl2` and by `conform2` in C, Python and JavaScript (each
 //! through its language's 0.2.0 SDK: `guest-sdk/c/wardlock_v2.h`,
@@ -14,7 +14,8 @@
 //! memory, a forced session expiry on ZooKeeper); semaphore permits (never
 //! more holders than permits, counted by the [`HoldLog`] replay, on memory;
 //! bad permit requests as typed errors) and revocation handing a lock from
-//! a holder waiting on its revocation pollable to the asker.
+//! a holder waiting on its revocation pollable to the asker; `contenders`
+//! listing who holds and who waits.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -535,6 +536,62 @@ pub async fn revocation_hands_the_lock_over(s: &Subject, speaker: Speaker) {
     s.probe.wait_len(&r, 0).await;
 }
 
+/// `contenders` (0.2.1) lists a lock's holder and waiter, native sessions
+/// with their owners, in queue order (the holder's token where the engine
+/// records one); `limit` cuts the list but not the total; an unused lock has
+/// none; a bad name is a typed error.
+pub async fn contenders_list_the_queue(s: &Subject, speaker: Speaker) {
+    let lock = speaker.lock("queue");
+    let holder = s.backend.open_session("native holder");
+    let held = holder
+        .acquire(&name(&lock), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("holder");
+    let waiter = {
+        let (session, lock) = (s.backend.open_session("native waiter"), name(&lock));
+        tokio::spawn(async move {
+            let grant = session
+                .acquire(&lock, Mode::Shared, Some(TEST_WAIT_LIMIT))
+                .await;
+            (session, grant)
+        })
+    };
+    s.probe.wait_len(&lock, 2).await;
+    let out = finished(spawn(
+        s,
+        speaker,
+        &[
+            format!("contenders {lock} 10"),
+            format!("contenders {lock} 1"),
+            format!("contenders {} 10", speaker.lock("unused")),
+            "contenders ../up 1".to_string(),
+        ],
+    ))
+    .await;
+    let entries: Vec<&str> = out[0].split(" | ").collect();
+    assert_eq!(entries.len(), 3, "{out:?}");
+    assert_eq!(entries[0], "2", "{out:?}");
+    let token = held.token.to_string();
+    let holder_line = entries[1].strip_prefix("held x ").expect("a holder first");
+    let (listed_token, owner) = holder_line.split_once(' ').expect("token and owner");
+    assert!(listed_token == "-" || listed_token == token, "{out:?}");
+    assert!(owner.ends_with("native holder"), "{out:?}");
+    assert!(
+        entries[2].starts_with("waits s - ") && entries[2].ends_with("native waiter"),
+        "{out:?}"
+    );
+    let cut: Vec<&str> = out[1].split(" | ").collect();
+    assert_eq!(cut, entries[..2], "limit 1 lists the holder alone");
+    assert_eq!(out[2], "0", "{out:?}");
+    assert!(out[3].starts_with("err invalid-name: "), "{out:?}");
+    holder.release(held.id).expect("release holder");
+    let (waiter, granted) = waiter.await.expect("waiter task");
+    waiter
+        .release(granted.expect("waiter granted").id)
+        .expect("release waiter");
+    s.probe.wait_len(&lock, 0).await;
+}
+
 /// Calls `$then!` with every scenario that runs on any [`Subject`].
 macro_rules! scenarios {
     ($then:ident) => {
@@ -545,6 +602,7 @@ macro_rules! scenarios {
             pending_races_a_timer_and_withdraws,
             bad_permit_requests_are_typed_errors,
             revocation_hands_the_lock_over,
+            contenders_list_the_queue,
         );
     };
 }

@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wardlock_host::Mode;
-use wardlock_host::runner::{InstanceReport, Outcome, Runner};
+use wardlock_host::runner::{InstanceReport, Outcome, Runner, RunnerConfig, Stdio};
 use wardlock_tests::conformance::Subject;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{
-    Guest, assert_outcome, assert_success, granted, hold, runner_in, spawn_acquire, spawn_run,
-    tally, value_in,
+    Guest, TEST_WAIT_LIMIT, assert_outcome, assert_success, granted, hold, lines, runner_in,
+    runtime, spawn_acquire, spawn_run, tally, value_in,
 };
 
 /// A guest language other than Rust.
@@ -398,16 +398,24 @@ fn assert_js_tool_passes(mut command: std::process::Command) {
 }
 
 /// A copy of `guest-sdk/` alone, outside the repository, builds a Rust
-/// guest for `wasm32-wasip2` with the 0.2.0 API: the crate carries its WIT
+/// guest for `wasm32-wasip2` with the 0.2 API: the crate carries its WIT
 /// and names its own dependencies and lints (nothing from the workspace).
-#[test]
-fn rust_sdk_builds_alone_outside_the_repository() {
+/// The guest then runs on the memory engine and sees itself as the lock's
+/// one holder through `contenders` (0.2.1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_sdk_builds_alone_outside_the_repository() {
     let (output, target) = standalone_app(
         "build",
-        "fn main() -> Result<(), wardlock_guest::Error> {\n\
-         \x20   let guard = wardlock_guest::v2::Lock::exclusive(\"app/job\").acquire()?;\n\
+        "use wardlock_guest::v2::{Lock, contenders};\n\n\
+         fn main() -> Result<(), wardlock_guest::Error> {\n\
+         \x20   let guard = Lock::exclusive(\"app/job\").acquire()?;\n\
          \x20   guard.check()?;\n\
          \x20   println!(\"token {}\", guard.fencing_token());\n\
+         \x20   let queue = contenders(\"app/job\", 10)?;\n\
+         \x20   for c in queue.holders() {\n\
+         \x20       println!(\"holder {:?} {:?} {}\", c.mode, c.fencing_token, c.owner);\n\
+         \x20   }\n\
+         \x20   println!(\"total {} waiting {}\", queue.total, queue.waiters().count());\n\
          \x20   guard.release()\n}\n",
     );
     assert!(
@@ -415,7 +423,24 @@ fn rust_sdk_builds_alone_outside_the_repository() {
         "the SDK copied alone does not build: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(target.join("wasm32-wasip2/debug/app.wasm").is_file());
+    let wasm = target.join("wasm32-wasip2/debug/app.wasm");
+    let component = runtime().compile(&wasm).expect("the app compiles");
+    let config = RunnerConfig {
+        stdio: Stdio::Capture,
+        timeout: Some(TEST_WAIT_LIMIT),
+        ..RunnerConfig::default()
+    };
+    let runner = Runner::new(runtime(), &component, "app.wasm", config).expect("runner");
+    let report = runner.run(0, &[]).await;
+    assert_success(&report);
+    let out = lines(&report);
+    let token = out[0].strip_prefix("token ").expect("a token line");
+    let holder = format!("holder Exclusive Some({token}) ");
+    assert!(
+        out[1].starts_with(&holder) && out[1].contains("app.wasm"),
+        "{out:?}"
+    );
+    assert_eq!(out[2], "total 1 waiting 0", "{out:?}");
 }
 
 /// A subscription borrows its guard: releasing (or dropping) the guard while

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use wardlock_host::backend::{Request, RequestKind, Revoked, StatusChange};
+use wardlock_host::backend::{Contenders, Request, RequestKind, Revoked, StatusChange};
 use wardlock_host::{
     BackendError, Grant, GrantId, GrantStatus, LockBackend, LockName, LockSession,
 };
@@ -217,5 +217,9 @@ impl LockSession for HoldLogSession {
 
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         self.inner.request_revocation(name).await
+    }
+
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+        self.inner.contenders(name, limit).await
     }
 }

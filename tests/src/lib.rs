@@ -193,7 +193,7 @@ pub fn lockctl_runner(backend: Arc<dyn LockBackend>) -> Arc<Runner> {
     )
 }
 
-/// Runs one `lockctl2` instance (the `wardlock:lock@0.2.0` probe) with
+/// Runs one `lockctl2` instance (the `wardlock:lock@0.2.1` probe) with
 /// `commands` and default policy, each instance limited to [`TEST_WAIT_LIMIT`].
 pub async fn lockctl2(backend: &MemoryBackend, commands: &[&str]) -> InstanceReport {
     spawn_lockctl2(backend, commands)

@@ -7,16 +7,13 @@
 /// Every copy of a WIT file, as `(copy, source)`, relative to the repository.
 pub const COPIES: &[(&str, &str)] = &[
     ("guest-sdk/wit/lock.wit", "wit/lock.wit"),
-    ("guest-sdk/wit/v0.2.0/lock.wit", "wit/v0.2.0/lock.wit"),
-    (
-        "guest-sdk/wit/v0.2.0/deps/io.wit",
-        "plugins/wit/deps/io.wit",
-    ),
-    ("wit/v0.2.0/deps/io.wit", "plugins/wit/deps/io.wit"),
+    ("guest-sdk/wit/v0.2/lock.wit", "wit/v0.2/lock.wit"),
+    ("guest-sdk/wit/v0.2/deps/io.wit", "plugins/wit/deps/io.wit"),
+    ("wit/v0.2/deps/io.wit", "plugins/wit/deps/io.wit"),
     ("plugins/wit/deps/wardlock-lock.wit", "wit/lock.wit"),
     (
-        "plugins/wit/deps/wardlock-lock-0.2.0.wit",
-        "wit/v0.2.0/lock.wit",
+        "plugins/wit/deps/wardlock-lock-0.2.wit",
+        "wit/v0.2/lock.wit",
     ),
 ];
 

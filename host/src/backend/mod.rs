@@ -8,6 +8,7 @@
 
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 mod backoff;
+mod contenders;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+pub use contenders::{Contender, Contenders, MAX_LISTED_CONTENDERS, listed_at_most};
 pub use error::BackendError;
 pub use request::{Request, RequestKind};
 pub use revocation::{REVOKE_MESSAGE, Revoked, never_revoked};
@@ -375,6 +377,26 @@ pub trait LockSession: Send + Sync {
         let _ = name;
         Err(BackendError::Unsupported(
             "this lock backend has no revocation".into(),
+        ))
+    }
+
+    /// Who holds the lock `name` and who waits for it, in queue order
+    /// (holders first): the first `limit` of them (at most
+    /// [`MAX_LISTED_CONTENDERS`]) and how many there are in all. Empty when
+    /// nobody holds or waits. Other hosts' and foreign clients' contenders
+    /// are listed too, as the lock service has them.
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when the lock service failed or did not
+    /// answer; [`BackendError::Unsupported`] when the backend cannot list a
+    /// lock's contenders (the default).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+        let _ = (name, limit);
+        Err(BackendError::Unsupported(
+            "this lock backend cannot list a lock's contenders".into(),
         ))
     }
 }

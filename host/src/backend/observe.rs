@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::{
-    BackendError, Grant, GrantId, GrantStatus, Health, LockBackend, LockSession, Request, Revoked,
-    StatusChange,
+    BackendError, Contenders, Grant, GrantId, GrantStatus, Health, LockBackend, LockSession,
+    Request, Revoked, StatusChange,
 };
 use crate::name::LockName;
 
@@ -177,6 +177,10 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         let answer = self.inner.request_revocation(name).await;
         self.observer.revocation_answered(name, &answer);
         answer
+    }
+
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+        self.inner.contenders(name, limit).await
     }
 }
 

@@ -1,4 +1,4 @@
-//! Rust bindings generated from `wit/v0.2.0/` (package `wardlock:lock@0.2.0`)
+//! Rust bindings generated from `wit/v0.2/` (package `wardlock:lock@0.2.1`)
 //! for the host side, beside those of 0.1.0 ([`super::bindings`]).
 //!
 //! Async and trappable like 0.1.0's. The `lock` resource is the same host type
@@ -7,7 +7,7 @@
 //! a timer and a stream in one `poll`.
 
 wasmtime::component::bindgen!({
-    path: "../wit/v0.2.0",
+    path: "../wit/v0.2",
     world: "wardlock:lock/guest",
     imports: { default: async | trappable },
     with: {

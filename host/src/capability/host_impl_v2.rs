@@ -1,8 +1,9 @@
-//! The generated WIT host traits of `wardlock:lock@0.2.0`, implemented on
+//! The generated WIT host traits of `wardlock:lock@0.2.1`, implemented on
 //! [`WardlockView`]: 0.1.0's calls (shared macros from `host_impl.rs`) plus
 //! `subscribe`, `acquire-async` / `pending-lock`, `acquire-many`, the
-//! semaphore `permit`s and revocation (`request-revocation`,
-//! `lock.revocation-requested`, `lock.subscribe-revocation`).
+//! semaphore `permit`s, revocation (`request-revocation`,
+//! `lock.revocation-requested`, `lock.subscribe-revocation`) and, from
+//! 0.2.1, `contenders`.
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use super::host_impl::{acquire_calls, lock_methods};
 use super::pending::PendingLock;
 use super::permit::PermitHandle;
 use super::revocation::RevocationWatch;
+use crate::backend::Contenders;
 
 impl types::Host for WardlockView<'_> {}
 
@@ -94,6 +96,34 @@ impl locks::Host for WardlockView<'_> {
             .request_revocation(&name)
             .await
             .map_err(types::Error::from))
+    }
+
+    async fn contenders(
+        &mut self,
+        name: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<locks::LockQueue, types::Error>> {
+        Ok(match self.ctx.contenders(&name, limit).await {
+            Ok(queue) => Ok(lock_queue(queue)),
+            Err(error) => Err(error.into()),
+        })
+    }
+}
+
+/// A backend's answer as the WIT's `lock-queue`.
+fn lock_queue(queue: Contenders) -> locks::LockQueue {
+    locks::LockQueue {
+        contenders: queue
+            .listed
+            .into_iter()
+            .map(|c| locks::Contender {
+                owner: c.owner,
+                mode: c.mode.into(),
+                holds: c.holds,
+                fencing_token: c.token,
+            })
+            .collect(),
+        total: queue.total,
     }
 }
 

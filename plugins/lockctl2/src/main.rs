@@ -1,5 +1,5 @@
-//! `lockctl2 COMMAND...`: a scriptable probe of `wardlock:lock@0.2.0`
-//! (`wit/v0.2.0/lock.wit`), with raw `wit-bindgen` output and no SDK, like
+//! `lockctl2 COMMAND...`: a scriptable probe of `wardlock:lock@0.2.1`
+//! (`wit/v0.2/lock.wit`), with raw `wit-bindgen` output and no SDK, like
 //! `lockctl` for 0.1.0 (which stays on 0.1.0, so both versions are tested).
 //!
 //! Each argument is one command; each prints one line on stdout, flushed at
@@ -22,6 +22,7 @@
 //! | `revoke NAME`                   | `asked <N>` or an error line                 |
 //! | `revoked N`                     | `true` or `false`                            |
 //! | `await-revocation N ACK MS`     | `revoked` or `timer` (see `revoke.rs`)       |
+//! | `contenders NAME LIMIT`         | `<total> | held x <token> <owner> | ...` (see `inspect.rs`) |
 //! | `trap`                          | nothing: the guest traps (a panic)           |
 //!
 //! Semaphore permits (q1, q2…): see `permits.rs` (`permit`, `try-permit`,
@@ -39,13 +40,14 @@
 
 use std::io::Write;
 
+mod inspect;
 mod permits;
 mod revoke;
 
 mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit/v0.2.0",
-        world: "wardlock:lock/guest@0.2.0",
+        path: "../../wit/v0.2",
+        world: "wardlock:lock/guest@0.2.1",
         with: { "wasi:io/poll@0.2.12": wasip2::io::poll },
     });
 }
@@ -216,7 +218,11 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
             "dropped".into()
         }
         ["trap"] => panic!("trap requested"),
-        _ => return revoke::execute(words, state).or_else(|| permits::execute(words, state)),
+        _ => {
+            return revoke::execute(words, state)
+                .or_else(|| permits::execute(words, state))
+                .or_else(|| inspect::execute(words));
+        }
     };
     Some(line)
 }

@@ -6,7 +6,8 @@
 //! that leave nothing queued, a dropped session releasing everything, event-
 //! driven status, and — through real guest components (`counter`,
 //! `lockctl`) — exact counting, a trapping guest handing its lock over, and
-//! the WIT semantics guests see. Semaphores, revocation and downgrade are
+//! the WIT semantics guests see. Semaphores, revocation, downgrade and the
+//! list of a lock's contenders are
 //! checked when the engine has them ([`Features`]); when it does not, the kit
 //! checks it says so (`BackendError::Unsupported`).
 //!
@@ -52,6 +53,8 @@ pub struct Features {
     pub revocation: bool,
     /// `downgrade`.
     pub downgrade: bool,
+    /// `contenders` (who holds a lock, who waits).
+    pub contenders: bool,
 }
 
 impl Features {
@@ -60,13 +63,15 @@ impl Features {
         semaphores: true,
         revocation: true,
         downgrade: true,
+        contenders: true,
     };
 
-    /// Locks and downgrade; no semaphores, no revocation.
+    /// Locks and downgrade; no semaphores, no revocation, no contenders.
     pub const LOCKS_AND_DOWNGRADE: Features = Features {
         semaphores: false,
         revocation: false,
         downgrade: true,
+        contenders: false,
     };
 }
 

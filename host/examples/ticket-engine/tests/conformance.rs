@@ -36,6 +36,7 @@ fn subject() -> Subject {
         semaphores: false,
         revocation: false,
         downgrade: false,
+        contenders: false,
     })
 }
 

@@ -13,13 +13,13 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::keys::EtcdKeys;
-use super::{Shared, revoke, semaphore};
+use super::{Shared, inspect, revoke, semaphore};
 use crate::backend::handoff::{self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, local_token};
 use crate::backend::liveness;
 use crate::backend::revocation::{self, Seen};
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Request, RequestKind, StatusChange,
-    settled,
+    BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, LockSession, Request,
+    RequestKind, StatusChange, settled,
 };
 use crate::backend::{Revoked, never_revoked};
 use crate::name::LockName;
@@ -239,6 +239,20 @@ impl LockSession for EtcdLockSession {
 
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         revoke::request(&self.shared, name).await
+    }
+
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+        let all = inspect::contenders(&self.shared, name).await?;
+        let all = all.into_iter().map(|contender| Contender {
+            owner: format!("lease {:x}", contender.lease),
+            mode: contender.mode,
+            holds: contender.holds,
+            token: contender
+                .holds
+                .then(|| u64::try_from(contender.revision).ok())
+                .flatten(),
+        });
+        Ok(Contenders::head(all, limit))
     }
 }
 

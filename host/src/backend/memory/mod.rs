@@ -9,6 +9,7 @@
 //! plugin reacts to `suspended` and `lost`.
 
 mod faults;
+mod inspect;
 #[cfg(test)]
 mod model_tests;
 mod queue;

@@ -9,8 +9,8 @@ use tokio::sync::oneshot;
 
 use super::Shared;
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind, Revoked,
-    StatusChange, check_permits, never_revoked, settled,
+    BackendError, Contenders, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind,
+    Revoked, StatusChange, check_permits, never_revoked, settled,
 };
 use crate::name::LockName;
 
@@ -241,6 +241,10 @@ impl LockSession for MemorySession {
 
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         Ok(self.shared.lock().request_revocation(name))
+    }
+
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+        Ok(self.shared.lock().contenders(name, limit))
     }
 }
 

@@ -9,12 +9,12 @@ use async_trait::async_trait;
 
 use super::handoff_nodes;
 use super::recipe::{self, OwnedNode, Waiting};
-use super::{Shards, Shared, downgrade, release, revoke, semaphore, shard_for};
+use super::{Shards, Shared, downgrade, inspect, release, revoke, semaphore, shard_for};
 use crate::backend::handoff::{self, LocalHeld, local_token};
 use crate::backend::liveness;
 use crate::backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind, Revoked,
-    StatusChange, check_permits, never_revoked, settled,
+    BackendError, Contenders, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind,
+    Revoked, StatusChange, check_permits, never_revoked, settled,
 };
 use crate::name::LockName;
 
@@ -292,6 +292,10 @@ impl LockSession for ZkLockSession {
 
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         revoke::request(shard_for(&self.shards, name), name).await
+    }
+
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+        inspect::contenders(shard_for(&self.shards, name), name, limit).await
     }
 }
 

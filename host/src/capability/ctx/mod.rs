@@ -407,6 +407,7 @@ impl Drop for WardlockCtx {
     }
 }
 
+mod inspect;
 mod many;
 mod pending;
 mod permit;

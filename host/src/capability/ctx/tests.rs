@@ -173,3 +173,27 @@ async fn pending_locks_count_against_the_handle_cap() {
             .is_some()
     );
 }
+
+#[tokio::test]
+async fn contenders_lists_the_queue_of_granted_names_only() {
+    let backend = MemoryBackend::new();
+    let mut holder = ctx(&backend, "holder");
+    let held = holder
+        .acquire("q/a", Mode::Exclusive, None)
+        .await
+        .expect("x");
+    let policy = LockPolicy::new().grant("q").expect("prefix");
+    let guest = WardlockCtx::new(&backend, Arc::new(policy), "guest");
+    let queue = guest.contenders("q/a", 10).await.expect("listed");
+    assert_eq!(queue.total, 1);
+    assert_eq!(queue.listed[0].owner, "holder");
+    assert_eq!(queue.listed[0].token, Some(held.fencing_token()));
+    assert!(matches!(
+        guest.contenders("other/a", 10).await,
+        Err(LockError::Denied(_))
+    ));
+    assert!(matches!(
+        guest.contenders("q/../a", 10).await,
+        Err(LockError::InvalidName(_))
+    ));
+}

@@ -122,6 +122,30 @@ impl v2::wardlock::lock::locks::Host for WardlockView<'_> {
             -> Result<Option<Resource<PermitHandle>>, async_v2::types::Error>;
         fn request_revocation(name: String) -> Result<u32, async_v2::types::Error>;
     }
+
+    fn contenders(
+        &mut self,
+        name: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<v2::wardlock::lock::locks::LockQueue, async_v2::types::Error>>
+    {
+        let queue = in_tokio(<Self as async_v2::locks::Host>::contenders(
+            self, name, limit,
+        ))?;
+        Ok(queue.map(|queue| v2::wardlock::lock::locks::LockQueue {
+            contenders: queue
+                .contenders
+                .into_iter()
+                .map(|c| v2::wardlock::lock::locks::Contender {
+                    owner: c.owner,
+                    mode: c.mode,
+                    holds: c.holds,
+                    fencing_token: c.fencing_token,
+                })
+                .collect(),
+            total: queue.total,
+        }))
+    }
 }
 
 impl v2::wardlock::lock::locks::HostLock for WardlockView<'_> {

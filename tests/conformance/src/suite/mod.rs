@@ -11,11 +11,27 @@ use crate::{
     spawn_run, token_of,
 };
 
+mod contenders;
 mod revocation;
 mod semaphore;
 
+use self::contenders::contenders_list_holders_then_waiters;
 use self::revocation::revocation_reaches_every_holder;
 use self::semaphore::{semaphore_abandoned_waits_leave_nothing, semaphore_admits_its_permits};
+
+/// A session of `owner` waiting for `lock` in `mode`, in a task, returned
+/// once the lock has `contenders` holders and waiters (this one included).
+async fn queued(
+    s: &Subject,
+    owner: &str,
+    lock: &str,
+    mode: Mode,
+    contenders: usize,
+) -> tokio::task::JoinHandle<crate::Acquired> {
+    let waiting = spawn_acquire(s.backend.open_session(owner), lock, mode);
+    s.probe.wait_len(lock, contenders).await;
+    waiting
+}
 
 /// Says on stderr that `check` was skipped because the engine lacks `feature`.
 fn skipped(check: &str, feature: &str) {
@@ -48,6 +64,7 @@ macro_rules! conformance_checks {
             semaphore_admits_its_permits,
             semaphore_abandoned_waits_leave_nothing,
             revocation_reaches_every_holder,
+            contenders_list_holders_then_waiters,
             missing_features_say_unsupported,
         );
     };
@@ -318,12 +335,7 @@ async fn guest_trap_hands_over(s: &Subject) {
         ],
     );
     s.probe.wait_len("conf/gate", 2).await;
-    let waiter = spawn_acquire(
-        s.backend.open_session("waiter"),
-        "conf/trap",
-        Mode::Exclusive,
-    );
-    s.probe.wait_len("conf/trap", 2).await;
+    let waiter = queued(s, "waiter", "conf/trap", Mode::Exclusive, 2).await;
     gate_session.release(gate.id).expect("open the gate");
     let report = guest.await.expect("guest task");
     crate::assert_outcome!(report, Outcome::Trap(_));
@@ -431,6 +443,13 @@ async fn missing_features_say_unsupported(s: &Subject) {
         assert!(
             matches!(asked, Err(BackendError::Unsupported(_))),
             "{asked:?}"
+        );
+    }
+    if !s.features.contenders {
+        let listed = session.contenders(&lock, 10).await;
+        assert!(
+            matches!(listed, Err(BackendError::Unsupported(_))),
+            "{listed:?}"
         );
     }
     if !s.features.downgrade {

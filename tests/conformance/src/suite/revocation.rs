@@ -4,8 +4,8 @@
 
 use wardlock_host::Mode;
 
-use super::skipped;
-use crate::{Subject, TEST_WAIT_LIMIT, name, spawn_acquire};
+use super::{queued, skipped};
+use crate::{Subject, TEST_WAIT_LIMIT, name};
 
 /// A revocation request reaches every current holder (three readers), not a
 /// waiter: each holder's `revoked` future wakes and `revocation_requested`
@@ -29,8 +29,7 @@ pub(super) async fn revocation_reaches_every_holder(s: &Subject) {
     assert!(!a.revocation_requested(ra.id).await, "nobody asked yet");
     let woken_a = a.revoked(ra.id);
     let woken_b = b.revoked(rb.id);
-    let writer = spawn_acquire(s.backend.open_session("w"), "conf/revoke", Mode::Exclusive);
-    s.probe.wait_len("conf/revoke", 4).await;
+    let writer = queued(s, "w", "conf/revoke", Mode::Exclusive, 4).await;
     let asked = asker
         .request_revocation(&lock)
         .await
