@@ -19,9 +19,13 @@ set -euo pipefail
 
 # Every guest, by language (c, python, js). A guest's source file is named
 # after it (see compile_c, compile_python and compile_js): adding one needs its
-# source file and its name here. A guest whose name ends in `2` targets
-# `wardlock:lock@0.2.1` (the worlds `c-guest2`, `command2`, `js-command2` of
-# plugins/wit/command.wit, and the SDKs' 0.2.0 modules); the others 0.1.0.
+# source file and its name here. Guests target `wardlock:lock@0.2.1` (the
+# worlds `c-guest2`, `command2`, `js-command2` of plugins/wit/command.wit), the
+# SDKs' default; a guest that says it runs on 0.1.0 alone targets the 0.1.0
+# world (C: it defines WARDLOCK_BINDINGS "guest.h"; Python: a docstring line
+# `world: command`; JavaScript: it imports wardlock1.js or the raw 0.1.0
+# interface). `readers-writers` (C, Python) and `counter` (JavaScript) do, so
+# the 0.1.0 forms stay exercised.
 declare -A GUESTS=(
     [c]="counter readers-writers conform2"
     [python]="counter readers-writers conform2 async2"
@@ -102,12 +106,10 @@ build_guest() { # LANGUAGE GUEST INPUT...
 
 # --- C: clang + wasi-libc, wit-bindgen c, wasm-tools component new ----------
 C_ADAPTER="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
-# The C guest SDK, header-only (`#include "wardlock.h"`; 0.2.0 guests
-# `#include "wardlock_v2.h"`).
+# The C guest SDK, header-only (`#include "wardlock.h"`: the 0.2 API under
+# `wardlock_` and `wardlock2_` names, or 0.1.0's for a guest of 0.1.0 alone;
+# `wardlock_v2.h` has the `wardlock2_` names only).
 C_SDK="$ROOT/guest-sdk/c"
-
-# True when GUEST targets wardlock:lock@0.2.1 (its name ends in `2`).
-is_v2() { [[ "$1" == *2 ]]; }
 
 build_c() {
     command -v clang >/dev/null || missing "clang (Debian package clang)"
@@ -126,13 +128,14 @@ build_c() {
 }
 
 compile_c() { # GUEST OUTPUT
-    local bindings="$OUT/c-bindings" core="$OUT/$1-c.core.wasm" world=guest
-    if is_v2 "$1"; then
-        # 0.2.0 and the monotonic clock (guest-sdk/c/wardlock_v2.h).
-        bindings="$OUT/c-bindings2" world=c-guest2
-        wit-bindgen c "$PLUGINS/wit" --world "$world" --out-dir "$bindings"
-    else
+    local bindings="$OUT/c-bindings2" core="$OUT/$1-c.core.wasm" world=c-guest2
+    if grep -q '#define WARDLOCK_BINDINGS "guest.h"' "$PLUGINS/c/${1//-/_}.c"; then
+        # A guest of 0.1.0 alone (it says so before including wardlock.h).
+        bindings="$OUT/c-bindings" world=guest
         wit-bindgen c "$ROOT/wit" --world "$world" --out-dir "$bindings"
+    else
+        # 0.2 and the monotonic clock (guest-sdk/c/wardlock.h, wardlock_v2.h).
+        wit-bindgen c "$PLUGINS/wit" --world "$world" --out-dir "$bindings"
     fi
     # A reactor with its own `_start` (see guest-sdk/c/start.c for why).
     clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" -I "$C_SDK" \
@@ -143,9 +146,10 @@ compile_c() { # GUEST OUTPUT
 
 # --- Python: componentize-py -----------------------------------------------
 COMPONENTIZE_PY="$PLUGINS/python/.venv/bin/componentize-py"
-# The Python guest SDK (`import wardlock`; 0.2.0 guests `import wardlock2`,
-# which builds on it).
+# The Python guest SDK (`import wardlock`: the 0.2 API on a 0.2 world, 0.1.0's
+# on a 0.1.0 one; both over `wardlock_core`; `wardlock2` names the 0.2 API).
 PYTHON_SDK="$ROOT/guest-sdk/python/wardlock.py"
+PYTHON_SDK_CORE="$ROOT/guest-sdk/python/wardlock_core.py"
 PYTHON_SDK2="$ROOT/guest-sdk/python/wardlock2.py"
 # asyncio over wasi:io/poll, for 0.2.0 guests (`import wardlock_asyncio`).
 PYTHON_SDK_ASYNC="$ROOT/guest-sdk/python/wardlock_asyncio.py"
@@ -155,7 +159,7 @@ build_python() {
     local guest
     for guest in ${GUESTS[python]}; do
         build_guest python "$guest" "$PLUGINS/python/${guest//-/_}.py" "$PLUGINS/python/guest_common.py" \
-            "$PYTHON_SDK" "$PYTHON_SDK2" "$PYTHON_SDK_ASYNC" "$PLUGINS/wit"
+            "$PYTHON_SDK" "$PYTHON_SDK_CORE" "$PYTHON_SDK2" "$PYTHON_SDK_ASYNC" "$PLUGINS/wit"
     done
 }
 
@@ -163,12 +167,15 @@ compile_python() { # GUEST OUTPUT
     # The guest module, the helpers it shares and the SDK alone on the Python
     # path, so nothing else in plugins/python (or the build machine's
     # site-packages) is bundled.
-    local module="${1//-/_}" app="$OUT/python-src/$1" world=command
+    # The 0.2 world, unless the guest's docstring names the world of 0.1.0
+    # alone (a line `world: command`).
+    local module="${1//-/_}" app="$OUT/python-src/$1" world=command2
     rm -rf "$app"
     mkdir -p "$app"
-    cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$PYTHON_SDK" "$app/"
-    if is_v2 "$1"; then
-        world=command2
+    cp "$PLUGINS/python/$module.py" "$PLUGINS/python/guest_common.py" "$PYTHON_SDK" "$PYTHON_SDK_CORE" "$app/"
+    if grep -qx "world: command" "$PLUGINS/python/$module.py"; then
+        world=command
+    else
         cp "$PYTHON_SDK2" "$PYTHON_SDK_ASYNC" "$app/"
     fi
     (cd "$app" && "$COMPONENTIZE_PY" -d "$PLUGINS/wit" -w "$world" componentize -p . "$module" -o "$2")
@@ -177,8 +184,9 @@ compile_python() { # GUEST OUTPUT
 # --- JavaScript: componentize-js -------------------------------------------
 COMPONENTIZE_JS="$PLUGINS/js/node_modules/.bin/componentize-js"
 # The JavaScript guest SDK's directory: the guests import it by its relative
-# path (`../../guest-sdk/js/wardlock.js`, or `wardlock2.js` for 0.2.0; both
-# build on `wardlock-core.js`), which componentize-js bundles (see compile_js).
+# path (`../../guest-sdk/js/wardlock.js`, the 0.2 API; `wardlock1.js` for a
+# guest of 0.1.0 alone; both build on `wardlock-core.js`), which
+# componentize-js bundles (see compile_js).
 JS_SDK="$ROOT/guest-sdk/js"
 
 build_js() {
@@ -201,8 +209,10 @@ compile_js() { # GUEST OUTPUT
     else
         # wardlock run links WASI 0.2 but not wasi:http, so leave out the
         # engine's fetch support.
-        local world=js-command
-        is_v2 "$1" && world=js-command2
+        # The 0.2 world, unless the guest imports 0.1.0 alone (wardlock1.js,
+        # or the raw 0.1.0 interface).
+        local world=js-command2
+        grep -q "wardlock1\.js\|wardlock:lock/locks@0\.1\.0" "$PLUGINS/js/$1.js" && world=js-command
         (cd "$ROOT" && "$COMPONENTIZE_JS" "$PLUGINS/js/$1.js" --wit "$PLUGINS/wit" --world-name "$world" \
             --disable http fetch-event -o "$2")
     fi

@@ -1,7 +1,14 @@
 /* C guest SDK for wardlock: header-only helpers over the bindings
- * `wit-bindgen c <repo>/wit --world guest` generates (guest.h, guest.c,
- * guest_component_type.o; compile with -I pointing at them and at this
- * directory).
+ * `wit-bindgen c` generates for the guest's world (compile with -I pointing at
+ * them and at this directory).
+ *
+ * One header for both versions of `wardlock:lock`: on a world of 0.2.x (the
+ * default, `wit-bindgen c plugins/wit --world c-guest2`: c_guest2.h) it is the
+ * whole 0.2 API of wardlock_v2.h, under the `wardlock_` names below as well as
+ * its own `wardlock2_` ones, so code written for 0.1.0 builds unchanged; on a
+ * world of 0.1.0 alone (`wit-bindgen c <repo>/wit --world guest`, for a host
+ * serving only 0.1.0: define WARDLOCK_BINDINGS "guest.h" and WARDLOCK_WORLD
+ * guest first) it is the 0.1.0 API.
  *
  *     wardlock_guard_t lock;
  *     wardlock_error_t err;
@@ -40,19 +47,19 @@
 #include <stdio.h>
 
 /* The header `wit-bindgen c` wrote for your world, and that world's name, the
- * prefix of its string helpers. The defaults are the world this project's
- * build uses ("guest.h", guest_string_*); a guest of a world of its own that
- * imports wardlock's interface defines both before including this header:
+ * prefix of its string helpers. The defaults are the 0.2 world this project's
+ * build uses ("c_guest2.h", c_guest2_string_*); a guest of a world of its own
+ * that imports wardlock's interface defines both before including this header:
  *
  *     #define WARDLOCK_BINDINGS "my_plugin.h"
  *     #define WARDLOCK_WORLD my_plugin
  *     #include "wardlock.h"
  */
 #ifndef WARDLOCK_BINDINGS
-#define WARDLOCK_BINDINGS "guest.h"
+#define WARDLOCK_BINDINGS "c_guest2.h"
 #endif
 #ifndef WARDLOCK_WORLD
-#define WARDLOCK_WORLD guest
+#define WARDLOCK_WORLD c_guest2
 #endif
 #define WARDLOCK_PASTE_(a, b) a##b
 #define WARDLOCK_PASTE(a, b) WARDLOCK_PASTE_(a, b)
@@ -61,6 +68,99 @@
 #define WARDLOCK_STRING_DUP WARDLOCK_PASTE(WARDLOCK_WORLD, _string_dup)
 
 #include WARDLOCK_BINDINGS
+
+#ifdef WARDLOCK_LOCK_0_2_1_TYPES_MODE_EXCLUSIVE
+/* A world of 0.2.x: wardlock_v2.h, over the same bindings, under both names. */
+#ifndef WARDLOCK2_BINDINGS
+#define WARDLOCK2_BINDINGS WARDLOCK_BINDINGS
+#endif
+#ifndef WARDLOCK2_WORLD
+#define WARDLOCK2_WORLD WARDLOCK_WORLD
+#endif
+#include "wardlock_v2.h"
+
+typedef wardlock2_mode_t wardlock_mode_t;
+typedef wardlock2_status_t wardlock_status_t;
+typedef wardlock2_error_t wardlock_error_t;
+typedef wardlock2_guard_t wardlock_guard_t;
+typedef wardlock2_pollable_t wardlock_pollable_t;
+typedef wardlock2_queue_t wardlock_queue_t;
+typedef wardlock2_contender_t wardlock_contender_t;
+typedef wardlock2_request_t wardlock_request_t;
+typedef wardlock2_many_t wardlock_many_t;
+typedef wardlock2_pending_t wardlock_pending_t;
+typedef wardlock2_outcome_t wardlock_outcome_t;
+typedef wardlock2_permit_t wardlock_permit_t;
+
+#define WARDLOCK_EXCLUSIVE WARDLOCK2_EXCLUSIVE
+#define WARDLOCK_SHARED WARDLOCK2_SHARED
+#define WARDLOCK_HELD WARDLOCK2_HELD
+#define WARDLOCK_SUSPENDED WARDLOCK2_SUSPENDED
+#define WARDLOCK_LOST WARDLOCK2_LOST
+#define WARDLOCK_RELEASED WARDLOCK2_RELEASED
+#define WARDLOCK_ERROR_INVALID_NAME WARDLOCK2_ERROR_INVALID_NAME
+#define WARDLOCK_ERROR_DENIED WARDLOCK2_ERROR_DENIED
+#define WARDLOCK_ERROR_TIMEOUT WARDLOCK2_ERROR_TIMEOUT
+/* 0.1.0's would-block, never produced (and gone from 0.2): no error has it. */
+#define WARDLOCK_ERROR_WOULD_BLOCK 0xff
+#define WARDLOCK_ERROR_WOULD_DEADLOCK WARDLOCK2_ERROR_WOULD_DEADLOCK
+#define WARDLOCK_ERROR_LOST WARDLOCK2_ERROR_LOST
+#define WARDLOCK_ERROR_RELEASED WARDLOCK2_ERROR_RELEASED
+#define WARDLOCK_ERROR_LIMIT_EXCEEDED WARDLOCK2_ERROR_LIMIT_EXCEEDED
+#define WARDLOCK_ERROR_UNAVAILABLE WARDLOCK2_ERROR_UNAVAILABLE
+#define WARDLOCK_ERROR_INVALID_REQUEST WARDLOCK2_ERROR_INVALID_REQUEST
+#define WARDLOCK_NO_TIMEOUT WARDLOCK2_NO_TIMEOUT
+#define WARDLOCK_GUARD_INIT WARDLOCK2_GUARD_INIT
+#define WARDLOCK_SCOPED WARDLOCK2_SCOPED
+#define WARDLOCK_SCOPED_MANY WARDLOCK2_SCOPED_MANY
+#define WARDLOCK_PENDING_INIT WARDLOCK2_PENDING_INIT
+#define WARDLOCK_PENDING_SCOPED WARDLOCK2_PENDING_SCOPED
+#define WARDLOCK_PERMIT_INIT WARDLOCK2_PERMIT_INIT
+#define WARDLOCK_PERMIT_SCOPED WARDLOCK2_PERMIT_SCOPED
+#define WARDLOCK_WAITING WARDLOCK2_WAITING
+#define WARDLOCK_GRANTED WARDLOCK2_GRANTED
+#define WARDLOCK_FAILED WARDLOCK2_FAILED
+
+#define wardlock_error_kind wardlock2_error_kind
+#define wardlock_errno wardlock2_errno
+#define wardlock_error_detail wardlock2_error_detail
+#define wardlock_error_text wardlock2_error_text
+#define wardlock_error_free wardlock2_error_free
+#define wardlock_wait wardlock2_wait
+#define wardlock_wait_and_drop wardlock2_wait_and_drop
+#define wardlock_drop wardlock2_drop
+#define wardlock_acquire wardlock2_acquire
+#define wardlock_try_acquire wardlock2_try_acquire
+#define wardlock_release wardlock2_release
+#define wardlock_token wardlock2_token
+#define wardlock_status wardlock2_status
+#define wardlock_check wardlock2_check
+#define wardlock_status_name wardlock2_status_name
+#define wardlock_subscribe wardlock2_subscribe
+#define wardlock_wait_lost wardlock2_wait_lost
+#define wardlock_revocation_requested wardlock2_revocation_requested
+#define wardlock_subscribe_revocation wardlock2_subscribe_revocation
+#define wardlock_wait_revocation wardlock2_wait_revocation
+#define wardlock_request_revocation wardlock2_request_revocation
+#define wardlock_contenders wardlock2_contenders
+#define wardlock_queue_free wardlock2_queue_free
+#define wardlock_drop_all wardlock2_drop_all
+#define wardlock_acquire_many wardlock2_acquire_many
+#define wardlock_release_all wardlock2_release_all
+#define wardlock_pending_drop wardlock2_pending_drop
+#define wardlock_acquire_async wardlock2_acquire_async
+#define wardlock_pending_subscribe wardlock2_pending_subscribe
+#define wardlock_pending_wait wardlock2_pending_wait
+#define wardlock_pending_get wardlock2_pending_get
+#define wardlock_permit_drop wardlock2_permit_drop
+#define wardlock_acquire_permit wardlock2_acquire_permit
+#define wardlock_try_acquire_permit wardlock2_try_acquire_permit
+#define wardlock_permit_release wardlock2_permit_release
+#define wardlock_permit_token wardlock2_permit_token
+#define wardlock_permit_status wardlock2_permit_status
+#define wardlock_permit_wait_lost wardlock2_permit_wait_lost
+
+#else /* a world of 0.1.0 alone: the 0.1.0 API */
 
 #ifdef __cplusplus
 extern "C" {
@@ -256,5 +356,7 @@ static inline void wardlock_error_free(wardlock_error_t *err) {
 #ifdef __cplusplus
 }
 #endif
+
+#endif /* 0.2 or 0.1.0 */
 
 #endif

@@ -1,6 +1,6 @@
 // The part of the JavaScript guest SDK both WIT versions share: the typed
 // error, the guard over a granted resource and scoped release. It imports no
-// WIT interface, so `wardlock.js` (0.1.0) and `wardlock2.js` (0.2.0) each
+// WIT interface, so `wardlock1.js` (0.1.0) and `wardlock.js` (0.2) each
 // bind it to their version's functions. Guests import those, not this file.
 
 /** A lock call failed; `kind` names the WIT error case. Nothing is left half-acquired. */

@@ -1,43 +1,376 @@
-// JavaScript guest SDK for wardlock: named, distributed locks with scoped
-// release, over the `wardlock:lock/locks@0.1.0` import componentize-js binds.
-// (Guests built against 0.2.0 import `wardlock2.js`: the same API and more.)
+// JavaScript guest SDK for wardlock (`wardlock:lock@0.2.1`): named,
+// distributed locks with scoped release (`withLock`, `acquire`, `tryAcquire`,
+// as in 0.1.0), plus waiting without blocking, loss notification, several
+// locks at once, semaphores, revocation and contenders. Guests target a world
+// of 0.2.x (`js-command2` in plugins/wit/command.wit). `wardlock2.js` is
+// another name for this module; `wardlock1.js` is the 0.1.0 edition, for a
+// world of 0.1.0 alone.
 //
-//   import { withLock, acquire, tryAcquire, LockError } from './wardlock.js';
-//
-//   withLock('orders', { timeoutMs: 5000 }, (lock, signal) => {
-//     for (const item of order) {
-//       signal.throwIfAborted();          // throws 'lost' once taken away
-//       charge(item, lock.fencingToken);
-//     }
-//   });                                   // released however `fn` ends
+//   import { acquire, acquireMany, acquireAsync, withLocks, wait } from './wardlock.js';
 //
 //   {
-//     using lock = acquire('config', { mode: 'shared' });
-//     ...
-//   }                                     // disposed: released
-//   // without `using`: try { ... } finally { lock[Symbol.dispose](); }
+//     using lock = acquire('orders', { timeoutMs: 5000 });
+//     if (lock.waitLost(500)) console.log('lost:', lock.status);
+//   }                                         // released
 //
-// Errors are `LockError`s whose `kind` is the WIT case (`'invalid-name'`,
-// `'timeout'`, `'lost'`, ...) and `detail` the host's text, if any. A guard
-// never released is released by the host when the instance ends.
+//   withLocks([['a', 'exclusive'], ['b', 'shared']], { timeoutMs: 5000 }, ([a, b]) => {
+//     ...                                     // all released however fn ends
+//   });
 //
-// Bundled into a guest by componentize-js, which follows relative imports.
+//   {
+//     using pending = acquireAsync('orders'); // queued; the guest goes on
+//     if (pending.wait(1000)) {               // or poll pending.subscribe()
+//       using lock = pending.get();           //   beside a timer, a request
+//     }
+//   }                                         // a wait not taken is withdrawn
+//
+//   await Promise.all([                       // awaited: one task queues while
+//     acquireAwait('a').then((lock) => ...),  //   the other runs (whenReady)
+//     acquireAwait('b').then((lock) => ...),
+//   ]);
+//
+//   withPermit('pool', 3, { timeoutMs: 5000 }, (permit) => { ... });
+//   requestRevocation('orders');              // holders see lock.revocationRequested
+//
+// Blocking waits use `wasi:io/poll` with a `wasi:clocks/monotonic-clock`
+// timer for the timeout (nothing spins); pollables from `subscribe()` are
+// resources to dispose (`using`) before the handle they belong to. Scoped
+// helpers accept an async `fn` and keep their locks until its promise settles.
+// Errors are `LockError`s (0.2.0 adds `kind` `'invalid-request'`).
 
-import { acquire as rawAcquire, tryAcquire as rawTryAcquire } from 'wardlock:lock/locks@0.1.0';
-import { Guard, Kind, LockError, LockSignal, lockApi } from './wardlock-core.js';
+import { subscribeDuration } from 'wasi:clocks/monotonic-clock@0.2.12';
+import { poll } from 'wasi:io/poll@0.2.12';
+import {
+  acquire as rawAcquire,
+  acquireAsync as rawAcquireAsync,
+  acquireMany as rawAcquireMany,
+  acquirePermit as rawAcquirePermit,
+  contenders as rawContenders,
+  requestRevocation as rawRequestRevocation,
+  tryAcquire as rawTryAcquire,
+  tryAcquirePermit as rawTryAcquirePermit,
+} from 'wardlock:lock/locks@0.2.1';
+import {
+  Guard as BaseGuard,
+  Handle,
+  Kind,
+  LockError,
+  LockSignal,
+  call,
+  lockApi,
+  millis,
+  optionsAndFn,
+  runScoped,
+} from './wardlock-core.js';
 
-export { Guard, Kind, LockError, LockSignal };
+export { Kind, LockError, LockSignal };
 
 /**
- * `acquire(name, { mode, timeoutMs })`: waits until `name` is granted in
- * `mode` (`'exclusive'`, the default, or `'shared'`), at most `timeoutMs`
- * milliseconds (then `LockError` `'timeout'`; undefined waits until granted or
- * the instance's deadline). `tryAcquire(name, { mode })`: the lock if it can
- * be granted without waiting, else undefined. `withLock(name, options, fn)`:
- * runs `fn(guard, signal)` holding `name` and returns what it returns
- * (`signal.aborted` turns true once the lock is no longer safely held); when `fn` ends
- * normally the release is checked (a lock lost meanwhile throws `'lost'`),
- * when it throws the lock is released quietly and `fn`'s error goes on; an
- * async `fn` keeps the lock until its promise settles.
+ * Waits until at least one of `pollables` is ready or `timeoutMs`
+ * milliseconds passed (undefined: no limit); returns the indices of the
+ * ready ones (empty when the timeout came first).
  */
+export function readyFirst(pollables, timeoutMs) {
+  if (timeoutMs === undefined) return Array.from(poll(pollables));
+  using timer = subscribeDuration(millis(timeoutMs) * 1_000_000n);
+  return Array.from(poll([...pollables, timer])).filter((i) => i < pollables.length);
+}
+
+/** Waits until `pollable` is ready (true) or `timeoutMs` passed (false). */
+export function wait(pollable, timeoutMs) {
+  return readyFirst([pollable], timeoutMs).length > 0;
+}
+
+/** `wait` on a fresh pollable from `subscribe()`, disposed afterwards. */
+function waitOn(subscribe, timeoutMs) {
+  using pollable = subscribe();
+  return wait(pollable, timeoutMs);
+}
+
+/** A granted lock with the 0.2.0 calls of its handle. */
+export class Guard extends BaseGuard {
+  /** A pollable ready once the lock is no longer `'held'` (suspended, lost
+   * or released); dispose it before the guard. */
+  subscribe() {
+    return this.raw().subscribe();
+  }
+
+  /** Waits until the lock is no longer `'held'` (true; `status` says what
+   * it is now) or `timeoutMs` passed (false). */
+  waitLost(timeoutMs) {
+    return waitOn(() => this.raw().subscribe(), timeoutMs);
+  }
+
+  /** Whether someone asked this holder to give the lock up: releasing is up to you. */
+  get revocationRequested() {
+    return this.raw().revocationRequested();
+  }
+
+  /** A pollable ready once `revocationRequested` is true. */
+  subscribeRevocation() {
+    return this.raw().subscribeRevocation();
+  }
+
+  /** Waits until a revocation is requested (true) or `timeoutMs` passed (false). */
+  waitRevocation(timeoutMs) {
+    return waitOn(() => this.raw().subscribeRevocation(), timeoutMs);
+  }
+}
+
+/** `acquire`, `tryAcquire` and `withLock` as in `wardlock1.js`, returning 0.2 guards. */
 export const { acquire, tryAcquire, withLock } = lockApi(rawAcquire, rawTryAcquire, Guard);
+
+/**
+ * An acquisition waiting in the lock's queue (`acquireAsync`) while the
+ * guest does other work. Disposing it (`using`) withdraws the wait, or
+ * releases the lock if it was granted and not taken with `get`.
+ */
+export class Pending {
+  #raw;
+
+  constructor(raw) {
+    this.#raw = raw;
+  }
+
+  /** A pollable ready once the acquisition finished (granted or failed), to
+   * `poll` beside timers and requests; dispose it before the pending lock. */
+  subscribe() {
+    return this.#live().subscribe();
+  }
+
+  /** Waits until the acquisition finished (true) or `timeoutMs` passed
+   * (false); the request stays queued either way. */
+  wait(timeoutMs) {
+    return waitOn(() => this.#live().subscribe(), timeoutMs);
+  }
+
+  /** undefined while waiting; then the granted `Guard`, or the acquisition's
+   * `LockError` thrown. Once only: later calls throw `'invalid-request'`. */
+  get() {
+    const result = this.#live().get();
+    if (result === undefined) return undefined;
+    if (result.tag === 'err') throw new LockError(result.val.tag, result.val.val);
+    return new Guard(result.val);
+  }
+
+  /** A promise of the lock that waits without blocking the guest: its other
+   * promises and timers run meanwhile (`whenReady`). Rejects with
+   * `'timeout'` once `timeoutMs` passed (the request stays queued), or with
+   * the acquisition's `LockError`. */
+  async result(timeoutMs) {
+    const ready = this.subscribe();
+    let finished;
+    try {
+      finished = await whenReady(ready, timeoutMs);
+    } finally {
+      ready[Symbol.dispose]();
+    }
+    const guard = finished ? this.get() : undefined;
+    if (guard === undefined) throw new LockError('timeout');
+    return guard;
+  }
+
+  /** Withdraws the wait (nothing stays queued); a no-op once disposed. */
+  [Symbol.dispose]() {
+    const raw = this.#raw;
+    this.#raw = undefined;
+    raw?.[Symbol.dispose]();
+  }
+
+  #live() {
+    if (this.#raw === undefined) throw new LockError('released');
+    return this.#raw;
+  }
+}
+
+/**
+ * Resolves with true once `pollable` is ready, or with false once `timeoutMs`
+ * passed (none: never), without blocking the guest: its other promises and
+ * timers run meanwhile. componentize-js gives a guest no way to add a
+ * pollable of its own to the event loop, so readiness is checked (a
+ * non-blocking `ready()`) on the loop's timer ticks, 1 ms apart at first and
+ * at most 10 ms apart.
+ */
+export function whenReady(pollable, timeoutMs) {
+  const limit = timeoutMs === undefined ? undefined : Number(millis(timeoutMs));
+  const started = Date.now();
+  return new Promise((resolve) => {
+    let delay = 1;
+    const check = () => {
+      if (pollable.ready()) return resolve(true);
+      if (limit !== undefined && Date.now() - started >= limit) return resolve(false);
+      setTimeout(check, delay);
+      delay = Math.min(10, delay * 2);
+    };
+    check();
+  });
+}
+
+/**
+ * `acquireAsync(name, options)` awaited: a promise of the `Guard` that lets
+ * the guest's other tasks run while it queues (`Pending.result`). Options as
+ * `acquireAsync`; the timeout counts from now.
+ */
+export async function acquireAwait(name, options = {}) {
+  const pending = acquireAsync(name, options);
+  try {
+    return await pending.result();
+  } finally {
+    pending[Symbol.dispose]();
+  }
+}
+
+/**
+ * Queues for `name` in `mode` and returns a `Pending` at once. Bad names,
+ * `'denied'`, `'would-deadlock'` and the handle cap throw here; a timeout
+ * (counted from now) or a backend failure comes from `Pending.get`.
+ */
+export function acquireAsync(name, { mode = 'exclusive', timeoutMs } = {}) {
+  return new Pending(call(() => rawAcquireAsync(name, { mode, timeoutMs: millis(timeoutMs) })));
+}
+
+/**
+ * The guards of one `acquireMany`, in the order requested (an array).
+ * `releaseAll()` releases every one still held and throws the first error
+ * once all are released; disposal (`using`) drops them all quietly.
+ */
+export class Many extends Array {
+  static get [Symbol.species]() {
+    return Array;
+  }
+
+  releaseAll() {
+    let first;
+    for (const guard of this) {
+      if (!guard.live) continue;
+      try {
+        guard.release();
+      } catch (e) {
+        first ??= e;
+      }
+    }
+    if (first !== undefined) throw first;
+  }
+
+  /** `'held'` while every guard is, else the first other status. */
+  get status() {
+    return this.find((guard) => guard.status !== 'held')?.status ?? 'held';
+  }
+
+  /** Throws, as `Guard.check()`, unless every guard is safely held. */
+  check() {
+    for (const guard of this) guard.check();
+  }
+
+  /** Aborted once any of the locks is no longer safely held. */
+  get signal() {
+    return new LockSignal(this);
+  }
+
+  /** Alias of `releaseAll`, so `runScoped` can end a `Many` like a guard. */
+  release() {
+    this.releaseAll();
+  }
+
+  [Symbol.dispose]() {
+    for (const guard of this) guard[Symbol.dispose]();
+  }
+}
+
+/**
+ * Takes every `[name, mode]` of `requests` as one all-or-nothing request
+ * within one deadline (canonical order on the host: no deadlock whatever
+ * order two guests list the names in). On any error nothing is held or
+ * queued; an empty list or a name listed twice throws `'invalid-request'`.
+ */
+export function acquireMany(requests, { timeoutMs } = {}) {
+  const raw = requests.map(([name, mode = 'exclusive']) => ({ name, mode }));
+  const locks = call(() => rawAcquireMany(raw, millis(timeoutMs)));
+  const many = new Many();
+  for (const lock of locks) many.push(new Guard(lock));
+  return many;
+}
+
+/** Runs `fn(guards, signal)` holding every lock of `requests` (as `withLock`). */
+export function withLocks(requests, options, fn) {
+  [options, fn] = optionsAndFn('withLocks(requests, [options], fn)', options, fn);
+  return runScoped(acquireMany(requests, options), fn);
+}
+
+/** One permit of a counting semaphore, held until `release()` or disposal. */
+export class Permit extends Handle {
+  constructor(raw) {
+    super(raw);
+    /** The semaphore's permit count. */
+    this.permits = raw.permits();
+  }
+
+  /** A pollable ready once the permit is no longer `'held'`. */
+  subscribe() {
+    return this.raw().subscribe();
+  }
+
+  /** Waits until the permit is no longer `'held'` (true) or `timeoutMs` passed. */
+  waitLost(timeoutMs) {
+    return waitOn(() => this.raw().subscribe(), timeoutMs);
+  }
+}
+
+/** Waits for one of the `permits` permits of semaphore `name` (at most
+ * `timeoutMs`, else `'timeout'`); 0 permits throws `'invalid-request'`. */
+export function acquirePermit(name, permits, { timeoutMs } = {}) {
+  return new Permit(call(() => rawAcquirePermit(name, permits, millis(timeoutMs))));
+}
+
+/** A permit of semaphore `name` if one is free now, else undefined. */
+export function tryAcquirePermit(name, permits) {
+  const raw = call(() => rawTryAcquirePermit(name, permits));
+  return raw === undefined ? undefined : new Permit(raw);
+}
+
+/** Runs `fn(permit)` holding a permit of `name` (as `withLock`). */
+export function withPermit(name, permits, options, fn) {
+  [options, fn] = optionsAndFn('withPermit(name, permits, [options], fn)', options, fn);
+  return runScoped(acquirePermit(name, permits, options), fn);
+}
+
+/** Asks every holder of `name` to give it up; returns how many were asked. */
+export function requestRevocation(name) {
+  return call(() => rawRequestRevocation(name));
+}
+
+/** One holder or waiter of a lock, as `contenders` lists it. */
+export class Contender {
+  constructor(raw) {
+    /** Who it is, as the lock service records it (may be empty). */
+    this.owner = raw.owner;
+    /** `'exclusive'` or `'shared'`. */
+    this.mode = raw.mode;
+    /** True for a holder, false for a waiter. */
+    this.holds = raw.holds;
+    /** A holder's token (a BigInt) where the lock service records one, else undefined. */
+    this.fencingToken = raw.fencingToken;
+  }
+
+  /** The contender for `JSON.stringify`, its token as a decimal string. */
+  toJSON() {
+    const json = { owner: this.owner, mode: this.mode, holds: this.holds };
+    if (this.fencingToken !== undefined) json.fencingToken = String(this.fencingToken);
+    return json;
+  }
+}
+
+/**
+ * Who holds the lock `name` and who waits for it (kazoo's `contenders()`), in
+ * this and every other instance, host or client: `{ contenders, total }`, the
+ * first `limit` contenders (holders first, then waiters in arrival order; the
+ * host lists at most 1024) and how many there are. A snapshot, stale as soon
+ * as it returns. The name must be granted to this guest (`'denied'` otherwise).
+ */
+export function contenders(name, { limit = 100 } = {}) {
+  if (!Number.isInteger(limit) || limit < 0 || limit > 0xffffffff) {
+    throw new RangeError(`limit must be an integer from 0 to 4294967295, got ${limit}`);
+  }
+  const raw = call(() => rawContenders(name, limit));
+  return { contenders: raw.contenders.map((c) => new Contender(c)), total: raw.total };
+}

@@ -1,9 +1,10 @@
-"""Python guest SDK for `wardlock:lock@0.2.1`: everything `wardlock` offers,
+"""Python guest SDK for `wardlock:lock@0.2.1`: the 0.1.0 API (`wardlock_core`)
 plus waiting without blocking, loss notification, several locks at once,
-semaphores and revocation. Guests targeting the 0.2.0 world (`command2` in
-`plugins/wit/command.wit`) import it instead of `wardlock`::
+semaphores, revocation and contenders. On a world of 0.2.x (`command2` in
+`plugins/wit/command.wit`) `import wardlock` gives exactly this module's API;
+importing it by this name works too::
 
-    import wardlock2 as locks
+    import wardlock as locks        # or: import wardlock2 as locks
 
     with locks.exclusive("orders", timeout=5) as lock:
         if lock.wait_lost(timeout=0.5):          # held no more within 0.5 s?
@@ -37,12 +38,12 @@ duplicated `acquire_many` list, a pending lock's result taken twice) raises
 from typing import Iterable, List, Optional, Tuple
 
 from componentize_py_types import Ok
-from wardlock import (  # noqa: F401  (re-exported: the whole 0.1.0 API)
+from wardlock_core import (  # noqa: F401  (re-exported: the whole 0.1.0 API)
     Denied, Handle, InvalidName, InvalidRequest, LimitExceeded, LockError, Lost, Mode,
     OneLock, Released, Status, Timeout, Unavailable, WouldBlock, WouldDeadlock, _checked,
     _millis, _typed,
 )
-from wardlock import Guard as _Guard
+from wardlock_core import Guard as _Guard
 from wit_world.imports import locks as _locks
 from wit_world.imports import monotonic_clock as _clock
 from wit_world.imports import poll as _poll

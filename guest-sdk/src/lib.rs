@@ -50,15 +50,21 @@
 //! the instance's last guard on that name goes. Asking for exclusive access to
 //! a name the instance holds only shared fails with [`Error::WouldDeadlock`].
 //!
-//! # Waiting without blocking, loss notification, several locks at once
+//! # One API across WIT versions
 //!
-//! With the feature `v2` the module `v2` (`wardlock:lock@0.2.1`) adds
-//! `Guard::subscribe` (a `wasi:io/poll` pollable ready once the lock is no
-//! longer held), `Lock::acquire_async` (a `v2::Pending` acquisition to wait
-//! on beside timers and streams), `v2::acquire_all` (several locks, all or
-//! nothing, deadlock-free in any order) and `v2::acquire_permit` (a
-//! `v2::Permit` of a counting semaphore, released when dropped). A guest uses one API or the other for
-//! a given lock; both share the instance's locks on the host.
+//! The crate root is the `wardlock:lock@0.2.1` API (feature `v2`, on by
+//! default): the calls above plus `Guard::subscribe` (a `wasi:io/poll`
+//! pollable ready once the lock is no longer held), `Lock::acquire_async` (a
+//! [`Pending`] acquisition to wait on beside timers and streams),
+//! [`acquire_all`] (several locks, all or nothing, deadlock-free in any
+//! order), [`acquire_permit`] (a [`Permit`] of a counting semaphore),
+//! revocation and [`contenders`]. Code written for the 0.1.0 API compiles
+//! unchanged against it (the same names, more methods), and so does code that
+//! names [`v2`]`::…`, which stays as an alias of the root.
+//!
+//! A guest that must run on a host serving only 0.1.0 turns the default
+//! feature off (`default-features = false`): the root is then the 0.1.0 API,
+//! which [`v1`] names in every build.
 //!
 //! # Raw bindings
 //!
@@ -93,7 +99,21 @@ mod status;
 pub mod v2;
 
 pub use error::Error;
-pub use guard::Guard;
-pub use lock::Lock;
 pub use mode::Mode;
 pub use status::Status;
+
+#[cfg(not(feature = "v2"))]
+pub use v1::{Guard, Lock};
+#[cfg(feature = "v2")]
+pub use v2::{
+    Contender, Guard, Lock, Pending, Permit, Queue, Subscription, acquire_all, acquire_permit,
+    contenders, request_revocation, try_acquire_permit,
+};
+
+/// The `wardlock:lock@0.1.0` API, over the 0.1.0 interface ([`bindings`]):
+/// the crate root without the default feature `v2`.
+pub mod v1 {
+    pub use crate::guard::Guard;
+    pub use crate::lock::Lock;
+    pub use crate::{Error, Mode, Status};
+}

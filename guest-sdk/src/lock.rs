@@ -3,7 +3,8 @@
 use core::time::Duration;
 
 use crate::bindings::wardlock::lock::locks;
-use crate::{Error, Guard, Mode};
+use crate::guard::Guard;
+use crate::{Error, Mode};
 
 /// A request for a named lock: name, [`Mode`] and an optional timeout.
 ///

@@ -1,8 +1,8 @@
 /* Helpers shared by the C guests: reporting a lock error and a counter file.
  * The lock calls themselves are the SDK's, guest-sdk/c/wardlock.h (on the
- * include path, with the bindings `wit-bindgen c <repo>/wit --world guest`
- * generates: guest.h, guest.c, guest_component_type.o). A 0.2.0 guest
- * includes guest-sdk/c/wardlock_v2.h first and gets the file helpers only. */
+ * include path, with the bindings `wit-bindgen c` generates for the guest's
+ * world: c_guest2.h by default, guest.h for a guest of 0.1.0 alone). A guest
+ * that includes guest-sdk/c/wardlock_v2.h first gets the file helpers only. */
 #ifndef WARDLOCK_GUEST_COMMON_H
 #define WARDLOCK_GUEST_COMMON_H
 

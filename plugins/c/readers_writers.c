@@ -17,6 +17,10 @@
 
 #include <unistd.h>
 
+/* This guest stays on 0.1.0 alone (hosts that serve only 0.1.0), so the
+ * 0.1.0 API of wardlock.h stays exercised: the 0.1.0 world's bindings. */
+#define WARDLOCK_BINDINGS "guest.h"
+#define WARDLOCK_WORLD guest
 #include "common.h"
 
 static const char USAGE[] =

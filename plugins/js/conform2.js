@@ -1,5 +1,5 @@
 // `conform2 COMMAND...`: `lockctl2`'s command language (plugins/lockctl2) in
-// JavaScript, through the 0.2.0 SDK (guest-sdk/js/wardlock2.js), so one
+// JavaScript, through the SDK's default module (guest-sdk/js/wardlock.js), so one
 // scenario table drives the Rust, C, Python and JavaScript guests alike
 // (tests/e2e/conform2.rs).
 //
@@ -27,7 +27,7 @@ import {
   tryAcquire,
   tryAcquirePermit,
   withLocks,
-} from '../../guest-sdk/js/wardlock2.js';
+} from '../../guest-sdk/js/wardlock.js';
 import { GuestError, readValue, runMain, writeValue } from './wasi-file.js';
 
 class BadCommand extends GuestError {}

@@ -22,7 +22,7 @@
 
 import { getArguments } from 'wasi:cli/environment@0.2.12';
 import { acquire as rawAcquire } from 'wardlock:lock/locks@0.1.0';
-import { LockError, acquire, withLock } from '../../guest-sdk/js/wardlock.js';
+import { LockError, acquire, withLock } from '../../guest-sdk/js/wardlock1.js';
 import { GuestError, UsageError, readValue, runMain, writeValue } from './wasi-file.js';
 
 const USAGE = 'usage: counter LOCK_NAME ITERATIONS|trap|leak|error FILE  (ITERATIONS >= 1)';

@@ -22,7 +22,7 @@ And one that tests the SDK's scoped release (FILE is not touched either):
 Exit codes: 0 success, 1 lock or I/O error or bad arguments (the usage is
 printed on stderr).
 
-Build: componentize-py -d plugins/wit -w command componentize -p plugins/python -p guest-sdk/python counter -o counter-python.wasm
+Build: componentize-py -d plugins/wit -w command2 componentize -p plugins/python -p guest-sdk/python counter -o counter-python.wasm
 (guest_common.py, beside this file, and the SDK guest-sdk/python/wardlock.py
 are bundled with it).
 """

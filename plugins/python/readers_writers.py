@@ -17,7 +17,10 @@ arguments (the usage is printed on stderr).
 
 Build: componentize-py -d plugins/wit -w command componentize -p plugins/python -p guest-sdk/python readers_writers -o readers-writers-python.wasm
 (guest_common.py, beside this file, and the SDK guest-sdk/python/wardlock.py
-are bundled with it).
+are bundled with it). It stays on the world of 0.1.0 alone, so `import
+wardlock` as a 0.1.0 guest sees it stays exercised:
+
+world: command
 """
 
 import random

@@ -371,6 +371,7 @@ fn js_sdk_type_declarations_check() {
     tsc.args(["--noEmit", "--strict", "--target", "es2022"])
         .args(["--lib", "es2022,esnext.disposable", "--module", "nodenext"])
         .arg(sdk.join("wardlock.d.ts"))
+        .arg(sdk.join("wardlock1.d.ts"))
         .arg(sdk.join("wardlock2.d.ts"));
     assert_js_tool_passes(tsc);
 }
@@ -398,17 +399,19 @@ fn assert_js_tool_passes(mut command: std::process::Command) {
 }
 
 /// A copy of `guest-sdk/` alone, outside the repository, builds a Rust
-/// guest for `wasm32-wasip2` with the 0.2 API: the crate carries its WIT
-/// and names its own dependencies and lints (nothing from the workspace).
-/// The guest then runs on the memory engine and sees itself as the lock's
-/// one holder through `contenders` (0.2.1).
+/// guest for `wasm32-wasip2`: the crate carries its WIT and names its own
+/// dependencies and lints (nothing from the workspace). With default
+/// features its root is the 0.2 API (`v2::` naming the same types) and the
+/// guest imports `wardlock:lock@0.2.1` alone; it runs on the memory engine
+/// and sees itself as the lock's one holder through `contenders`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_sdk_builds_alone_outside_the_repository() {
-    let (output, target) = standalone_app(
-        "build",
-        "use wardlock_guest::v2::{Lock, contenders};\n\n\
+    let wasm = standalone_build(
+        "",
+        "use wardlock_guest::{Lock, contenders};\n\n\
          fn main() -> Result<(), wardlock_guest::Error> {\n\
-         \x20   let guard = Lock::exclusive(\"app/job\").acquire()?;\n\
+         \x20   let same: fn(&'static str) -> wardlock_guest::v2::Lock = Lock::exclusive;\n\
+         \x20   let guard = same(\"app/job\").acquire()?;\n\
          \x20   guard.check()?;\n\
          \x20   println!(\"token {}\", guard.fencing_token());\n\
          \x20   let queue = contenders(\"app/job\", 10)?;\n\
@@ -418,22 +421,12 @@ async fn rust_sdk_builds_alone_outside_the_repository() {
          \x20   println!(\"total {} waiting {}\", queue.total, queue.waiters().count());\n\
          \x20   guard.release()\n}\n",
     );
-    assert!(
-        output.status.success(),
-        "the SDK copied alone does not build: {}",
-        String::from_utf8_lossy(&output.stderr)
+    let (imports, out) = run_standalone(&wasm).await;
+    assert_eq!(
+        imports,
+        ["wardlock:lock/locks@0.2.1"],
+        "one version imported"
     );
-    let wasm = target.join("wasm32-wasip2/debug/app.wasm");
-    let component = runtime().compile(&wasm).expect("the app compiles");
-    let config = RunnerConfig {
-        stdio: Stdio::Capture,
-        timeout: Some(TEST_WAIT_LIMIT),
-        ..RunnerConfig::default()
-    };
-    let runner = Runner::new(runtime(), &component, "app.wasm", config).expect("runner");
-    let report = runner.run(0, &[]).await;
-    assert_success(&report);
-    let out = lines(&report);
     let token = out[0].strip_prefix("token ").expect("a token line");
     let holder = format!("holder Exclusive Some({token}) ");
     assert!(
@@ -443,6 +436,62 @@ async fn rust_sdk_builds_alone_outside_the_repository() {
     assert_eq!(out[2], "total 1 waiting 0", "{out:?}");
 }
 
+/// Without its default feature the SDK's root is the 0.1.0 API, for hosts
+/// that serve only 0.1.0: the same guest code builds, imports
+/// `wardlock:lock@0.1.0` alone, and runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_sdk_without_default_features_imports_0_1_0_alone() {
+    let wasm = standalone_build(
+        ", default-features = false",
+        "fn main() -> Result<(), wardlock_guest::Error> {\n\
+         \x20   let guard = wardlock_guest::Lock::exclusive(\"app/job\").acquire()?;\n\
+         \x20   let _same: &wardlock_guest::v1::Guard = &guard;\n\
+         \x20   guard.check()?;\n\
+         \x20   println!(\"token {}\", guard.fencing_token());\n\
+         \x20   guard.release()\n}\n",
+    );
+    let (imports, out) = run_standalone(&wasm).await;
+    assert_eq!(
+        imports,
+        ["wardlock:lock/locks@0.1.0"],
+        "one version imported"
+    );
+    assert!(out[0].starts_with("token "), "{out:?}");
+}
+
+/// Builds the standalone app (see [`standalone_app`]) and returns its
+/// component's path, asserting the build succeeded.
+fn standalone_build(features: &str, main_rs: &str) -> std::path::PathBuf {
+    let (output, target) = standalone_app("build", features, main_rs);
+    assert!(
+        output.status.success(),
+        "the SDK copied alone does not build: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    target.join("wasm32-wasip2/debug/app.wasm")
+}
+
+/// Runs the standalone app on a memory engine: its `wardlock:lock/locks`
+/// imports and its output lines (asserting it succeeded).
+async fn run_standalone(wasm: &Path) -> (Vec<String>, Vec<String>) {
+    let component = runtime().compile(wasm).expect("the app compiles");
+    let imports = component
+        .component_type()
+        .imports(runtime().engine())
+        .map(|(name, _)| name.to_string())
+        .filter(|name| name.starts_with("wardlock:lock/locks"))
+        .collect();
+    let config = RunnerConfig {
+        stdio: Stdio::Capture,
+        timeout: Some(TEST_WAIT_LIMIT),
+        ..RunnerConfig::default()
+    };
+    let runner = Runner::new(runtime(), &component, "app.wasm", config).expect("runner");
+    let report = runner.run(0, &[]).await;
+    assert_success(&report);
+    (imports, lines(&report))
+}
+
 /// A subscription borrows its guard: releasing (or dropping) the guard while
 /// its subscription lives does not compile, where an owned pollable would
 /// have made the host trap at run time.
@@ -450,8 +499,9 @@ async fn rust_sdk_builds_alone_outside_the_repository() {
 fn a_rust_subscription_cannot_outlive_its_guard() {
     let (output, _) = standalone_app(
         "check",
+        "",
         "fn main() -> Result<(), wardlock_guest::Error> {\n\
-         \x20   let guard = wardlock_guest::v2::Lock::exclusive(\"app/job\").acquire()?;\n\
+         \x20   let guard = wardlock_guest::Lock::exclusive(\"app/job\").acquire()?;\n\
          \x20   let lost = guard.subscribe();\n\
          \x20   guard.release()?;\n\
          \x20   lost.block();\n\
@@ -466,9 +516,14 @@ fn a_rust_subscription_cannot_outlive_its_guard() {
 }
 
 /// Runs `cargo COMMAND` for wasm32-wasip2 on an app whose `main.rs` is
-/// `main_rs`, depending on a copy of `guest-sdk/` (feature `v2`), both in a
-/// temporary directory outside the repository; its output and target dir.
-fn standalone_app(command: &str, main_rs: &str) -> (std::process::Output, std::path::PathBuf) {
+/// `main_rs`, depending on a copy of `guest-sdk/` (with `features` added to
+/// the dependency, e.g. `, default-features = false`), both in a temporary
+/// directory outside the repository; its output and target dir.
+fn standalone_app(
+    command: &str,
+    features: &str,
+    main_rs: &str,
+) -> (std::process::Output, std::path::PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let outside = tempfile::tempdir().expect("temp dir");
     copy_tree(
@@ -479,14 +534,22 @@ fn standalone_app(command: &str, main_rs: &str) -> (std::process::Output, std::p
     std::fs::create_dir_all(app.join("src")).expect("app dir");
     std::fs::write(
         app.join("Cargo.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
-         [dependencies]\nwardlock-guest = { path = \"../wardlock-guest\", features = [\"v2\"] }\n\n\
-         [workspace]\n",
+        format!(
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\nwardlock-guest = {{ path = \"../wardlock-guest\"{features} }}\n\n\
+             [workspace]\n"
+        ),
     )
     .expect("Cargo.toml");
     std::fs::write(app.join("src/main.rs"), main_rs).expect("main.rs");
-    // Its own target dir, kept between runs under the repository's target/.
-    let target = root.join("target/standalone-sdk");
+    // Its own target dir per set of features (tests build in parallel),
+    // kept between runs under the repository's target/.
+    let flavour = if features.is_empty() {
+        "default"
+    } else {
+        "custom"
+    };
+    let target = root.join("target/standalone-sdk").join(flavour);
     let output =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args([
@@ -517,5 +580,36 @@ fn copy_tree(from: &Path, to: &Path) {
         } else {
             std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
         }
+    }
+}
+
+/// 0.2 is every SDK's default, and the 0.1.0 forms stay exercised: the
+/// example guests import the version their build says, one version each
+/// (a guest that says nothing gets 0.2.1; `readers-writers` in C and Python
+/// and `counter` in JavaScript say they run on 0.1.0 alone).
+#[test]
+fn guests_import_the_wit_version_their_sdk_defaults_to() {
+    let expected = [
+        (Guest::Counter, "0.2.1"),
+        (Guest::CounterC, "0.2.1"),
+        (Guest::CounterPython, "0.2.1"),
+        (Guest::ReadersWritersJs, "0.2.1"),
+        (Guest::HttpCounterJs, "0.2.1"),
+        (Guest::ReadersWritersC, "0.1.0"),
+        (Guest::ReadersWritersPython, "0.1.0"),
+        (Guest::CounterJs, "0.1.0"),
+    ];
+    for (guest, version) in expected {
+        let imports: Vec<String> = wardlock_tests::component(guest)
+            .component_type()
+            .imports(runtime().engine())
+            .map(|(name, _)| name.to_string())
+            .filter(|name| name.starts_with("wardlock:lock/locks"))
+            .collect();
+        assert_eq!(
+            imports,
+            [format!("wardlock:lock/locks@{version}")],
+            "{guest:?}"
+        );
     }
 }

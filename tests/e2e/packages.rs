@@ -85,10 +85,12 @@ async fn python_wheel_installs_into_an_empty_directory_and_builds_a_guest() {
     );
     std::fs::write(
         empty.path().join("app.py"),
-        "import wardlock2 as locks\nfrom wit_world import exports\n\n\
+        "import wardlock as locks\nfrom wit_world import exports\n\n\
          class Run(exports.Run):\n    def run(self) -> None:\n        \
          with locks.exclusive(\"quickstart/job\", timeout=5) as lock:\n            \
-         print(f\"holding quickstart/job token={lock.fencing_token}\")\n",
+         print(f\"holding quickstart/job token={lock.fencing_token}\")\n            \
+         queue = locks.contenders(\"quickstart/job\")\n            \
+         print(f\"contenders {queue.total} holders {len(queue.holders())}\")\n",
     )
     .expect("app.py");
     let wit = succeed(
@@ -106,7 +108,11 @@ async fn python_wheel_installs_into_an_empty_directory_and_builds_a_guest() {
         "componentize-py",
     );
     let out = run_built(&empty.path().join("app.wasm")).await;
-    assert_eq!(out, ["holding quickstart/job token=1"]);
+    assert_eq!(
+        out,
+        ["holding quickstart/job token=1", "contenders 1 holders 1"],
+        "`import wardlock` is the 0.2 API on the 0.2 world"
+    );
 }
 
 /// `npm install` the tarball into an empty directory, write a guest there,
@@ -130,10 +136,12 @@ async fn js_tarball_installs_into_an_empty_directory_and_builds_a_guest() {
     );
     std::fs::write(
         empty.path().join("app.js"),
-        "import { acquire } from './node_modules/@wardlock/guest/wardlock2.js';\n\n\
+        "import { acquire, contenders } from './node_modules/@wardlock/guest/wardlock.js';\n\n\
          export const run = {\n  run() {\n    \
          const lock = acquire('quickstart/job', { timeoutMs: 5000 });\n    \
-         try {\n      console.log(`holding quickstart/job token=${lock.fencingToken}`);\n    \
+         try {\n      console.log(`holding quickstart/job token=${lock.fencingToken}`);\n      \
+         const queue = contenders('quickstart/job');\n      \
+         console.log(`contenders ${queue.total} holders ${queue.contenders.filter((c) => c.holds).length}`);\n    \
          } finally {\n      lock.release();\n    }\n  },\n};\n",
     )
     .expect("app.js");
@@ -152,5 +160,9 @@ async fn js_tarball_installs_into_an_empty_directory_and_builds_a_guest() {
         "componentize-js",
     );
     let out = run_built(&empty.path().join("app.wasm")).await;
-    assert_eq!(out, ["holding quickstart/job token=1"]);
+    assert_eq!(
+        out,
+        ["holding quickstart/job token=1", "contenders 1 holders 1"],
+        "the package's default module is the 0.2 API"
+    );
 }

@@ -1,4 +1,4 @@
-//! A held lock of the 0.2.0 interface: the crate's [`crate::Guard`] plus
+//! A held lock of the 0.2.0 interface: the crate's [`crate::v1::Guard`] plus
 //! [`Guard::subscribe`] and revocation ([`Guard::revocation_requested`],
 //! [`Guard::subscribe_revocation`]).
 
@@ -6,7 +6,7 @@ use super::Subscription;
 use super::bindings::wardlock::lock::locks::Lock as RawLock;
 
 /// A granted lock, held until the guard is released or dropped (see
-/// [`crate::Guard`]).
+/// [`crate::v1::Guard`]).
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct Guard {
     raw: RawLock,

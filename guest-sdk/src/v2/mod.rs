@@ -1,5 +1,5 @@
-//! The `wardlock:lock@0.2.1` API (feature `v2`): everything of the crate root,
-//! plus waiting without blocking, loss notification, several locks at once
+//! The `wardlock:lock@0.2.1` API (feature `v2`, on by default), which the
+//! crate root re-exports: everything of the 0.1.0 API ([`crate::v1`]), plus waiting without blocking, loss notification, several locks at once
 //! and counting semaphores ([`acquire_permit`], [`Permit`]).
 //!
 //! ```no_run
@@ -82,25 +82,25 @@ pub mod bindings {
 use bindings::wardlock::lock::locks;
 use bindings::wardlock::lock::types as raw;
 
-/// A lock request (name, [`Mode`], timeout), as [`crate::Lock`], acquired
+/// A lock request (name, [`Mode`], timeout), as [`crate::v1::Lock`], acquired
 /// through the 0.2.0 interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lock(crate::Lock);
+pub struct Lock(crate::v1::Lock);
 
 impl Lock {
     /// Requests `name` exclusively (a write lock).
     pub fn exclusive(name: impl Into<String>) -> Self {
-        Lock(crate::Lock::exclusive(name))
+        Lock(crate::v1::Lock::exclusive(name))
     }
 
     /// Requests `name` shared (a read lock).
     pub fn shared(name: impl Into<String>) -> Self {
-        Lock(crate::Lock::shared(name))
+        Lock(crate::v1::Lock::shared(name))
     }
 
     /// Requests `name` in `mode`.
     pub fn new(name: impl Into<String>, mode: Mode) -> Self {
-        Lock(crate::Lock::new(name, mode))
+        Lock(crate::v1::Lock::new(name, mode))
     }
 
     /// Gives up with [`Error::Timeout`] after `timeout` (rounded up to whole
@@ -129,7 +129,7 @@ impl Lock {
     /// Waits until the lock is granted (or the timeout passes).
     ///
     /// # Errors
-    /// As [`crate::Lock::acquire`].
+    /// As [`crate::v1::Lock::acquire`].
     pub fn acquire(&self) -> Result<Guard, Error> {
         Ok(Guard::from_raw(locks::acquire(
             self.name(),
@@ -140,7 +140,7 @@ impl Lock {
     /// Takes the lock only if that needs no waiting.
     ///
     /// # Errors
-    /// As [`crate::Lock::try_acquire`].
+    /// As [`crate::v1::Lock::try_acquire`].
     pub fn try_acquire(&self) -> Result<Option<Guard>, Error> {
         Ok(locks::try_acquire(self.name(), self.mode().into())?.map(Guard::from_raw))
     }
@@ -160,8 +160,8 @@ impl Lock {
     }
 }
 
-impl From<crate::Lock> for Lock {
-    fn from(lock: crate::Lock) -> Self {
+impl From<crate::v1::Lock> for Lock {
+    fn from(lock: crate::v1::Lock) -> Self {
         Lock(lock)
     }
 }
