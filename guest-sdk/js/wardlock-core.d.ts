@@ -65,7 +65,20 @@ export interface AcquireOptions {
   mode?: Mode;
   /** Give up with `'timeout'` after this many milliseconds; undefined waits. */
   timeoutMs?: number | bigint;
+  /** Aborts the request (throws its `reason`): checked before a blocking
+   * wait, and throughout `acquireAwait`'s wait. */
+  signal?: { readonly aborted: boolean; readonly reason?: unknown };
 }
+
+/** `ifAvailable: true` (Web Locks): take the lock only if that needs no
+ * waiting; never with `timeoutMs` or `signal`. */
+export interface IfAvailableOptions {
+  mode?: Mode;
+  ifAvailable: true;
+}
+
+/** Throws `signal.reason` (an `AbortError` when it has none) once aborted. */
+export declare function throwIfAborted(signal: AcquireOptions['signal'] | null): void;
 
 /** The block a scoped call runs: it gets the grant and its signal. */
 export type Scoped<G, R> = (grant: G, signal: LockSignal) => R;

@@ -241,20 +241,49 @@ export function optionsAndFn(call, options, fn) {
 }
 
 /**
+ * Throws once `signal` (an `AbortSignal`, or anything with `aborted` and
+ * `reason`) is aborted: its `reason`, or an `Error` named `'AbortError'`
+ * when it has none (as the Web Locks API rejects).
+ */
+export function throwIfAborted(signal) {
+  if (signal === undefined || signal === null || !signal.aborted) return;
+  if (signal.reason !== undefined) throw signal.reason;
+  const error = new Error('the wait for the lock was aborted');
+  error.name = 'AbortError';
+  throw error;
+}
+
+/**
  * The one-lock calls over a WIT version's raw `acquire` and `tryAcquire`,
  * wrapping each granted lock in `GuardClass` (see `wardlock.js` for their
  * use).
+ *
+ * As in the Web Locks API, `ifAvailable: true` takes the lock only if that
+ * needs no waiting (`acquire` returns undefined, `withLock` calls `fn(null)`
+ * when it would wait), and `signal` aborts the request: an aborted signal
+ * throws its reason before anything is queued (a blocking wait cannot be
+ * interrupted; `acquireAwait` watches the signal while it waits). Asking for
+ * `ifAvailable` with `timeoutMs` or `signal` is a `TypeError`.
  */
 export function lockApi(rawAcquire, rawTryAcquire, GuardClass) {
-  const acquire = (name, { mode = 'exclusive', timeoutMs } = {}) =>
-    new GuardClass(call(() => rawAcquire(name, { mode, timeoutMs: millis(timeoutMs) })));
   const tryAcquire = (name, { mode = 'exclusive' } = {}) => {
     const raw = call(() => rawTryAcquire(name, mode));
     return raw === undefined ? undefined : new GuardClass(raw);
   };
+  const acquire = (name, { mode = 'exclusive', timeoutMs, signal, ifAvailable = false } = {}) => {
+    if (ifAvailable && (timeoutMs !== undefined || signal !== undefined)) {
+      throw new TypeError('ifAvailable cannot be combined with timeoutMs or signal: it never waits');
+    }
+    if (ifAvailable) return tryAcquire(name, { mode });
+    throwIfAborted(signal);
+    return new GuardClass(call(() => rawAcquire(name, { mode, timeoutMs: millis(timeoutMs) })));
+  };
   const withLock = (name, options, fn) => {
     [options, fn] = optionsAndFn('withLock(name, [options], fn)', options, fn);
-    return runScoped(acquire(name, options), fn);
+    const guard = acquire(name, options);
+    // ifAvailable, and busy: the Web Locks API calls back with null.
+    if (guard === undefined) return fn(null);
+    return runScoped(guard, fn);
   };
   return { acquire, tryAcquire, withLock };
 }

@@ -3,6 +3,8 @@ import type {
   AcquireOptions,
   Guard as BaseGuard,
   Handle,
+  IfAvailableOptions,
+  LockSignal,
   Mode,
   Scoped,
 } from './wardlock-core.js';
@@ -30,9 +32,15 @@ export declare class Guard extends BaseGuard {
   waitRevocation(timeoutMs?: number | bigint): boolean;
 }
 
+export declare function acquire(name: string, options: IfAvailableOptions): Guard | undefined;
 export declare function acquire(name: string, options?: AcquireOptions): Guard;
 export declare function tryAcquire(name: string, options?: { mode?: Mode }): Guard | undefined;
 export declare function withLock<R>(name: string, fn: Scoped<Guard, R>): R;
+export declare function withLock<R>(
+  name: string,
+  options: IfAvailableOptions,
+  fn: (grant: Guard | null, signal?: LockSignal) => R,
+): R;
 export declare function withLock<R>(name: string, options: AcquireOptions, fn: Scoped<Guard, R>): R;
 
 /** An acquisition waiting in the lock's queue while the guest does other work. */
@@ -42,18 +50,22 @@ export declare class Pending implements Disposable {
   /** undefined while waiting; then the guard, or the acquisition's error thrown. */
   get(): Guard | undefined;
   /** The lock, awaited without blocking the guest (other promises and timers
-   * run); rejects with `'timeout'` after `timeoutMs`. */
-  result(timeoutMs?: number | bigint): Promise<Guard>;
+   * run); rejects with `'timeout'` after `timeoutMs`, or with `signal`'s
+   * reason once it is aborted. */
+  result(timeoutMs?: number | bigint, signal?: AcquireOptions['signal']): Promise<Guard>;
   [Symbol.dispose](): void;
 }
 export declare function acquireAsync(name: string, options?: AcquireOptions): Pending;
-/** Resolves true once `pollable` is ready, false after `timeoutMs`; the guest's
- * other tasks run meanwhile. */
+/** Resolves true once `pollable` is ready, false after `timeoutMs`, rejects
+ * with `signal`'s reason once it is aborted; the guest's other tasks run
+ * meanwhile. */
 export declare function whenReady(
   pollable: { ready(): boolean },
   timeoutMs?: number | bigint,
+  signal?: AcquireOptions['signal'],
 ): Promise<boolean>;
-/** `acquireAsync` awaited: the guest's other tasks run while it queues. */
+/** `acquireAsync` awaited: the guest's other tasks run while it queues; an
+ * aborted `signal` withdraws the wait and rejects with its reason. */
 export declare function acquireAwait(name: string, options?: AcquireOptions): Promise<Guard>;
 
 /** The guards of one `acquireMany`, in the order requested. */

@@ -61,6 +61,7 @@ import {
   millis,
   optionsAndFn,
   runScoped,
+  throwIfAborted,
 } from './wardlock-core.js';
 
 export { Kind, LockError, LockSignal };
@@ -157,11 +158,11 @@ export class Pending {
    * promises and timers run meanwhile (`whenReady`). Rejects with
    * `'timeout'` once `timeoutMs` passed (the request stays queued), or with
    * the acquisition's `LockError`. */
-  async result(timeoutMs) {
+  async result(timeoutMs, signal) {
     const ready = this.subscribe();
     let finished;
     try {
-      finished = await whenReady(ready, timeoutMs);
+      finished = await whenReady(ready, timeoutMs, signal);
     } finally {
       ready[Symbol.dispose]();
     }
@@ -191,13 +192,18 @@ export class Pending {
  * non-blocking `ready()`) on the loop's timer ticks, 1 ms apart at first and
  * at most 10 ms apart.
  */
-export function whenReady(pollable, timeoutMs) {
+export function whenReady(pollable, timeoutMs, signal) {
   const limit = timeoutMs === undefined ? undefined : Number(millis(timeoutMs));
   const started = Date.now();
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     let delay = 1;
     const check = () => {
       if (pollable.ready()) return resolve(true);
+      try {
+        throwIfAborted(signal);
+      } catch (reason) {
+        return reject(reason);
+      }
       if (limit !== undefined && Date.now() - started >= limit) return resolve(false);
       setTimeout(check, delay);
       delay = Math.min(10, delay * 2);
@@ -209,12 +215,16 @@ export function whenReady(pollable, timeoutMs) {
 /**
  * `acquireAsync(name, options)` awaited: a promise of the `Guard` that lets
  * the guest's other tasks run while it queues (`Pending.result`). Options as
- * `acquireAsync`; the timeout counts from now.
+ * `acquireAsync`, plus `signal` (an `AbortSignal`, or anything with `aborted`
+ * and `reason`): once it is aborted the wait is withdrawn, nothing stays
+ * queued, and the promise rejects with its reason (as the Web Locks API).
+ * The timeout counts from now.
  */
-export async function acquireAwait(name, options = {}) {
+export async function acquireAwait(name, { signal, ...options } = {}) {
+  throwIfAborted(signal);
   const pending = acquireAsync(name, options);
   try {
-    return await pending.result();
+    return await pending.result(undefined, signal);
   } finally {
     pending[Symbol.dispose]();
   }

@@ -63,3 +63,48 @@ async fn python_task_runs_while_another_awaits_a_lock() {
 async fn js_task_runs_while_another_awaits_a_lock() {
     one_task_runs_while_another_awaits(Guest::AsyncJs).await;
 }
+
+/// JavaScript: `acquireAwait` with an abort signal (the Web Locks option).
+/// A third task queues for a held lock beside the scenario's two; once they
+/// are done the guest aborts its signal: the wait is withdrawn while the
+/// guest lives on (seen parked at a gate) and the promise rejects with the
+/// signal's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_abort_signal_withdraws_an_awaited_wait() {
+    let backend = MemoryBackend::new();
+    let locks = ["abort/first", "abort/second", "abort/aborted", "abort/gate"];
+    let mut held = Vec::new();
+    for lock in locks {
+        held.push(hold(&backend, lock, Mode::Exclusive).await);
+    }
+    let run = spawn_run(
+        &runner(
+            Guest::AsyncJs,
+            &backend,
+            LockPolicy::new(),
+            Some(TEST_WAIT_LIMIT),
+        ),
+        0,
+        &locks,
+    );
+    for lock in &locks[..3] {
+        wait_counts(&backend, lock, 1, 1).await;
+    }
+    let [(first_holder, first), (second_holder, second), ..] = &held[..] else {
+        unreachable!("four locks held")
+    };
+    second_holder.release(second.id).expect("release second");
+    first_holder.release(first.id).expect("release first");
+    // Aborted: the third wait is gone, and the guest waits at the gate.
+    wait_counts(&backend, "abort/aborted", 1, 0).await;
+    wait_counts(&backend, "abort/gate", 1, 1).await;
+    assert!(!run.is_finished(), "the guest waits at the gate");
+    let (gate_holder, gate) = &held[3];
+    gate_holder.release(gate.id).expect("open the gate");
+    let report = run.await.expect("guest task");
+    assert_success(&report);
+    let out = lines(&report);
+    assert_eq!(out.len(), 4, "{out:?}");
+    assert_eq!(out[2], "c gave up: aborted by the guest", "{out:?}");
+    assert_eq!(out[3], "gate passed", "{out:?}");
+}

@@ -129,3 +129,35 @@ test('a guard goes through JSON.stringify, its token as a string', () => {
   guard.release();
   assert.deepEqual(JSON.parse(JSON.stringify(guard)), { name: 'a', status: 'released', mode: 'exclusive' });
 });
+
+test('ifAvailable takes a free lock and calls back with null on a busy one', () => {
+  let busy = false;
+  const raw = rawLock('a');
+  const { withLock, acquire } = lockApi(
+    () => assert.fail('ifAvailable never waits'),
+    () => (busy ? undefined : raw),
+    Guard,
+  );
+  assert.equal(
+    withLock('a', { ifAvailable: true }, (lock) => lock.fencingToken),
+    7n,
+  );
+  assert.equal(raw.calls.release, 1, 'a granted lock is released when the block ends');
+  busy = true;
+  assert.equal(withLock('a', { ifAvailable: true }, (lock) => lock), null);
+  assert.equal(acquire('a', { ifAvailable: true }), undefined);
+  assert.throws(() => acquire('a', { ifAvailable: true, timeoutMs: 5 }), TypeError);
+  assert.throws(() => acquire('a', { ifAvailable: true, signal: { aborted: false } }), TypeError);
+});
+
+test('an aborted signal throws its reason before anything is queued', () => {
+  const { withLock, acquire, acquired } = api();
+  const reason = new Error('gave up');
+  assert.throws(() => acquire('a', { signal: { aborted: true, reason } }), (e) => e === reason);
+  assert.throws(
+    () => withLock('a', { signal: { aborted: true } }, () => assert.fail('never runs')),
+    (e) => e.name === 'AbortError',
+  );
+  assert.equal(acquired.length, 0, 'nothing asked of the host');
+  assert.equal(acquire('a', { signal: { aborted: false } }).name, 'a', 'a live signal waits as usual');
+});
