@@ -141,7 +141,8 @@ async fn js_tarball_installs_into_an_empty_directory_and_builds_a_guest() {
          const lock = acquire('quickstart/job', { timeoutMs: 5000 });\n    \
          try {\n      console.log(`holding quickstart/job token=${lock.fencingToken}`);\n      \
          const queue = contenders('quickstart/job');\n      \
-         console.log(`contenders ${queue.total} holders ${queue.contenders.filter((c) => c.holds).length}`);\n    \
+         console.log(`contenders ${queue.total} holders ${queue.contenders.filter((c) => c.holds).length}`);\n      \
+         console.log(JSON.stringify(queue.contenders[0]));\n    \
          } finally {\n      lock.release();\n    }\n  },\n};\n",
     )
     .expect("app.js");
@@ -161,8 +162,14 @@ async fn js_tarball_installs_into_an_empty_directory_and_builds_a_guest() {
     );
     let out = run_built(&empty.path().join("app.wasm")).await;
     assert_eq!(
-        out,
+        out[..2],
         ["holding quickstart/job token=1", "contenders 1 holders 1"],
         "the package's default module is the 0.2 API"
+    );
+    // JSON has no BigInt: the contender's token is written as a string.
+    assert!(
+        out[2].starts_with('{')
+            && out[2].contains("\"mode\":\"exclusive\",\"holds\":true,\"fencingToken\":\"1\""),
+        "{out:?}"
     );
 }
