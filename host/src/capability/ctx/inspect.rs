@@ -2,7 +2,6 @@
 
 use super::{LockError, WardlockCtx};
 use crate::backend::Contenders;
-use crate::name::LockName;
 
 impl WardlockCtx {
     /// The contenders of lock `name` (in any instance or host), holders
@@ -19,10 +18,7 @@ impl WardlockCtx {
     /// # Cancellation safety
     /// Cancel safe: it only reads.
     pub async fn contenders(&self, name: &str, limit: u32) -> Result<Contenders, LockError> {
-        let name = LockName::new(name)?;
-        if !self.policy.allows(&name) {
-            return Err(LockError::Denied(name.to_string()));
-        }
+        let name = self.granted_name(name)?;
         Ok(self.session.contenders(&name, limit).await?)
     }
 }

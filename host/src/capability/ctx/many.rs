@@ -92,10 +92,7 @@ impl WardlockCtx {
         }
         let mut plan = Vec::with_capacity(requests.len());
         for (index, (name, mode)) in requests.iter().enumerate() {
-            let name = LockName::new(name)?;
-            if !self.policy.allows(&name) {
-                return Err(LockError::Denied(name.to_string()));
-            }
+            let name = self.granted_name(name)?;
             plan.push(Planned {
                 index,
                 name,

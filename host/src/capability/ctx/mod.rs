@@ -275,13 +275,19 @@ impl WardlockCtx {
         self.release_permits();
     }
 
-    /// Validates `name` against syntax, grants and the handle cap (which
-    /// counts lock handles, pending acquisitions and permits).
-    fn admit(&self, name: &str) -> Result<LockName, LockError> {
+    /// `name`, if it is a valid lock name granted to this component.
+    fn granted_name(&self, name: &str) -> Result<LockName, LockError> {
         let name = LockName::new(name)?;
         if !self.policy.allows(&name) {
             return Err(LockError::Denied(name.to_string()));
         }
+        Ok(name)
+    }
+
+    /// Validates `name` against syntax, grants and the handle cap (which
+    /// counts lock handles, pending acquisitions and permits).
+    fn admit(&self, name: &str) -> Result<LockName, LockError> {
+        let name = self.granted_name(name)?;
         let cap = self.policy.max_handles();
         if self.live_handles >= cap {
             return Err(LockError::LimitExceeded(format!(

@@ -4,7 +4,6 @@
 use super::{LockError, LockHandle, WardlockCtx};
 use crate::backend::never_revoked;
 use crate::capability::revocation::RevocationWatch;
-use crate::name::LockName;
 
 impl WardlockCtx {
     /// Whether someone asked the holder of `handle`'s grant to give it up.
@@ -48,10 +47,7 @@ impl WardlockCtx {
     /// # Cancellation safety
     /// Cancel safe: each holder asked is asked for good; nothing to undo.
     pub async fn request_revocation(&self, name: &str) -> Result<u32, LockError> {
-        let name = LockName::new(name)?;
-        if !self.policy.allows(&name) {
-            return Err(LockError::Denied(name.to_string()));
-        }
+        let name = self.granted_name(name)?;
         Ok(self.session.request_revocation(&name).await?)
     }
 
