@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::etcd::secure::SecureEtcd;
 use wardlock_tests::pki::TestPki;
+use wardlock_tests::tls_port::{Plaintext, TlsOnlyPort};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::zookeeper::secure::Secure;
 
@@ -55,14 +56,22 @@ fn shown(path: PathBuf) -> String {
 /// `wardlock run FLAGS --require-backend counter.wasm …` must fail within
 /// 10 s with a message naming `flag` and never the password.
 async fn refused(flags: &[&str], flag: &str) {
-    let mut args = vec!["run", "--require-backend"];
+    let mut required = vec!["--require-backend"];
+    required.extend(flags);
+    refused_within(&required, flag, Duration::from_secs(10)).await;
+}
+
+/// `wardlock run FLAGS counter.wasm …` must fail within `bound`, naming
+/// `flag`: the refusal's text.
+async fn refused_within(flags: &[&str], flag: &str, bound: Duration) -> String {
+    let mut args = vec!["run"];
     args.extend(flags);
     args.extend([Guest::Counter.path(), "--", "x", "1", "/tmp/unused"]);
     let started = Instant::now();
-    let outcome = tokio::time::timeout(Duration::from_secs(10), wardlock(&args)).await;
+    let outcome = tokio::time::timeout(bound, wardlock(&args)).await;
     let took = started.elapsed();
     let Ok(outcome) = outcome else {
-        panic!("{flags:?} was not refused within 10 s");
+        panic!("{flags:?} was not refused within {bound:?}");
     };
     let error = match outcome {
         Ok(code) => panic!("{flags:?} ran (exit {code}) instead of being refused"),
@@ -77,6 +86,38 @@ async fn refused(flags: &[&str], flag: &str) {
         "refusal shows the password: {error}"
     );
     eprintln!("refused in {took:?}: {error}");
+    error
+}
+
+/// A client given no TLS settings at a TLS-only port is told that the port
+/// speaks TLS and which flags to give, in < 5 s, ten times in a row on each
+/// engine: the refusal must not depend on whether the client's own attempt
+/// or the TLS probe finishes first (`plaintext` says how the port treats
+/// the client's attempt).
+async fn tls_port_named(plaintext: Plaintext) {
+    let pki = TestPki::new();
+    let port = TlsOnlyPort::start(&pki, plaintext).await;
+    for (engine, prefix) in [("--zookeeper", "--zk"), ("--etcd", "--etcd")] {
+        for _ in 0..10 {
+            let flags = [engine, port.address()];
+            let error =
+                refused_within(&flags, &format!("{prefix}-tls-ca"), Duration::from_secs(5)).await;
+            assert!(
+                error.contains("speaks TLS"),
+                "{plaintext:?}: {engine} refusal does not name TLS: {error}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_port_that_closes_plaintext_at_once_is_named() {
+    tls_port_named(Plaintext::Close).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_port_silent_to_plaintext_is_named() {
+    tls_port_named(Plaintext::Silent).await;
 }
 
 /// How to reach one secured engine from `wardlock run`, and what to check.

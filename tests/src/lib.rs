@@ -27,6 +27,7 @@ pub mod probe;
 pub mod proxy;
 pub mod serve;
 pub mod tap;
+pub mod tls_port;
 pub mod wit_copies;
 pub mod zookeeper;
 

@@ -14,6 +14,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+use super::BackendError;
 use super::tls::{TlsPem, error_chain};
 
 /// How long each step of a probe may take.
@@ -52,6 +53,25 @@ pub async fn speaks_tls(host: &str) -> bool {
         return false;
     };
     matches!(handshake(host, config).await, Some(Err(why)) if why.to_lowercase().contains("certificate"))
+}
+
+/// The refusal for a client given no TLS settings when `host` speaks TLS:
+/// `service` (`"ZooKeeper"`, `"etcd"`) and the flags to give (`prefix`:
+/// `--zk`, `--etcd`), or `None` when `host` does not answer a handshake.
+///
+/// Every connection attempt without TLS that fails or times out asks this
+/// before calling the service unavailable, whichever of the attempt and the
+/// probe finished first: a generic "no available hosts" for a TLS port is
+/// the refusal a first TLS set-up needs least.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped probe only closes its own connection.
+pub async fn tls_without_settings(service: &str, host: &str, prefix: &str) -> Option<BackendError> {
+    speaks_tls(host).await.then(|| {
+        BackendError::Refused(format!(
+            "{service} at {host} speaks TLS on that port, and no TLS is configured: give {prefix}-tls-ca FILE (and {prefix}-tls-cert FILE and {prefix}-tls-key FILE if it requires a client certificate)"
+        ))
+    })
 }
 
 /// A client configuration trusting `pem`'s CA (none without it) with its

@@ -7,7 +7,7 @@ use etcd_client::{Certificate, ConnectOptions, Error as EtcdError, Identity, Tls
 use super::EtcdConfig;
 use crate::backend::BackendError;
 use crate::backend::tls::{error_chain, install_crypto_provider, tls_flags_hint};
-use crate::backend::tls_probe::{handshake_failure, speaks_tls};
+use crate::backend::tls_probe::{handshake_failure, tls_without_settings};
 
 /// The client options `config` describes.
 ///
@@ -80,9 +80,8 @@ pub(super) async fn explain(config: &EtcdConfig, error: BackendError) -> Backend
                 None => error,
             }
         }
-        None if speaks_tls(host).await => BackendError::Refused(format!(
-            "etcd at {host} speaks TLS: give --etcd-tls-ca FILE (and --etcd-tls-cert and --etcd-tls-key if it requires a client certificate)"
-        )),
-        None => error,
+        None => tls_without_settings("etcd", host, "--etcd")
+            .await
+            .unwrap_or(error),
     }
 }

@@ -190,7 +190,14 @@ impl Leases {
                 "the etcd backend was shut down".into(),
             ));
         }
-        match self.grant().await {
+        // Every failure is explained (a TLS port, a certificate problem),
+        // whichever step it came from: the client's connect, the access
+        // check or the grant itself.
+        let granted = match self.grant().await {
+            Ok(lease) => Ok(lease),
+            Err(error) => Err(explain(&self.config, error).await),
+        };
+        match granted {
             Ok(lease) => {
                 self.set_unreachable(None);
                 *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease.clone());
@@ -209,15 +216,8 @@ impl Leases {
     }
 
     async fn grant(&self) -> Result<Arc<Lease>, BackendError> {
-        let checked = async {
-            let mut client = self.client().await?;
-            self.check_access(&mut client).await?;
-            Ok(client)
-        };
-        let mut client = match checked.await {
-            Ok(client) => client,
-            Err(error) => return Err(explain(&self.config, error).await),
-        };
+        let mut client = self.client().await?;
+        self.check_access(&mut client).await?;
         let sent = Instant::now();
         let ttl = self.config.ttl_seconds();
         let granted =

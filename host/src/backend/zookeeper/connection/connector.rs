@@ -8,7 +8,7 @@ use zookeeper_client::{Client, Connector, Error as ZkError, SaslOptions, TlsOpti
 
 use crate::backend::BackendError;
 use crate::backend::tls::{error_chain, install_crypto_provider, setting, tls_flags_hint};
-use crate::backend::tls_probe::{handshake_failure, speaks_tls};
+use crate::backend::tls_probe::{handshake_failure, tls_without_settings};
 use crate::backend::zookeeper::config::ZooKeeperConfig;
 
 /// Connects one session as `config` says, giving up after the session
@@ -33,15 +33,12 @@ pub(super) async fn connect(config: &ZooKeeperConfig) -> Result<Client, BackendE
     };
     let attempt = tokio::time::timeout(config.session_timeout, attempt);
     let outcome = if config.tls.is_none() {
-        // A plaintext client at a TLS port would wait out the session
-        // timeout: notice the TLS within a second or two instead.
+        // A plaintext client at a TLS port the server keeps silent on would
+        // wait out the session timeout: notice the TLS within a second or
+        // two instead. (One that closes at once is asked in `diagnose`.)
         tokio::select! {
             outcome = attempt => outcome,
-            () = tls_port(first_host(hosts)) => {
-                return Err(BackendError::Refused(format!(
-                    "ZooKeeper at {hosts} speaks TLS on that port: give --zk-tls-ca FILE (and --zk-tls-cert and --zk-tls-key if it requires a client certificate)"
-                )));
-            }
+            refusal = tls_port(first_host(hosts)) => return Err(refusal),
         }
     } else {
         attempt.await
@@ -54,9 +51,16 @@ pub(super) async fn connect(config: &ZooKeeperConfig) -> Result<Client, BackendE
 }
 
 /// Why connecting failed (`error`: what the client said; `None`: the
-/// session timeout passed): with TLS configured, a handshake of our own
-/// tells a certificate problem from an unreachable ensemble.
+/// session timeout passed): a handshake of our own tells a certificate
+/// problem (TLS configured) or a TLS port (none configured) from an
+/// unreachable ensemble.
 async fn diagnose(config: &ZooKeeperConfig, error: Option<&ZkError>) -> BackendError {
+    if config.tls.is_none()
+        && let Some(refusal) =
+            tls_without_settings("ZooKeeper", first_host(&config.hosts), "--zk").await
+    {
+        return refusal;
+    }
     if let Some(tls) = &config.tls
         && let Ok(pem) = tls.read()
         && let Some(cause) = handshake_failure(first_host(&config.hosts), &pem).await
@@ -76,12 +80,14 @@ async fn diagnose(config: &ZooKeeperConfig, error: Option<&ZkError>) -> BackendE
     }
 }
 
-/// Resolves once `host` is seen to speak TLS, a second after it is called
-/// (a plaintext session is usually up by then); never otherwise.
-async fn tls_port(host: &str) {
+/// The refusal for a TLS port given no TLS settings, once `host` is seen to
+/// speak TLS, a second after it is called (a plaintext session is usually up
+/// by then); never otherwise.
+async fn tls_port(host: &str) -> BackendError {
     tokio::time::sleep(Duration::from_secs(1)).await;
-    if !speaks_tls(host).await {
-        std::future::pending::<()>().await;
+    match tls_without_settings("ZooKeeper", host, "--zk").await {
+        Some(refusal) => refusal,
+        None => std::future::pending().await,
     }
 }
 
