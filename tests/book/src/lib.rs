@@ -1,0 +1,19 @@
+//! The book's Rust blocks, compiled: each chapter of `docs/` that has Rust
+//! blocks is the documentation of a module here, so `cargo test` compiles every
+//! block as a doc-test (and runs those not marked `no_run`). Guest snippets
+//! compile for the host against `wardlock-guest` (its WIT imports are stubs
+//! there, hence `no_run`); a chapter's `# ` lines, hidden in the book as in
+//! rustdoc, supply what a snippet leaves out. `tests/e2e/book.rs` checks that
+//! every chapter with a Rust block is listed here.
+
+#[doc = include_str!("../../../docs/embedding.md")]
+pub mod embedding {}
+
+#[doc = include_str!("../../../docs/engines.md")]
+pub mod engines {}
+
+#[doc = include_str!("../../../docs/guest-sdks.md")]
+pub mod guest_sdks {}
+
+#[doc = include_str!("../../../docs/wit.md")]
+pub mod wit {}
