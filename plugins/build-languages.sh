@@ -19,7 +19,7 @@ set -euo pipefail
 
 # Every guest, by language (c, python, js). A guest's source file is named
 # after it (see compile_c, compile_python and compile_js): adding one needs its
-# source file and its name here. Guests target `wardlock:lock@0.2.1` (the
+# source file and its name here. Guests target `wardlock:lock@0.2.2` (the
 # worlds `c-guest2`, `command2`, `js-command2` of plugins/wit/command.wit), the
 # SDKs' default; a guest that says it runs on 0.1.0 alone targets the 0.1.0
 # world (C: it defines WARDLOCK_BINDINGS "guest.h"; Python: a docstring line

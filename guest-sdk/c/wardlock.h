@@ -69,7 +69,7 @@
 
 #include WARDLOCK_BINDINGS
 
-#ifdef WARDLOCK_LOCK_0_2_1_TYPES_MODE_EXCLUSIVE
+#ifdef WARDLOCK_LOCK_0_2_2_TYPES_MODE_EXCLUSIVE
 /* A world of 0.2.x: wardlock_v2.h, over the same bindings, under both names. */
 #ifndef WARDLOCK2_BINDINGS
 #define WARDLOCK2_BINDINGS WARDLOCK_BINDINGS

@@ -1,4 +1,4 @@
-/* C guest SDK for `wardlock:lock@0.2.1`: header-only helpers over the bindings
+/* C guest SDK for `wardlock:lock@0.2.2`: header-only helpers over the bindings
  * `wit-bindgen c plugins/wit --world c-guest2` generates (c_guest2.h,
  * c_guest2.c, c_guest2_component_type.o: the 0.2.1 locks plus the
  * `wasi:clocks/monotonic-clock` the timed waits use). A guest includes this
@@ -65,30 +65,30 @@
 extern "C" {
 #endif
 
-typedef wardlock_lock_0_2_1_types_mode_t wardlock2_mode_t;
-typedef wardlock_lock_0_2_1_types_status_t wardlock2_status_t;
+typedef wardlock_lock_0_2_2_types_mode_t wardlock2_mode_t;
+typedef wardlock_lock_0_2_2_types_status_t wardlock2_status_t;
 /* A failed call's reason: `tag` is a WARDLOCK2_ERROR_* value; free it with
  * wardlock2_error_free (the cases with a text own a string). */
-typedef wardlock_lock_0_2_1_types_error_t wardlock2_error_t;
+typedef wardlock_lock_0_2_2_types_error_t wardlock2_error_t;
 typedef wasi_io_poll_own_pollable_t wardlock2_pollable_t;
 
-#define WARDLOCK2_EXCLUSIVE WARDLOCK_LOCK_0_2_1_TYPES_MODE_EXCLUSIVE
-#define WARDLOCK2_SHARED WARDLOCK_LOCK_0_2_1_TYPES_MODE_SHARED
+#define WARDLOCK2_EXCLUSIVE WARDLOCK_LOCK_0_2_2_TYPES_MODE_EXCLUSIVE
+#define WARDLOCK2_SHARED WARDLOCK_LOCK_0_2_2_TYPES_MODE_SHARED
 
-#define WARDLOCK2_HELD WARDLOCK_LOCK_0_2_1_TYPES_STATUS_HELD
-#define WARDLOCK2_SUSPENDED WARDLOCK_LOCK_0_2_1_TYPES_STATUS_SUSPENDED
-#define WARDLOCK2_LOST WARDLOCK_LOCK_0_2_1_TYPES_STATUS_LOST
-#define WARDLOCK2_RELEASED WARDLOCK_LOCK_0_2_1_TYPES_STATUS_RELEASED
+#define WARDLOCK2_HELD WARDLOCK_LOCK_0_2_2_TYPES_STATUS_HELD
+#define WARDLOCK2_SUSPENDED WARDLOCK_LOCK_0_2_2_TYPES_STATUS_SUSPENDED
+#define WARDLOCK2_LOST WARDLOCK_LOCK_0_2_2_TYPES_STATUS_LOST
+#define WARDLOCK2_RELEASED WARDLOCK_LOCK_0_2_2_TYPES_STATUS_RELEASED
 
-#define WARDLOCK2_ERROR_INVALID_NAME WARDLOCK_LOCK_0_2_1_TYPES_ERROR_INVALID_NAME
-#define WARDLOCK2_ERROR_DENIED WARDLOCK_LOCK_0_2_1_TYPES_ERROR_DENIED
-#define WARDLOCK2_ERROR_TIMEOUT WARDLOCK_LOCK_0_2_1_TYPES_ERROR_TIMEOUT
-#define WARDLOCK2_ERROR_WOULD_DEADLOCK WARDLOCK_LOCK_0_2_1_TYPES_ERROR_WOULD_DEADLOCK
-#define WARDLOCK2_ERROR_LOST WARDLOCK_LOCK_0_2_1_TYPES_ERROR_LOST
-#define WARDLOCK2_ERROR_RELEASED WARDLOCK_LOCK_0_2_1_TYPES_ERROR_RELEASED
-#define WARDLOCK2_ERROR_LIMIT_EXCEEDED WARDLOCK_LOCK_0_2_1_TYPES_ERROR_LIMIT_EXCEEDED
-#define WARDLOCK2_ERROR_UNAVAILABLE WARDLOCK_LOCK_0_2_1_TYPES_ERROR_UNAVAILABLE
-#define WARDLOCK2_ERROR_INVALID_REQUEST WARDLOCK_LOCK_0_2_1_TYPES_ERROR_INVALID_REQUEST
+#define WARDLOCK2_ERROR_INVALID_NAME WARDLOCK_LOCK_0_2_2_TYPES_ERROR_INVALID_NAME
+#define WARDLOCK2_ERROR_DENIED WARDLOCK_LOCK_0_2_2_TYPES_ERROR_DENIED
+#define WARDLOCK2_ERROR_TIMEOUT WARDLOCK_LOCK_0_2_2_TYPES_ERROR_TIMEOUT
+#define WARDLOCK2_ERROR_WOULD_DEADLOCK WARDLOCK_LOCK_0_2_2_TYPES_ERROR_WOULD_DEADLOCK
+#define WARDLOCK2_ERROR_LOST WARDLOCK_LOCK_0_2_2_TYPES_ERROR_LOST
+#define WARDLOCK2_ERROR_RELEASED WARDLOCK_LOCK_0_2_2_TYPES_ERROR_RELEASED
+#define WARDLOCK2_ERROR_LIMIT_EXCEEDED WARDLOCK_LOCK_0_2_2_TYPES_ERROR_LIMIT_EXCEEDED
+#define WARDLOCK2_ERROR_UNAVAILABLE WARDLOCK_LOCK_0_2_2_TYPES_ERROR_UNAVAILABLE
+#define WARDLOCK2_ERROR_INVALID_REQUEST WARDLOCK_LOCK_0_2_2_TYPES_ERROR_INVALID_REQUEST
 
 /* timeout_ms for waiting without limit (or until the instance's deadline). */
 #define WARDLOCK2_NO_TIMEOUT (-1)
@@ -149,7 +149,7 @@ static inline const char *wardlock2_error_text(const wardlock2_error_t *err, cha
 
 /* Frees the text an error owns; the error must not be used afterwards. */
 static inline void wardlock2_error_free(wardlock2_error_t *err) {
-    wardlock_lock_0_2_1_types_error_free(err);
+    wardlock_lock_0_2_2_types_error_free(err);
 }
 
 /* ---- pollables --------------------------------------------------------- */
@@ -187,7 +187,7 @@ static inline bool wardlock2_wait_and_drop(wardlock2_pollable_t pollable, int64_
 
 /* A granted lock: `held` until released or dropped. */
 typedef struct {
-    wardlock_lock_0_2_1_locks_own_lock_t handle;
+    wardlock_lock_0_2_2_locks_own_lock_t handle;
     bool held;
 } wardlock2_guard_t;
 
@@ -198,7 +198,7 @@ typedef struct {
 static inline void wardlock2_drop(wardlock2_guard_t *guard) {
     if (guard->held) {
         guard->held = false;
-        wardlock_lock_0_2_1_locks_lock_drop_own(guard->handle);
+        wardlock_lock_0_2_2_locks_lock_drop_own(guard->handle);
     }
 }
 
@@ -206,12 +206,12 @@ static inline void wardlock2_drop(wardlock2_guard_t *guard) {
 #define WARDLOCK2_SCOPED(name) \
     __attribute__((cleanup(wardlock2_drop))) wardlock2_guard_t name = WARDLOCK2_GUARD_INIT
 
-static inline wardlock_lock_0_2_1_locks_borrow_lock_t wardlock2_borrow(const wardlock2_guard_t *guard) {
-    return wardlock_lock_0_2_1_locks_borrow_lock(guard->handle);
+static inline wardlock_lock_0_2_2_locks_borrow_lock_t wardlock2_borrow(const wardlock2_guard_t *guard) {
+    return wardlock_lock_0_2_2_locks_borrow_lock(guard->handle);
 }
 
-static inline wardlock_lock_0_2_1_locks_options_t wardlock2_options(wardlock2_mode_t mode, int64_t timeout_ms) {
-    wardlock_lock_0_2_1_locks_options_t opts = {
+static inline wardlock_lock_0_2_2_locks_options_t wardlock2_options(wardlock2_mode_t mode, int64_t timeout_ms) {
+    wardlock_lock_0_2_2_locks_options_t opts = {
         .mode = mode,
         .timeout_ms = {.is_some = timeout_ms >= 0, .val = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0},
     };
@@ -224,8 +224,8 @@ static inline bool wardlock2_acquire(const char *name, wardlock2_mode_t mode, in
                                      wardlock2_guard_t *guard, wardlock2_error_t *err) {
     WARDLOCK2_STRING_T wit_name;
     WARDLOCK2_STRING_SET(&wit_name, name);
-    wardlock_lock_0_2_1_locks_options_t opts = wardlock2_options(mode, timeout_ms);
-    guard->held = wardlock_lock_0_2_1_locks_acquire(&wit_name, &opts, &guard->handle, err);
+    wardlock_lock_0_2_2_locks_options_t opts = wardlock2_options(mode, timeout_ms);
+    guard->held = wardlock_lock_0_2_2_locks_acquire(&wit_name, &opts, &guard->handle, err);
     return guard->held;
 }
 
@@ -235,9 +235,9 @@ static inline bool wardlock2_try_acquire(const char *name, wardlock2_mode_t mode
                                          wardlock2_error_t *err) {
     WARDLOCK2_STRING_T wit_name;
     WARDLOCK2_STRING_SET(&wit_name, name);
-    wardlock_lock_0_2_1_locks_option_own_lock_t taken;
+    wardlock_lock_0_2_2_locks_option_own_lock_t taken;
     guard->held = false;
-    if (!wardlock_lock_0_2_1_locks_try_acquire(&wit_name, mode, &taken, err))
+    if (!wardlock_lock_0_2_2_locks_try_acquire(&wit_name, mode, &taken, err))
         return false;
     guard->held = taken.is_some;
     guard->handle = taken.val;
@@ -251,7 +251,7 @@ static inline bool wardlock2_release(wardlock2_guard_t *guard, wardlock2_error_t
         err->tag = WARDLOCK2_ERROR_RELEASED;
         return false;
     }
-    bool ok = wardlock_lock_0_2_1_locks_method_lock_release(wardlock2_borrow(guard), err);
+    bool ok = wardlock_lock_0_2_2_locks_method_lock_release(wardlock2_borrow(guard), err);
     wardlock2_drop(guard);
     return ok;
 }
@@ -260,14 +260,14 @@ static inline bool wardlock2_release(wardlock2_guard_t *guard, wardlock2_error_t
 static inline uint64_t wardlock2_token(const wardlock2_guard_t *guard) {
     if (!guard->held)
         return 0;
-    return wardlock_lock_0_2_1_locks_method_lock_fencing_token(wardlock2_borrow(guard));
+    return wardlock_lock_0_2_2_locks_method_lock_fencing_token(wardlock2_borrow(guard));
 }
 
 /* What the guard guarantees now; WARDLOCK2_RELEASED once not held. */
 static inline wardlock2_status_t wardlock2_status(const wardlock2_guard_t *guard) {
     if (!guard->held)
         return WARDLOCK2_RELEASED;
-    return wardlock_lock_0_2_1_locks_method_lock_status(wardlock2_borrow(guard));
+    return wardlock_lock_0_2_2_locks_method_lock_status(wardlock2_borrow(guard));
 }
 
 /* True while the lock is safely held; otherwise false with `*err` saying
@@ -302,7 +302,7 @@ static inline const char *wardlock2_status_name(wardlock2_status_t status) {
 /* A pollable ready once the lock is no longer held (the guard must be held);
  * drop it (wasi_io_poll_pollable_drop_own) before the guard. */
 static inline wardlock2_pollable_t wardlock2_subscribe(const wardlock2_guard_t *guard) {
-    return wardlock_lock_0_2_1_locks_method_lock_subscribe(wardlock2_borrow(guard));
+    return wardlock_lock_0_2_2_locks_method_lock_subscribe(wardlock2_borrow(guard));
 }
 
 /* Waits until the lock is no longer held (true; wardlock2_status says what
@@ -316,12 +316,12 @@ static inline bool wardlock2_wait_lost(const wardlock2_guard_t *guard, int64_t t
 static inline bool wardlock2_revocation_requested(const wardlock2_guard_t *guard) {
     if (!guard->held)
         return false;
-    return wardlock_lock_0_2_1_locks_method_lock_revocation_requested(wardlock2_borrow(guard));
+    return wardlock_lock_0_2_2_locks_method_lock_revocation_requested(wardlock2_borrow(guard));
 }
 
 /* A pollable ready once a revocation was requested; drop it before the guard. */
 static inline wardlock2_pollable_t wardlock2_subscribe_revocation(const wardlock2_guard_t *guard) {
-    return wardlock_lock_0_2_1_locks_method_lock_subscribe_revocation(wardlock2_borrow(guard));
+    return wardlock_lock_0_2_2_locks_method_lock_subscribe_revocation(wardlock2_borrow(guard));
 }
 
 /* Waits until a revocation is requested (true) or `timeout_ms` passed
@@ -334,7 +334,7 @@ static inline bool wardlock2_wait_revocation(const wardlock2_guard_t *guard, int
 static inline bool wardlock2_request_revocation(const char *name, uint32_t *asked, wardlock2_error_t *err) {
     WARDLOCK2_STRING_T wit_name;
     WARDLOCK2_STRING_SET(&wit_name, name);
-    return wardlock_lock_0_2_1_locks_request_revocation(&wit_name, asked, err);
+    return wardlock_lock_0_2_2_locks_request_revocation(&wit_name, asked, err);
 }
 
 /* ---- who holds, who waits (0.2.1) -------------------------------------- */
@@ -345,8 +345,8 @@ static inline bool wardlock2_request_revocation(const char *name, uint32_t *aske
  * NUL-terminated; may be empty), `mode`, `holds` (true for a holder) and
  * `fencing_token` (`.is_some`, `.val`: a holder's token where the lock service
  * records one). Free with wardlock2_queue_free. */
-typedef wardlock_lock_0_2_1_locks_lock_queue_t wardlock2_queue_t;
-typedef wardlock_lock_0_2_1_locks_contender_t wardlock2_contender_t;
+typedef wardlock_lock_0_2_2_locks_lock_queue_t wardlock2_queue_t;
+typedef wardlock_lock_0_2_2_locks_contender_t wardlock2_contender_t;
 
 /* Who holds the lock `name` and who waits for it: the first `limit`
  * contenders (the host lists at most 1024) into `*queue`, which the caller
@@ -356,12 +356,12 @@ static inline bool wardlock2_contenders(const char *name, uint32_t limit, wardlo
                                         wardlock2_error_t *err) {
     WARDLOCK2_STRING_T wit_name;
     WARDLOCK2_STRING_SET(&wit_name, name);
-    return wardlock_lock_0_2_1_locks_contenders(&wit_name, limit, queue, err);
+    return wardlock_lock_0_2_2_locks_contenders(&wit_name, limit, queue, err);
 }
 
 /* Frees what wardlock2_contenders filled in. */
 static inline void wardlock2_queue_free(wardlock2_queue_t *queue) {
-    wardlock_lock_0_2_1_locks_lock_queue_free(queue);
+    wardlock_lock_0_2_2_locks_lock_queue_free(queue);
 }
 
 /* ---- several locks at once --------------------------------------------- */
@@ -402,7 +402,7 @@ static inline void wardlock2_many_drop(wardlock2_many_t *many) {
  * WARDLOCK2_ERROR_INVALID_REQUEST). */
 static inline bool wardlock2_acquire_many(const wardlock2_request_t *requests, size_t n, int64_t timeout_ms,
                                           wardlock2_guard_t *guards, wardlock2_error_t *err) {
-    wardlock_lock_0_2_1_locks_request_t *wit = n ? calloc(n, sizeof *wit) : NULL;
+    wardlock_lock_0_2_2_locks_request_t *wit = n ? calloc(n, sizeof *wit) : NULL;
     if (n && !wit)
         abort(); /* out of memory: nothing sensible to report through the WIT error */
     for (size_t i = 0; i < n; i++) {
@@ -410,10 +410,10 @@ static inline bool wardlock2_acquire_many(const wardlock2_request_t *requests, s
         wit[i].mode = requests[i].mode;
         guards[i].held = false;
     }
-    wardlock_lock_0_2_1_locks_list_request_t list = {wit, n};
-    wardlock_lock_0_2_1_locks_list_own_lock_t locks;
+    wardlock_lock_0_2_2_locks_list_request_t list = {wit, n};
+    wardlock_lock_0_2_2_locks_list_own_lock_t locks;
     uint64_t timeout = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0;
-    bool ok = wardlock_lock_0_2_1_locks_acquire_many(&list, timeout_ms >= 0 ? &timeout : NULL, &locks, err);
+    bool ok = wardlock_lock_0_2_2_locks_acquire_many(&list, timeout_ms >= 0 ? &timeout : NULL, &locks, err);
     free(wit);
     if (!ok)
         return false;
@@ -448,7 +448,7 @@ static inline bool wardlock2_release_all(wardlock2_guard_t *guards, size_t n, wa
 
 /* An acquisition waiting in the lock's queue (wardlock2_acquire_async). */
 typedef struct {
-    wardlock_lock_0_2_1_locks_own_pending_lock_t handle;
+    wardlock_lock_0_2_2_locks_own_pending_lock_t handle;
     bool live;
 } wardlock2_pending_t;
 
@@ -459,7 +459,7 @@ typedef struct {
 static inline void wardlock2_pending_drop(wardlock2_pending_t *pending) {
     if (pending->live) {
         pending->live = false;
-        wardlock_lock_0_2_1_locks_pending_lock_drop_own(pending->handle);
+        wardlock_lock_0_2_2_locks_pending_lock_drop_own(pending->handle);
     }
 }
 
@@ -475,16 +475,16 @@ static inline bool wardlock2_acquire_async(const char *name, wardlock2_mode_t mo
                                            wardlock2_pending_t *pending, wardlock2_error_t *err) {
     WARDLOCK2_STRING_T wit_name;
     WARDLOCK2_STRING_SET(&wit_name, name);
-    wardlock_lock_0_2_1_locks_options_t opts = wardlock2_options(mode, timeout_ms);
-    pending->live = wardlock_lock_0_2_1_locks_acquire_async(&wit_name, &opts, &pending->handle, err);
+    wardlock_lock_0_2_2_locks_options_t opts = wardlock2_options(mode, timeout_ms);
+    pending->live = wardlock_lock_0_2_2_locks_acquire_async(&wit_name, &opts, &pending->handle, err);
     return pending->live;
 }
 
 /* A pollable ready once the acquisition finished, to poll beside timers and
  * other pollables; drop it before the pending lock. */
 static inline wardlock2_pollable_t wardlock2_pending_subscribe(const wardlock2_pending_t *pending) {
-    return wardlock_lock_0_2_1_locks_method_pending_lock_subscribe(
-        wardlock_lock_0_2_1_locks_borrow_pending_lock(pending->handle));
+    return wardlock_lock_0_2_2_locks_method_pending_lock_subscribe(
+        wardlock_lock_0_2_2_locks_borrow_pending_lock(pending->handle));
 }
 
 /* Waits until the acquisition finished (true) or `timeout_ms` passed (false). */
@@ -502,10 +502,10 @@ typedef enum {
 /* The acquisition's result, once; the pending lock must be live. */
 static inline wardlock2_outcome_t wardlock2_pending_get(const wardlock2_pending_t *pending, wardlock2_guard_t *guard,
                                                         wardlock2_error_t *err) {
-    wardlock_lock_0_2_1_locks_result_own_lock_error_t result;
+    wardlock_lock_0_2_2_locks_result_own_lock_error_t result;
     guard->held = false;
-    if (!wardlock_lock_0_2_1_locks_method_pending_lock_get(
-            wardlock_lock_0_2_1_locks_borrow_pending_lock(pending->handle), &result))
+    if (!wardlock_lock_0_2_2_locks_method_pending_lock_get(
+            wardlock_lock_0_2_2_locks_borrow_pending_lock(pending->handle), &result))
         return WARDLOCK2_WAITING;
     if (result.is_err) {
         *err = result.val.err;
@@ -520,7 +520,7 @@ static inline wardlock2_outcome_t wardlock2_pending_get(const wardlock2_pending_
 
 /* One permit of a counting semaphore: `held` until released or dropped. */
 typedef struct {
-    wardlock_lock_0_2_1_locks_own_permit_t handle;
+    wardlock_lock_0_2_2_locks_own_permit_t handle;
     bool held;
 } wardlock2_permit_t;
 
@@ -530,7 +530,7 @@ typedef struct {
 static inline void wardlock2_permit_drop(wardlock2_permit_t *permit) {
     if (permit->held) {
         permit->held = false;
-        wardlock_lock_0_2_1_locks_permit_drop_own(permit->handle);
+        wardlock_lock_0_2_2_locks_permit_drop_own(permit->handle);
     }
 }
 
@@ -538,8 +538,8 @@ static inline void wardlock2_permit_drop(wardlock2_permit_t *permit) {
 #define WARDLOCK2_PERMIT_SCOPED(name) \
     __attribute__((cleanup(wardlock2_permit_drop))) wardlock2_permit_t name = WARDLOCK2_PERMIT_INIT
 
-static inline wardlock_lock_0_2_1_locks_borrow_permit_t wardlock2_permit_borrow(const wardlock2_permit_t *permit) {
-    return wardlock_lock_0_2_1_locks_borrow_permit(permit->handle);
+static inline wardlock_lock_0_2_2_locks_borrow_permit_t wardlock2_permit_borrow(const wardlock2_permit_t *permit) {
+    return wardlock_lock_0_2_2_locks_borrow_permit(permit->handle);
 }
 
 /* Waits for one of the `permits` permits of semaphore `name`, at most
@@ -549,7 +549,7 @@ static inline bool wardlock2_acquire_permit(const char *name, uint32_t permits, 
     WARDLOCK2_STRING_T wit_name;
     WARDLOCK2_STRING_SET(&wit_name, name);
     uint64_t timeout = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0;
-    permit->held = wardlock_lock_0_2_1_locks_acquire_permit(&wit_name, permits, timeout_ms >= 0 ? &timeout : NULL,
+    permit->held = wardlock_lock_0_2_2_locks_acquire_permit(&wit_name, permits, timeout_ms >= 0 ? &timeout : NULL,
                                                             &permit->handle, err);
     return permit->held;
 }
@@ -560,9 +560,9 @@ static inline bool wardlock2_try_acquire_permit(const char *name, uint32_t permi
                                                 wardlock2_error_t *err) {
     WARDLOCK2_STRING_T wit_name;
     WARDLOCK2_STRING_SET(&wit_name, name);
-    wardlock_lock_0_2_1_locks_option_own_permit_t taken;
+    wardlock_lock_0_2_2_locks_option_own_permit_t taken;
     permit->held = false;
-    if (!wardlock_lock_0_2_1_locks_try_acquire_permit(&wit_name, permits, &taken, err))
+    if (!wardlock_lock_0_2_2_locks_try_acquire_permit(&wit_name, permits, &taken, err))
         return false;
     permit->held = taken.is_some;
     permit->handle = taken.val;
@@ -575,28 +575,28 @@ static inline bool wardlock2_permit_release(wardlock2_permit_t *permit, wardlock
         err->tag = WARDLOCK2_ERROR_RELEASED;
         return false;
     }
-    bool ok = wardlock_lock_0_2_1_locks_method_permit_release(wardlock2_permit_borrow(permit), err);
+    bool ok = wardlock_lock_0_2_2_locks_method_permit_release(wardlock2_permit_borrow(permit), err);
     wardlock2_permit_drop(permit);
     return ok;
 }
 
 /* The permit's fencing token (the permit must be held). */
 static inline uint64_t wardlock2_permit_token(const wardlock2_permit_t *permit) {
-    return wardlock_lock_0_2_1_locks_method_permit_fencing_token(wardlock2_permit_borrow(permit));
+    return wardlock_lock_0_2_2_locks_method_permit_fencing_token(wardlock2_permit_borrow(permit));
 }
 
 /* What the permit guarantees now; WARDLOCK2_RELEASED once not held. */
 static inline wardlock2_status_t wardlock2_permit_status(const wardlock2_permit_t *permit) {
     if (!permit->held)
         return WARDLOCK2_RELEASED;
-    return wardlock_lock_0_2_1_locks_method_permit_status(wardlock2_permit_borrow(permit));
+    return wardlock_lock_0_2_2_locks_method_permit_status(wardlock2_permit_borrow(permit));
 }
 
 /* Waits until the permit is no longer held (true) or `timeout_ms` passed. */
 static inline bool wardlock2_permit_wait_lost(const wardlock2_permit_t *permit, int64_t timeout_ms) {
     return !permit->held ||
            wardlock2_wait_and_drop(
-               wardlock_lock_0_2_1_locks_method_permit_subscribe(wardlock2_permit_borrow(permit)), timeout_ms);
+               wardlock_lock_0_2_2_locks_method_permit_subscribe(wardlock2_permit_borrow(permit)), timeout_ms);
 }
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-// Types of the JavaScript guest SDK for `wardlock:lock@0.2.1` (wardlock.js; wardlock2.js re-exports it).
+// Types of the JavaScript guest SDK for `wardlock:lock@0.2.2` (wardlock.js; wardlock2.js re-exports it).
 import type {
   AcquireOptions,
   Guard as BaseGuard,

@@ -1,4 +1,4 @@
-// JavaScript guest SDK for wardlock (`wardlock:lock@0.2.1`): named,
+// JavaScript guest SDK for wardlock (`wardlock:lock@0.2.2`): named,
 // distributed locks with scoped release (`withLock`, `acquire`, `tryAcquire`,
 // as in 0.1.0), plus waiting without blocking, loss notification, several
 // locks at once, semaphores, revocation and contenders. Guests target a world
@@ -49,7 +49,7 @@ import {
   requestRevocation as rawRequestRevocation,
   tryAcquire as rawTryAcquire,
   tryAcquirePermit as rawTryAcquirePermit,
-} from 'wardlock:lock/locks@0.2.1';
+} from 'wardlock:lock/locks@0.2.2';
 import {
   Guard as BaseGuard,
   Handle,

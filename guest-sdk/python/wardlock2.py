@@ -1,4 +1,4 @@
-"""Python guest SDK for `wardlock:lock@0.2.1`: the 0.1.0 API (`wardlock_core`)
+"""Python guest SDK for `wardlock:lock@0.2.2`: the 0.1.0 API (`wardlock_core`)
 plus waiting without blocking, loss notification, several locks at once,
 semaphores, revocation and contenders. On a world of 0.2.x (`command2` in
 `plugins/wit/command.wit`) `import wardlock` gives exactly this module's API;

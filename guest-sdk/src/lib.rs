@@ -52,7 +52,7 @@
 //!
 //! # One API across WIT versions
 //!
-//! The crate root is the `wardlock:lock@0.2.1` API (feature `v2`, on by
+//! The crate root is the `wardlock:lock@0.2.2` API (feature `v2`, on by
 //! default): the calls above plus `Guard::subscribe` (a `wasi:io/poll`
 //! pollable ready once the lock is no longer held), `Lock::acquire_async` (a
 //! [`Pending`] acquisition to wait on beside timers and streams),

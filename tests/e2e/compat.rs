@@ -1,9 +1,10 @@
 //! Guests built against an older `wardlock:lock` keep running unchanged: a
 //! `lockctl` binary built against 0.1.0 (`tests/fixtures/lockctl-0.1.0.wasm`)
-//! and a `lockctl2` built against 0.2.0 (`tests/fixtures/lockctl2-0.2.0.wasm`,
-//! served by the host's 0.2.1 through wasmtime's semver matching), never
-//! rebuilt, give, line for line, what today's builds give on the same script,
-//! on a fresh in-memory backend each.
+//! and `lockctl2` binaries built against 0.2.0 and 0.2.1
+//! (`tests/fixtures/lockctl2-0.2.0.wasm`, `lockctl2-0.2.1.wasm`, served by the
+//! host's 0.2.2 through wasmtime's semver matching), never rebuilt, give, line
+//! for line, what today's builds give on the same script, on a fresh
+//! in-memory backend each.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -96,15 +97,31 @@ async fn a_guest_built_against_0_1_0_runs_unchanged() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_guest_built_against_0_2_0_runs_unchanged_on_0_2_1() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lockctl2-0.2.0.wasm");
+async fn a_guest_built_against_0_2_0_runs_unchanged_on_0_2_2() {
+    same_as_today("fixtures/lockctl2-0.2.0.wasm").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_built_against_0_2_1_runs_unchanged_on_0_2_2() {
+    same_as_today("fixtures/lockctl2-0.2.1.wasm").await;
+}
+
+/// The frozen `lockctl2` at `fixture` gives what today's build gives on
+/// [`SCRIPT_0_2_0`], and that is right.
+async fn same_as_today(fixture: &str) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(fixture);
     let frozen = runtime()
         .compile(&fixture)
-        .expect("the 0.2.0 fixture loads");
+        .unwrap_or_else(|e| panic!("the fixture {} loads: {e}", fixture.display()));
     let old = run(&frozen, SCRIPT_0_2_0).await;
     let new = run(&component(Guest::Lockctl2), SCRIPT_0_2_0).await;
     assert_eq!(old.len(), SCRIPT_0_2_0.len(), "{old:#?}");
-    assert_eq!(old, new, "the 0.2.0 binary and today's build disagree");
+    assert_eq!(
+        old,
+        new,
+        "{}: the frozen binary and today's build disagree",
+        fixture.display()
+    );
     assert!(old[0].starts_with("h1 token="), "{old:?}");
     assert_eq!(old[1], "held");
     assert_eq!(old[3], "h3 h4", "{old:?}");

@@ -1,4 +1,4 @@
-//! `wardlock:lock@0.2.1` conformance through guests in four languages: one
+//! `wardlock:lock@0.2.2` conformance through guests in four languages: one
 //! table of scenarios written in `lockctl2`'s command language, run by the
 //! Rust probe `lockctl2` and by `conform2` in C, Python and JavaScript (each
 //! through its language's 0.2.0 SDK: `guest-sdk/c/wardlock_v2.h`,

@@ -402,7 +402,7 @@ fn assert_js_tool_passes(mut command: std::process::Command) {
 /// guest for `wasm32-wasip2`: the crate carries its WIT and names its own
 /// dependencies and lints (nothing from the workspace). With default
 /// features its root is the 0.2 API (`v2::` naming the same types) and the
-/// guest imports `wardlock:lock@0.2.1` alone; it runs on the memory engine
+/// guest imports `wardlock:lock@0.2.2` alone; it runs on the memory engine
 /// and sees itself as the lock's one holder through `contenders`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_sdk_builds_alone_outside_the_repository() {
@@ -424,7 +424,7 @@ async fn rust_sdk_builds_alone_outside_the_repository() {
     let (imports, out) = run_standalone(&wasm).await;
     assert_eq!(
         imports,
-        ["wardlock:lock/locks@0.2.1"],
+        ["wardlock:lock/locks@0.2.2"],
         "one version imported"
     );
     let token = out[0].strip_prefix("token ").expect("a token line");
@@ -590,11 +590,11 @@ fn copy_tree(from: &Path, to: &Path) {
 #[test]
 fn guests_import_the_wit_version_their_sdk_defaults_to() {
     let expected = [
-        (Guest::Counter, "0.2.1"),
-        (Guest::CounterC, "0.2.1"),
-        (Guest::CounterPython, "0.2.1"),
-        (Guest::ReadersWritersJs, "0.2.1"),
-        (Guest::HttpCounterJs, "0.2.1"),
+        (Guest::Counter, "0.2.2"),
+        (Guest::CounterC, "0.2.2"),
+        (Guest::CounterPython, "0.2.2"),
+        (Guest::ReadersWritersJs, "0.2.2"),
+        (Guest::HttpCounterJs, "0.2.2"),
         (Guest::ReadersWritersC, "0.1.0"),
         (Guest::ReadersWritersPython, "0.1.0"),
         (Guest::CounterJs, "0.1.0"),

@@ -1,4 +1,4 @@
-//! `wardlock:lock@0.2.1` through a guest built against it (`lockctl2`), on the
+//! `wardlock:lock@0.2.2` through a guest built against it (`lockctl2`), on the
 //! in-memory backend: several locks at once (no deadlock in opposite orders,
 //! nothing left behind by a timeout, typed errors for bad lists), loss
 //! notification through `lock.subscribe` (latency measured from the injected

@@ -12,9 +12,11 @@
 //! `embedding`: a platform's own world in synchronous and async hosts and the
 //! embedding examples; plus the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
-//! real binary over HTTP).
+//! real binary over HTTP); `book`: the README's and the book's commands, config
+//! files and WIT quotes, run and checked as printed.
 
 mod async_guests;
+mod book;
 mod cli;
 mod compat;
 mod compile;
@@ -23,10 +25,12 @@ mod conformance;
 mod deadlines;
 mod embedding;
 mod etcd;
+mod etcd_guarded;
 mod exclusion;
 mod failover;
 mod fault_matrix;
 mod faults;
+mod fence;
 mod handoff;
 mod hostile_names;
 mod interop;

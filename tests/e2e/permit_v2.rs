@@ -1,4 +1,4 @@
-//! Semaphore permits through a guest built against `wardlock:lock@0.2.1`
+//! Semaphore permits through a guest built against `wardlock:lock@0.2.2`
 //! (`lockctl2`'s permit commands): on the in-memory backend, never more
 //! holders than permits across instances, permits released with the
 //! instance (return or trap), typed errors for bad requests, the handle cap,

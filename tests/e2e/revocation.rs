@@ -1,4 +1,4 @@
-//! Revocation through guests built against `wardlock:lock@0.2.1` (`lockctl2`):
+//! Revocation through guests built against `wardlock:lock@0.2.2` (`lockctl2`):
 //! a holder parked on `lock.subscribe-revocation` is woken by another guest's
 //! `request-revocation`, gives the lock up, and the asker gets it — on the
 //! in-memory backend, on ZooKeeper and on ZooKeeper with host-local hand-off;

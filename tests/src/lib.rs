@@ -20,6 +20,7 @@ pub mod embedding;
 pub mod etcd;
 pub mod fenced;
 pub mod holds;
+pub mod host_process;
 pub mod interop;
 pub mod loss;
 pub mod pki;
@@ -194,7 +195,7 @@ pub fn lockctl_runner(backend: Arc<dyn LockBackend>) -> Arc<Runner> {
     )
 }
 
-/// Runs one `lockctl2` instance (the `wardlock:lock@0.2.1` probe) with
+/// Runs one `lockctl2` instance (the `wardlock:lock@0.2.2` probe) with
 /// `commands` and default policy, each instance limited to [`TEST_WAIT_LIMIT`].
 pub async fn lockctl2(backend: &MemoryBackend, commands: &[&str]) -> InstanceReport {
     spawn_lockctl2(backend, commands)

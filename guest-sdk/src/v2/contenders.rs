@@ -1,4 +1,4 @@
-//! Who holds a lock and who waits for it (`wardlock:lock@0.2.1`'s
+//! Who holds a lock and who waits for it (`wardlock:lock@0.2.2`'s
 //! `contenders`; kazoo's `Lock.contenders()`).
 
 use super::{Error, Mode, locks};

@@ -1,4 +1,4 @@
-//! The `wardlock:lock@0.2.1` API (feature `v2`, on by default), which the
+//! The `wardlock:lock@0.2.2` API (feature `v2`, on by default), which the
 //! crate root re-exports: everything of the 0.1.0 API ([`crate::v1`]), plus waiting without blocking, loss notification, several locks at once
 //! and counting semaphores ([`acquire_permit`], [`Permit`]).
 //!
@@ -74,7 +74,7 @@ pub use crate::{Error, Mode, Status};
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit/v0.2",
-        world: "wardlock:lock/guest@0.2.1",
+        world: "wardlock:lock/guest@0.2.2",
         with: { "wasi:io/poll@0.2.12": wasip2::io::poll },
     });
 }

@@ -35,4 +35,8 @@ pub enum BackendError {
     /// its current holders and waiters use); retrying does not help.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// A size limit was exceeded (a guarded value or key too large); the
+    /// text names the size and the limit.
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(String),
 }

@@ -12,6 +12,7 @@ mod contenders;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod guarded;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 pub(crate) mod handoff;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
@@ -32,6 +33,7 @@ use async_trait::async_trait;
 
 pub use contenders::{Contender, Contenders, MAX_LISTED_CONTENDERS, listed_at_most};
 pub use error::BackendError;
+pub use guarded::{GuardedEntry, GuardedKey};
 pub use request::{Request, RequestKind};
 pub use revocation::{REVOKE_MESSAGE, Revoked, never_revoked};
 
@@ -399,6 +401,99 @@ pub trait LockSession: Send + Sync {
             "this lock backend cannot list a lock's contenders".into(),
         ))
     }
+
+    /// The entry `key` of lock `name`'s guarded store ([`guarded`]), if
+    /// any. Reading needs no grant; a reader that does not hold `name` sees
+    /// a snapshot that may be out of date as soon as it is returned.
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when the lock service failed or did not
+    /// answer; [`BackendError::Unsupported`] when the backend has no guarded
+    /// store (the default).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    async fn guarded_get(
+        &self,
+        name: &LockName,
+        key: &GuardedKey,
+    ) -> Result<Option<GuardedEntry>, BackendError> {
+        let _ = (name, key);
+        Err(no_guarded_store())
+    }
+
+    /// Writes `value` under `key` in the guarded store of the lock `holder`
+    /// holds, in one atomic operation on the engine that commits only if
+    /// `holder` (an exclusive grant of this session) still stands there: its
+    /// node or key exists in the session it was granted in, and, under
+    /// host-local hand-off, the local grant is still this session's. The
+    /// entry records `holder`'s fencing token. Returns the write's revision
+    /// ([`GuardedEntry::revision`]).
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when `holder` is not held by this
+    /// session (released); [`BackendError::Lost`] when its grant no longer
+    /// stands on the engine (nothing was written);
+    /// [`BackendError::InvalidRequest`] when `holder` is a shared grant or a
+    /// permit; [`BackendError::LimitExceeded`] for a value above
+    /// [`guarded::MAX_VALUE_BYTES`]; [`BackendError::Unavailable`] when the
+    /// lock service failed or did not answer (the write may or may not have
+    /// committed, as with any write whose answer is lost);
+    /// [`BackendError::Unsupported`] without a guarded store (the default).
+    ///
+    /// # Cancellation safety
+    /// A dropped call may still commit, once, if its request already left:
+    /// and then only while `holder` stood on the engine.
+    async fn guarded_put(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+        value: &[u8],
+    ) -> Result<u64, BackendError> {
+        let _ = (holder, key, value);
+        Err(no_guarded_store())
+    }
+
+    /// Deletes `key` from the guarded store of the lock `holder` holds, under
+    /// the rules of [`LockSession::guarded_put`]: true when there was an
+    /// entry. A store left empty leaves nothing behind on the engine.
+    ///
+    /// # Errors
+    /// As [`LockSession::guarded_put`], without `LimitExceeded`.
+    ///
+    /// # Cancellation safety
+    /// As [`LockSession::guarded_put`].
+    async fn guarded_delete(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+    ) -> Result<bool, BackendError> {
+        let _ = (holder, key);
+        Err(no_guarded_store())
+    }
+
+    /// The keys of lock `name`'s guarded store that start with `prefix`,
+    /// sorted, at most `limit` (and [`guarded::MAX_LISTED_KEYS`]).
+    ///
+    /// # Errors
+    /// As [`LockSession::guarded_get`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    async fn guarded_keys(
+        &self,
+        name: &LockName,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, BackendError> {
+        let _ = (name, prefix, limit);
+        Err(no_guarded_store())
+    }
+}
+
+/// The error of a backend without a guarded store.
+fn no_guarded_store() -> BackendError {
+    BackendError::Unsupported("this lock backend has no guarded store".into())
 }
 
 /// Rejects a semaphore request for zero permits.

@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, Health, LockBackend, LockSession,
-    Request, Revoked, StatusChange,
+    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, Health,
+    LockBackend, LockSession, Request, Revoked, StatusChange,
 };
 use crate::name::LockName;
 
@@ -181,6 +181,40 @@ impl<O: SessionObserver> LockSession for Observed<O> {
 
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
         self.inner.contenders(name, limit).await
+    }
+
+    async fn guarded_get(
+        &self,
+        name: &LockName,
+        key: &GuardedKey,
+    ) -> Result<Option<GuardedEntry>, BackendError> {
+        self.inner.guarded_get(name, key).await
+    }
+
+    async fn guarded_put(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+        value: &[u8],
+    ) -> Result<u64, BackendError> {
+        self.inner.guarded_put(holder, key, value).await
+    }
+
+    async fn guarded_delete(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+    ) -> Result<bool, BackendError> {
+        self.inner.guarded_delete(holder, key).await
+    }
+
+    async fn guarded_keys(
+        &self,
+        name: &LockName,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, BackendError> {
+        self.inner.guarded_keys(name, prefix, limit).await
     }
 }
 

@@ -1,4 +1,4 @@
-//! Rust bindings generated from `wit/v0.2/` (package `wardlock:lock@0.2.1`)
+//! Rust bindings generated from `wit/v0.2/` (package `wardlock:lock@0.2.2`)
 //! for the host side, beside those of 0.1.0 ([`super::bindings`]).
 //!
 //! Async and trappable like 0.1.0's. The `lock` resource is the same host type

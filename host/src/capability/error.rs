@@ -56,6 +56,7 @@ impl From<BackendError> for LockError {
             BackendError::Unavailable(why) | BackendError::InvalidConfig(why) => {
                 LockError::Unavailable(why)
             }
+            BackendError::LimitExceeded(why) => LockError::LimitExceeded(why),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The generated WIT host traits of `wardlock:lock@0.2.1`, implemented on
+//! The generated WIT host traits of `wardlock:lock@0.2.2`, implemented on
 //! [`WardlockView`]: 0.1.0's calls (shared macros from `host_impl.rs`) plus
 //! `subscribe`, `acquire-async` / `pending-lock`, `acquire-many`, the
 //! semaphore `permit`s, revocation (`request-revocation`,

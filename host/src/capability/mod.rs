@@ -35,6 +35,7 @@ mod ctx;
 mod error;
 mod handle;
 mod host_impl;
+mod host_impl_guarded;
 mod host_impl_v2;
 mod pending;
 mod permit;
@@ -44,7 +45,7 @@ mod wait_bounds;
 
 use wasmtime::component::{HasData, Linker, ResourceTable};
 
-pub use ctx::WardlockCtx;
+pub use ctx::{GuardedHolder, WardlockCtx};
 pub use error::LockError;
 pub use handle::LockHandle;
 pub use pending::PendingLock;
@@ -93,5 +94,6 @@ pub fn add_to_linker<T: Send + 'static>(
     bindings::wardlock::lock::locks::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings_v2::wardlock::lock::types::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings_v2::wardlock::lock::locks::add_to_linker::<T, HasWardlock>(linker, view)?;
+    bindings_v2::wardlock::lock::guarded::add_to_linker::<T, HasWardlock>(linker, view)?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! `lockctl2 COMMAND...`: a scriptable probe of `wardlock:lock@0.2.1`
+//! `lockctl2 COMMAND...`: a scriptable probe of `wardlock:lock@0.2.2`
 //! (`wit/v0.2/lock.wit`), with raw `wit-bindgen` output and no SDK, like
 //! `lockctl` for 0.1.0 (which stays on 0.1.0, so both versions are tested).
 //!
@@ -26,7 +26,8 @@
 //! | `trap`                          | nothing: the guest traps (a panic)           |
 //!
 //! Semaphore permits (q1, q2…): see `permits.rs` (`permit`, `try-permit`,
-//! `loop-permit`, …).
+//! `loop-permit`, …). The guarded store (0.2.2): see `guarded.rs` (`put`,
+//! `del`, `read`, `keys`, `wait-file`).
 //!
 //! MODE is `exclusive` (`x`) or `shared` (`s`); TIMEOUT is milliseconds or `-`.
 //! `loop-many` takes the locks COUNT times, each time adding one to the
@@ -40,6 +41,7 @@
 
 use std::io::Write;
 
+mod guarded;
 mod inspect;
 mod permits;
 mod revoke;
@@ -47,7 +49,7 @@ mod revoke;
 mod bindings {
     wit_bindgen::generate!({
         path: "../../wit/v0.2",
-        world: "wardlock:lock/guest@0.2.1",
+        world: "wardlock:lock/guest@0.2.2",
         with: { "wasi:io/poll@0.2.12": wasip2::io::poll },
     });
 }
@@ -221,7 +223,8 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
         _ => {
             return revoke::execute(words, state)
                 .or_else(|| permits::execute(words, state))
-                .or_else(|| inspect::execute(words));
+                .or_else(|| inspect::execute(words))
+                .or_else(|| guarded::execute(words, state));
         }
     };
     Some(line)

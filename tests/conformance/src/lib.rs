@@ -55,6 +55,9 @@ pub struct Features {
     pub downgrade: bool,
     /// `contenders` (who holds a lock, who waits).
     pub contenders: bool,
+    /// The guarded store (`guarded_get`, `guarded_put`, `guarded_delete`,
+    /// `guarded_keys`).
+    pub guarded: bool,
 }
 
 impl Features {
@@ -64,14 +67,17 @@ impl Features {
         revocation: true,
         downgrade: true,
         contenders: true,
+        guarded: true,
     };
 
-    /// Locks and downgrade; no semaphores, no revocation, no contenders.
+    /// Locks and downgrade; no semaphores, no revocation, no contenders, no
+    /// guarded store.
     pub const LOCKS_AND_DOWNGRADE: Features = Features {
         semaphores: false,
         revocation: false,
         downgrade: true,
         contenders: false,
+        guarded: false,
     };
 }
 

@@ -37,6 +37,7 @@ fn subject() -> Subject {
         revocation: false,
         downgrade: false,
         contenders: false,
+        guarded: false,
     })
 }
 

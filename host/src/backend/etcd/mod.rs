@@ -4,13 +4,14 @@
 //! every lock (see `crate::backend::handoff`): a host queues one key per lock
 //! and passes the grant among its guests in memory.
 //!
-//! Semaphores (`semaphore`) and revocation (`revoke`) use layouts of
-//! wardlock's own under `<root>/%sem/` and `<root>/%revoke/`, which no lock's
-//! prefix covers.
+//! Semaphores (`semaphore`), revocation (`revoke`) and the guarded store
+//! (`guarded`) use layouts of wardlock's own under `<root>/%sem/`,
+//! `<root>/%revoke/` and `<root>/%data/`, which no lock's prefix covers.
 
 mod config;
 mod connect;
 mod errors;
+mod guarded;
 mod inspect;
 mod keys;
 mod layout;

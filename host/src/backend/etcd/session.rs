@@ -12,24 +12,26 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::guarded::{self, Holder, Writer};
 use super::keys::EtcdKeys;
 use super::{Shared, inspect, revoke, semaphore};
+use crate::backend::guarded::check_value;
 use crate::backend::handoff::{self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, local_token};
 use crate::backend::liveness;
 use crate::backend::revocation::{self, Seen};
 use crate::backend::{
-    BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, LockSession, Request,
+    BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, LockSession, Mode, Request,
     RequestKind, StatusChange, settled,
 };
-use crate::backend::{Revoked, never_revoked};
+use crate::backend::{GuardedEntry, GuardedKey, Revoked, never_revoked};
 use crate::name::LockName;
 
 /// What a grant holds.
 #[derive(Clone)]
 enum HeldKind {
-    /// A lock, through the host's hand-off task (its name names the
-    /// revocation marker).
-    Local(LocalHeld, LockName),
+    /// A lock in a mode, through the host's hand-off task (its name names
+    /// the revocation marker and the guarded store).
+    Local(LocalHeld, LockName, Mode),
     /// A semaphore permit: a key of its own.
     Permit(OwnedNode),
 }
@@ -47,14 +49,14 @@ struct Held {
 impl Held {
     fn generation(&self) -> u64 {
         match &self.kind {
-            HeldKind::Local(local, _) => local.generation,
+            HeldKind::Local(local, ..) => local.generation,
             HeldKind::Permit(node) => node.generation,
         }
     }
 
     fn release(self, shared: &Arc<Shared>) {
         match self.kind {
-            HeldKind::Local(local, _) => local.release(),
+            HeldKind::Local(local, ..) => local.release(),
             HeldKind::Permit(node) => semaphore::release(shared, node),
         }
     }
@@ -82,7 +84,7 @@ impl EtcdLockSession {
 
     fn record(&self, kind: HeldKind) -> Grant {
         let token = match &kind {
-            HeldKind::Local(local, _) => local.token,
+            HeldKind::Local(local, ..) => local.token,
             // A key of its own is grant 0 under it (see `handoff`).
             HeldKind::Permit(node) => local_token(node.token, 0),
         };
@@ -107,7 +109,7 @@ impl EtcdLockSession {
         if let Some(seen) = &held.revocation {
             return Some(seen.clone());
         }
-        let HeldKind::Local(local, name) = &held.kind else {
+        let HeldKind::Local(local, name, _) = &held.kind else {
             return None;
         };
         let lease = self.shared.leases.lease_of(local.generation)?;
@@ -124,6 +126,30 @@ impl EtcdLockSession {
         );
         held.revocation = Some(seen.clone());
         Some(seen)
+    }
+
+    /// What `grant` is to a guarded write.
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when this session does not hold it
+    /// (under hand-off, the local grant is no longer this session's).
+    fn writer(&self, grant: GrantId) -> Result<Writer, BackendError> {
+        let held = self.held();
+        let held = held
+            .get(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        Ok(match &held.kind {
+            HeldKind::Local(local, name, Mode::Exclusive) => Writer::Exclusive(Holder {
+                name: name.clone(),
+                key: local.path.clone(),
+                token: local.token,
+                generation: local.generation,
+            }),
+            HeldKind::Local(_, name, Mode::Shared) => {
+                Writer::Other(format!("a shared holder of \"{name}\""))
+            }
+            HeldKind::Permit(_) => Writer::Other("a semaphore permit".into()),
+        })
     }
 
     async fn take(
@@ -150,7 +176,7 @@ impl EtcdLockSession {
             shared.runtime.spawn(lock.run());
         };
         let held = handoff::ask(&shared.local_locks, name, mode, deadline, wait, start).await?;
-        Ok(held.map(|local| self.record(HeldKind::Local(local, name.clone()))))
+        Ok(held.map(|local| self.record(HeldKind::Local(local, name.clone(), mode))))
     }
 }
 
@@ -214,13 +240,13 @@ impl LockSession for EtcdLockSession {
             .get(&exclusive.0)
             .map(|h| h.kind.clone())
             .ok_or(BackendError::UnknownGrant(exclusive.0))?;
-        let HeldKind::Local(local, name) = kind else {
+        let HeldKind::Local(local, name, _) = kind else {
             return Err(BackendError::InvalidRequest(
                 "a semaphore permit cannot be downgraded".into(),
             ));
         };
         let shared = handoff::downgrade(&self.shared.local_locks, &local).await?;
-        Ok(self.record(HeldKind::Local(shared, name)))
+        Ok(self.record(HeldKind::Local(shared, name, Mode::Shared)))
     }
 
     async fn revocation_requested(&self, grant: GrantId) -> bool {
@@ -253,6 +279,43 @@ impl LockSession for EtcdLockSession {
                 .flatten(),
         });
         Ok(Contenders::head(all, limit))
+    }
+
+    async fn guarded_get(
+        &self,
+        name: &LockName,
+        key: &GuardedKey,
+    ) -> Result<Option<GuardedEntry>, BackendError> {
+        guarded::get(&self.shared, name, key).await
+    }
+
+    async fn guarded_put(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+        value: &[u8],
+    ) -> Result<u64, BackendError> {
+        let writer = self.writer(holder)?;
+        check_value(value)?;
+        guarded::put(&self.shared, &writer.exclusive()?, key, value).await
+    }
+
+    async fn guarded_delete(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+    ) -> Result<bool, BackendError> {
+        let holder = self.writer(holder)?.exclusive()?;
+        guarded::delete(&self.shared, &holder, key).await
+    }
+
+    async fn guarded_keys(
+        &self,
+        name: &LockName,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, BackendError> {
+        guarded::keys(&self.shared, name, prefix, limit).await
     }
 }
 

@@ -9,6 +9,7 @@
 //! plugin reacts to `suspended` and `lost`.
 
 mod faults;
+mod guarded;
 mod inspect;
 #[cfg(test)]
 mod model_tests;
@@ -76,6 +77,8 @@ struct State {
     watchers: HashMap<u64, watchers::Watcher>,
     /// Revocation flags of held requests, by request id (see `revoke`).
     revocations: HashMap<u64, watch::Sender<bool>>,
+    /// The guarded store's entries (see `guarded`).
+    guarded: guarded::GuardedStore,
 }
 
 impl MemoryBackend {

@@ -9,8 +9,8 @@ use tokio::sync::oneshot;
 
 use super::Shared;
 use crate::backend::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind,
-    Revoked, StatusChange, check_permits, never_revoked, settled,
+    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, LockSession,
+    Mode, Request, RequestKind, Revoked, StatusChange, check_permits, never_revoked, settled,
 };
 use crate::name::LockName;
 
@@ -246,9 +246,53 @@ impl LockSession for MemorySession {
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
         Ok(self.shared.lock().contenders(name, limit))
     }
+
+    async fn guarded_get(
+        &self,
+        name: &LockName,
+        key: &GuardedKey,
+    ) -> Result<Option<GuardedEntry>, BackendError> {
+        Ok(self.shared.lock().guarded_get(name, key))
+    }
+
+    async fn guarded_put(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+        value: &[u8],
+    ) -> Result<u64, BackendError> {
+        let name = self.held_name(holder)?;
+        self.shared.lock().guarded_put(&name, holder.0, key, value)
+    }
+
+    async fn guarded_delete(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+    ) -> Result<bool, BackendError> {
+        let name = self.held_name(holder)?;
+        self.shared.lock().guarded_delete(&name, holder.0, key)
+    }
+
+    async fn guarded_keys(
+        &self,
+        name: &LockName,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, BackendError> {
+        Ok(self.shared.lock().guarded_keys(name, prefix, limit))
+    }
 }
 
 impl MemorySession {
+    /// The name `grant` holds in this session.
+    fn held_name(&self, grant: GrantId) -> Result<LockName, BackendError> {
+        self.held()
+            .get(&grant.0)
+            .cloned()
+            .ok_or(BackendError::UnknownGrant(grant.0))
+    }
+
     /// Whether the holder of `grant` was asked to give it up.
     fn asked(&self, grant: GrantId) -> bool {
         // The state lock first, then `held`, as `status_changed`.

@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::handoff_nodes;
 use super::recipe::{self, OwnedNode, Waiting};
 use super::{Shards, Shared, downgrade, inspect, release, revoke, semaphore, shard_for};
+use super::{guarded, handoff_nodes};
+use crate::backend::guarded::{check_value, not_exclusive};
 use crate::backend::handoff::{self, LocalHeld, local_token};
 use crate::backend::liveness;
 use crate::backend::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, LockSession, Mode, Request, RequestKind,
-    Revoked, StatusChange, check_permits, never_revoked, settled,
+    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, LockSession,
+    Mode, Request, RequestKind, Revoked, StatusChange, check_permits, never_revoked, settled,
 };
 use crate::name::LockName;
 
@@ -35,6 +36,10 @@ pub(super) struct ZkLockSession {
 struct Held {
     shared: Arc<Shared>,
     kind: HeldKind,
+    /// The lock (or semaphore) name and the mode granted (a permit's is
+    /// `Shared`): a guarded write needs an exclusive lock.
+    name: LockName,
+    mode: Mode,
     /// Dropped with the grant (released, or the lock session dropped): its
     /// status subscribers then see `released`.
     alive: tokio::sync::watch::Sender<()>,
@@ -107,7 +112,7 @@ impl ZkLockSession {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn record(&self, shared: &Arc<Shared>, kind: HeldKind) -> Grant {
+    fn record(&self, shared: &Arc<Shared>, name: &LockName, mode: Mode, kind: HeldKind) -> Grant {
         let token = match &kind {
             // A node of its own is grant 0 under it (see `handoff`).
             HeldKind::Node(node) | HeldKind::Permit(node) => local_token(node.token, 0),
@@ -121,6 +126,8 @@ impl ZkLockSession {
             Held {
                 shared,
                 kind,
+                name: name.clone(),
+                mode,
                 alive,
                 revocation: None,
             },
@@ -152,7 +159,7 @@ impl ZkLockSession {
                 .await?
                 .map(HeldKind::Node),
         };
-        Ok(kind.map(|kind| self.record(shared, kind)))
+        Ok(kind.map(|kind| self.record(shared, name, mode, kind)))
     }
 }
 
@@ -188,7 +195,7 @@ impl ZkLockSession {
     ) -> Result<Option<Grant>, BackendError> {
         let shared = shard_for(&self.shards, name);
         let node = semaphore::acquire(shared, name, permits, &self.data, deadline, waiting).await?;
-        Ok(node.map(|node| self.record(shared, HeldKind::Permit(node))))
+        Ok(node.map(|node| self.record(shared, name, Mode::Shared, HeldKind::Permit(node))))
     }
 }
 
@@ -255,10 +262,10 @@ impl LockSession for ZkLockSession {
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
         // Copied out: the map's lock is not held across the await below.
-        let (shared, kind) = self
+        let (shared, kind, name) = self
             .held()
             .get(&exclusive.0)
-            .map(|held| (held.shared.clone(), held.kind.clone()))
+            .map(|held| (held.shared.clone(), held.kind.clone(), held.name.clone()))
             .ok_or(BackendError::UnknownGrant(exclusive.0))?;
         let kind = match kind {
             HeldKind::Node(node) => {
@@ -273,7 +280,7 @@ impl LockSession for ZkLockSession {
                 ));
             }
         };
-        Ok(self.record(&shared, kind))
+        Ok(self.record(&shared, &name, Mode::Shared, kind))
     }
 
     async fn revocation_requested(&self, grant: GrantId) -> bool {
@@ -296,6 +303,83 @@ impl LockSession for ZkLockSession {
 
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
         inspect::contenders(shard_for(&self.shards, name), name, limit).await
+    }
+
+    async fn guarded_get(
+        &self,
+        name: &LockName,
+        key: &GuardedKey,
+    ) -> Result<Option<GuardedEntry>, BackendError> {
+        guarded::get(shard_for(&self.shards, name), name, key).await
+    }
+
+    async fn guarded_put(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+        value: &[u8],
+    ) -> Result<u64, BackendError> {
+        check_value(value)?;
+        let (shared, name, holder) = self.guard(holder)?;
+        guarded::put(&shared, &name, &holder, key, value).await
+    }
+
+    async fn guarded_delete(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+    ) -> Result<bool, BackendError> {
+        let (shared, name, holder) = self.guard(holder)?;
+        guarded::delete(&shared, &name, &holder, key).await
+    }
+
+    async fn guarded_keys(
+        &self,
+        name: &LockName,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, BackendError> {
+        guarded::keys(shard_for(&self.shards, name), name, prefix, limit).await
+    }
+}
+
+impl ZkLockSession {
+    /// What a guarded write through `grant` checks: its shard, its name and
+    /// the node that must still exist (the guest's own, or this host's under
+    /// hand-off, whose local grant `held` vouches for).
+    fn guard(
+        &self,
+        grant: GrantId,
+    ) -> Result<(Arc<Shared>, LockName, guarded::Holder), BackendError> {
+        let held = self.held();
+        let held = held
+            .get(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        let holder = match &held.kind {
+            HeldKind::Permit(_) => {
+                return Err(not_exclusive(&format!(
+                    "a permit of semaphore \"{}\"",
+                    held.name
+                )));
+            }
+            _ if held.mode != Mode::Exclusive => {
+                return Err(not_exclusive(&format!(
+                    "a shared holder of \"{}\"",
+                    held.name
+                )));
+            }
+            HeldKind::Node(node) => guarded::Holder {
+                path: node.path.clone(),
+                generation: node.generation,
+                token: local_token(node.token, 0),
+            },
+            HeldKind::Local(local) => guarded::Holder {
+                path: local.path.clone(),
+                generation: local.generation,
+                token: local.token,
+            },
+        };
+        Ok((held.shared.clone(), held.name.clone(), holder))
     }
 }
 

@@ -413,7 +413,10 @@ impl Drop for WardlockCtx {
     }
 }
 
+mod guarded;
 mod inspect;
+
+pub use guarded::GuardedHolder;
 mod many;
 mod pending;
 mod permit;

@@ -186,3 +186,27 @@ fn options_v2(options: v2::wardlock::lock::locks::Options) -> async_v2::locks::O
         timeout_ms: options.timeout_ms,
     }
 }
+
+impl v2::wardlock::lock::guarded::Host for WardlockView<'_> {
+    fn get(
+        &mut self,
+        name: String,
+        key: String,
+    ) -> wasmtime::Result<Result<Option<v2::wardlock::lock::guarded::Entry>, async_v2::types::Error>>
+    {
+        let entry = in_tokio(<Self as async_v2::guarded::Host>::get(self, name, key))?;
+        Ok(entry.map(|entry| {
+            entry.map(|e| v2::wardlock::lock::guarded::Entry {
+                value: e.value,
+                token: e.token,
+                revision: e.revision,
+            })
+        }))
+    }
+
+    blocking! { async_v2::guarded::Host;
+        fn put(holder: Resource<LockHandle>, key: String, value: Vec<u8>) -> Result<u64, async_v2::types::Error>;
+        fn delete(holder: Resource<LockHandle>, key: String) -> Result<bool, async_v2::types::Error>;
+        fn keys(name: String, prefix: String, limit: u32) -> Result<Vec<String>, async_v2::types::Error>;
+    }
+}

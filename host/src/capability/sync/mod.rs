@@ -41,6 +41,7 @@ pub fn add_to_linker_sync<T: Send + 'static>(
     bindings::v1::wardlock::lock::locks::add_to_linker::<T, HasWardlock>(linker, view)?;
     super::bindings_v2::wardlock::lock::types::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings::v2::wardlock::lock::locks::add_to_linker::<T, HasWardlock>(linker, view)?;
+    bindings::v2::wardlock::lock::guarded::add_to_linker::<T, HasWardlock>(linker, view)?;
     Ok(())
 }
 

@@ -12,10 +12,12 @@ use crate::{
 };
 
 mod contenders;
+mod guarded;
 mod revocation;
 mod semaphore;
 
 use self::contenders::contenders_list_holders_then_waiters;
+use self::guarded::guarded_writes_need_a_standing_exclusive_grant;
 use self::revocation::revocation_reaches_every_holder;
 use self::semaphore::{semaphore_abandoned_waits_leave_nothing, semaphore_admits_its_permits};
 
@@ -65,6 +67,7 @@ macro_rules! conformance_checks {
             semaphore_abandoned_waits_leave_nothing,
             revocation_reaches_every_holder,
             contenders_list_holders_then_waiters,
+            guarded_writes_need_a_standing_exclusive_grant,
             missing_features_say_unsupported,
         );
     };
@@ -451,6 +454,24 @@ async fn missing_features_say_unsupported(s: &Subject) {
             matches!(listed, Err(BackendError::Unsupported(_))),
             "{listed:?}"
         );
+    }
+    if !s.features.guarded {
+        let key = wardlock_host::backend::GuardedKey::new("k").expect("key");
+        let read = session.guarded_get(&lock, &key).await;
+        assert!(
+            matches!(read, Err(BackendError::Unsupported(_))),
+            "{read:?}"
+        );
+        let held = session
+            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("exclusive");
+        let written = session.guarded_put(held.id, &key, b"v").await;
+        assert!(
+            matches!(written, Err(BackendError::Unsupported(_))),
+            "{written:?}"
+        );
+        session.release(held.id).expect("release");
     }
     if !s.features.downgrade {
         let held = session

@@ -1,0 +1,123 @@
+//! The guarded store through the WIT (0.2.2 `guarded`): reads need the name
+//! granted, writes an exclusive handle this instance still holds; the engine
+//! then commits each write only while that grant stands (see
+//! [`crate::backend::guarded`]).
+
+use super::{LockError, WardlockCtx};
+use crate::backend::{BackendError, GrantId, GuardedEntry, GuardedKey, Mode};
+use crate::capability::handle::LockHandle;
+
+impl WardlockCtx {
+    /// The entry `key` of lock `name`'s guarded store, if any.
+    ///
+    /// # Errors
+    /// `InvalidName`, `Denied` as for [`WardlockCtx::acquire`];
+    /// `InvalidRequest` / `LimitExceeded` for a bad key; `Unavailable` when
+    /// the lock service failed; `InvalidRequest` on an engine without a
+    /// guarded store.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    pub async fn guarded_get(
+        &self,
+        name: &str,
+        key: &str,
+    ) -> Result<Option<GuardedEntry>, LockError> {
+        let name = self.granted_name(name)?;
+        let key = GuardedKey::new(key)?;
+        Ok(self.session.guarded_get(&name, &key).await?)
+    }
+
+    /// The keys of lock `name`'s guarded store starting with `prefix`,
+    /// sorted, at most `limit` (and 1024).
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::guarded_get`], without the key's.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    pub async fn guarded_keys(
+        &self,
+        name: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, LockError> {
+        let name = self.granted_name(name)?;
+        Ok(self.session.guarded_keys(&name, prefix, limit).await?)
+    }
+
+    /// Writes `value` under `key` in the store of `holder`'s lock, committed
+    /// only while `holder`'s grant stands on the engine: the write's revision.
+    ///
+    /// # Errors
+    /// `Released` for a grant the host ended meanwhile; `Lost` when the
+    /// grant no longer stands (nothing was written); `InvalidRequest` for a
+    /// bad key; `LimitExceeded` for a key or value too large;
+    /// `Unavailable` when the lock service failed.
+    ///
+    /// # Cancellation safety
+    /// A dropped call may still commit once, and only while the grant stood.
+    pub async fn guarded_put(
+        &self,
+        holder: GuardedHolder,
+        key: &str,
+        value: &[u8],
+    ) -> Result<u64, LockError> {
+        let key = GuardedKey::new(key)?;
+        let written = self.session.guarded_put(holder.0, &key, value).await;
+        written.map_err(write_error)
+    }
+
+    /// Deletes `key` from the store of `holder`'s lock, under the rules of
+    /// [`WardlockCtx::guarded_put`]: true when there was an entry.
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::guarded_put`].
+    ///
+    /// # Cancellation safety
+    /// As [`WardlockCtx::guarded_put`].
+    pub async fn guarded_delete(
+        &self,
+        holder: GuardedHolder,
+        key: &str,
+    ) -> Result<bool, LockError> {
+        let key = GuardedKey::new(key)?;
+        let deleted = self.session.guarded_delete(holder.0, &key).await;
+        deleted.map_err(write_error)
+    }
+
+    /// The grant a guarded write through `handle` is checked against.
+    ///
+    /// # Errors
+    /// `Released` for a released handle; `Lost` for a grant already gone
+    /// here; `InvalidRequest` for a shared handle.
+    pub fn guarded_holder(&self, holder: &LockHandle) -> Result<GuardedHolder, LockError> {
+        if holder.released || self.ended_by_host.contains(&holder.record) {
+            return Err(LockError::Released);
+        }
+        let Some(record) = self.records.get(&holder.record) else {
+            return Err(LockError::Lost);
+        };
+        if holder.mode != Mode::Exclusive || record.mode != Mode::Exclusive {
+            return Err(LockError::InvalidRequest(format!(
+                "a guarded write needs an exclusive holder; this handle holds \"{}\" shared",
+                holder.name
+            )));
+        }
+        Ok(GuardedHolder(record.grant.id))
+    }
+}
+
+/// An exclusive grant of this instance that guarded writes are checked
+/// against ([`WardlockCtx::guarded_holder`]).
+#[derive(Debug, Clone, Copy)]
+pub struct GuardedHolder(GrantId);
+
+/// A backend's refusal of a write: a grant the session no longer knows was
+/// ended by the host (`released`); the rest as every call's.
+fn write_error(error: BackendError) -> LockError {
+    match error {
+        BackendError::UnknownGrant(_) => LockError::Released,
+        error => error.into(),
+    }
+}
