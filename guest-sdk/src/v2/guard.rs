@@ -9,7 +9,7 @@ use super::bindings::wardlock::lock::locks::Lock as RawLock;
 /// [`crate::v1::Guard`]).
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct Guard {
-    raw: RawLock,
+    pub(super) raw: RawLock,
 }
 
 impl Guard {

@@ -43,6 +43,10 @@
 //! waiters, in this and every other instance, host or client:
 //! `contenders("jobs/nightly", 10)?.holders()`.
 //!
+//! Data guarded by a lock (0.2.2): [`guarded`] — `guard.put(key, value)`
+//! commits only while the lock still stands on the lock service
+//! ([`Error::Lost`] otherwise, nothing written); [`guarded::get`] reads.
+//!
 //! Subscriptions dereference to `wasip2::io::poll::Pollable`s, so one `poll`
 //! waits on locks, timers and streams together. A [`Subscription`] borrows the
 //! guard, permit or pending lock it came from, so it cannot outlive it (a
@@ -54,6 +58,7 @@
 
 mod contenders;
 mod guard;
+pub mod guarded;
 mod pending;
 mod permit;
 mod subscription;
