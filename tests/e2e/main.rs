@@ -47,3 +47,4 @@ mod semantics;
 mod semaphore;
 mod serve;
 mod zookeeper;
+mod zookeeper_guarded;

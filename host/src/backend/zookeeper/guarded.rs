@@ -6,10 +6,10 @@
 //! was paused, say) finds the check failing and the write refused by the
 //! server itself, whatever its own clock believed.
 //!
-//! The data root is the lock root with `-data` appended (`/wardlock` →
-//! `/wardlock-data`; `/wardlock-data` for the root `/`), outside every lock's
-//! queue, so Curator, kazoo, `contenders` and `wardlock status` never see an
-//! entry. A name's directory goes with its last entry.
+//! Entries live in a room of the lock root, `<root>/%data/` (as on etcd):
+//! no lock name contains `%`, so the room is outside every lock's queue and
+//! Curator, kazoo, `contenders` and `wardlock status` never see an entry. A
+//! name's directory goes with its last entry.
 
 use std::sync::Arc;
 
@@ -45,15 +45,12 @@ enum Write<'a> {
     Delete,
 }
 
-/// The directory of lock `name`'s entries.
+/// The directory of lock `name`'s entries: `<root>/%data/<escaped name>`.
+/// No lock name contains `%`, so the room is never a lock's queue (etcd
+/// keeps its entries under the same `<root>/%data/`).
 fn directory(shared: &Shared, name: &LockName) -> String {
-    let root = &shared.connection.config().root;
-    let data_root = if root == "/" {
-        "/wardlock-data".to_owned()
-    } else {
-        format!("{root}-data")
-    };
-    format!("{data_root}/{}", escape(name.as_str()))
+    let root = shared.connection.config().root.trim_end_matches('/');
+    format!("{root}/%data/{}", escape(name.as_str()))
 }
 
 /// Writes `value` under `key` of `name` while `holder` stands: the write's
