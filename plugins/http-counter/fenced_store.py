@@ -9,6 +9,11 @@ accepted for that key before; otherwise it answers 409 and keeps the value. So a
 writer whose lock was taken back (lease expired, session lost) can never
 overwrite a value written under a newer grant. Prints "listening on PORT" once
 ready; GET /_stats returns "accepted N rejected M".
+
+Every request's `wardlock-fence` fields (what `wardlock serve --fence-header
+wardlock-fence` adds: `LOCK=TOKEN` for each exclusive lock the guest holds)
+are recorded; GET /_fences returns one line per request: `METHOD /key
+LOCK=TOKEN,...` (`-` when the request had none).
 """
 import sys
 import threading
@@ -18,6 +23,7 @@ LOCK = threading.Lock()
 VALUES = {}
 TOKENS = {}
 STATS = {"accepted": 0, "rejected": 0}
+FENCES = []
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -29,9 +35,17 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _record_fences(self):
+        values = self.headers.get_all("wardlock-fence") or []
+        FENCES.append(f"{self.command} {self.path} {','.join(values) or '-'}")
+
     def do_GET(self):
         key = self.path.lstrip("/")
         with LOCK:
+            if key == "_fences":
+                self._answer(200, "\n".join(FENCES))
+                return
+            self._record_fences()
             if key == "_stats":
                 self._answer(200, f"accepted {STATS['accepted']} rejected {STATS['rejected']}")
             elif key in VALUES:
@@ -49,6 +63,7 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(400, "a fencing-token header with a number is required")
             return
         with LOCK:
+            self._record_fences()
             last = TOKENS.get(key)
             if last is not None and token <= last:
                 STATS["rejected"] += 1

@@ -329,6 +329,58 @@ async fn outbound_http_is_denied_unless_allowed() {
     assert_eq!(stats.trim(), "accepted 10 rejected 0");
 }
 
+/// `--fence-header wardlock-fence`: every request the guest sends while it
+/// holds its lock carries `LOCK=TOKEN` with its grant's token (the one the
+/// guest reports), added by the host; without the flag, none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_presents_the_guests_fencing_tokens_downstream() {
+    let store = FencedStore::start();
+    let env = format!("COUNTER_STORE=http://{}", store.addr);
+    let fenced = Server::start(&[
+        "--env",
+        &env,
+        "--allow-outbound",
+        &store.addr,
+        "--fence-header",
+        "wardlock-fence",
+        Guest::HttpCounter.path(),
+    ])
+    .await;
+    let response = post(&fenced.addr, "/c").await.expect("POST");
+    assert_eq!(response.status, 200, "{response:?}");
+    let token = response
+        .headers
+        .iter()
+        .find(|(name, _)| name == "fencing-token")
+        .map(|(_, value)| value.clone())
+        .expect("the guest reports its token");
+    drop(fenced);
+    let plain = Server::start(&[
+        "--env",
+        &env,
+        "--allow-outbound",
+        &store.addr,
+        Guest::HttpCounter.path(),
+    ])
+    .await;
+    assert_eq!(post(&plain.addr, "/d").await.expect("POST").status, 200);
+    let fences = get(&store.addr, "/_fences").await.expect("fences").body;
+    let seen: Vec<&str> = fences
+        .lines()
+        .filter(|line| line.contains(" /c ") || line.contains(" /d "))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            format!("GET /c c={token}"),
+            format!("PUT /c c={token}"),
+            "GET /d -".to_owned(),
+            "PUT /d -".to_owned(),
+        ],
+        "{fences}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_file_mistakes_are_one_line_naming_file_and_key() {
     let dir = tempfile::tempdir().expect("temp dir");

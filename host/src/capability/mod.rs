@@ -33,6 +33,7 @@ pub mod bindings_v2;
 mod convert;
 mod ctx;
 mod error;
+mod fence;
 mod handle;
 mod host_impl;
 mod host_impl_guarded;
@@ -47,6 +48,7 @@ use wasmtime::component::{HasData, Linker, ResourceTable};
 
 pub use ctx::{GuardedHolder, WardlockCtx};
 pub use error::LockError;
+pub use fence::FenceTokens;
 pub use handle::LockHandle;
 pub use pending::PendingLock;
 pub use permit::PermitHandle;

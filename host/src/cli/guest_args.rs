@@ -1,7 +1,7 @@
 //! Flags setting what each guest instance may do (shared by `run` and `serve`).
 
 use crate::policy::LockPolicy;
-use crate::runner::{AllowedHost, Preopen};
+use crate::runner::{AllowedHost, Preopen, parse_fence_header};
 use anyhow::{Context, bail};
 use clap::Args;
 
@@ -33,6 +33,14 @@ pub struct GuestArgs {
     /// outbound requests get the WASI error HTTP-request-denied.
     #[arg(long = "allow-outbound", value_name = "HOST[:PORT]", value_parser = AllowedHost::parse)]
     pub allow_outbound: Vec<AllowedHost>,
+
+    /// Add the fencing token of every exclusive lock a guest holds to each
+    /// HTTP request it sends, in header NAME as `LOCK=TOKEN` (one field per
+    /// lock; any the guest set itself is replaced), so the service it calls
+    /// can refuse a stale writer: keep the highest token seen per lock,
+    /// refuse lower ones.
+    #[arg(long = "fence-header", value_name = "NAME", value_parser = parse_fence_header)]
+    pub fence_header: Option<http::HeaderName>,
 }
 
 /// Builds a lock policy from grant prefixes and a handle cap.

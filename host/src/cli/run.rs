@@ -191,7 +191,8 @@ async fn config(
         preopens,
         env: args.host.guest.env.clone(),
         stdio: Stdio::Inherit,
-        outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone()),
+        outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone())
+            .with_fence_header(args.host.guest.fence_header.clone()),
         max_hold: None,
     };
     Ok((config, faulty))

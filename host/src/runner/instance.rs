@@ -68,12 +68,13 @@ pub(crate) fn new_store(
         }
         None => (session, None),
     };
+    let locks = WardlockCtx::with_session(session, config.policy.clone());
     let state = InstanceState {
         wasi: wasi.build(),
         http: WasiHttpCtx::new(),
-        outbound: config.outbound.clone(),
+        outbound: config.outbound.for_instance(locks.fence_tokens()),
         table: ResourceTable::new(),
-        locks: WardlockCtx::with_session(session, config.policy.clone()),
+        locks,
         limits: StoreLimitsBuilder::new()
             .memory_size(config.memory_limit)
             .trap_on_grow_failure(true)

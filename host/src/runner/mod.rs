@@ -25,7 +25,7 @@ pub use config::{DEFAULT_MEMORY_LIMIT, Preopen, RunnerConfig, Stdio};
 pub use epoch::{EpochTicker, TICK};
 pub use error::{LoadFailure, RunnerError};
 pub use lease::Lease;
-pub use outbound::{AllowedHost, OutboundPolicy};
+pub use outbound::{AllowedHost, OutboundPolicy, parse_fence_header};
 pub use outcome::{InstanceReport, Outcome};
 pub use proxy::{OnEnd, ProxyRunner, RequestOutcome, ResponseBody, respond};
 pub use runtime::{CompileCache, Runtime, RuntimeOptions, request_pool};

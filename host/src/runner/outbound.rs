@@ -4,10 +4,19 @@
 //! plugin may call (`HOST[:PORT]`), typically the resource its fencing tokens
 //! protect. A denied call returns the WASI error `HTTP-request-denied` to the
 //! guest; it never traps.
+//!
+//! Fenced requests (`--fence-header NAME`): the host adds the fencing token
+//! of every exclusive lock the guest holds to each request it sends, as
+//! `NAME: LOCK=TOKEN` (one field per lock), replacing any the guest set
+//! itself, so a downstream service can refuse a stale writer (keep the
+//! highest token seen per lock, refuse lower) without trusting the guest.
 
 use std::sync::Arc;
 
+use http::{HeaderMap, HeaderName, HeaderValue};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+use crate::capability::FenceTokens;
 
 /// One allowed destination: a host and an optional port (any port when absent).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +75,10 @@ impl std::fmt::Display for AllowedHost {
 #[derive(Debug, Clone, Default)]
 pub struct OutboundPolicy {
     allowed: Arc<Vec<AllowedHost>>,
+    /// The header presenting the guest's fencing tokens, if any.
+    fence_header: Option<HeaderName>,
+    /// One instance's tokens (set per instance by [`Self::for_instance`]).
+    tokens: Option<FenceTokens>,
 }
 
 impl OutboundPolicy {
@@ -73,6 +86,28 @@ impl OutboundPolicy {
     pub fn allow(allowed: Vec<AllowedHost>) -> Self {
         OutboundPolicy {
             allowed: Arc::new(allowed),
+            fence_header: None,
+            tokens: None,
+        }
+    }
+
+    /// Presents the guest's fencing tokens on every request it sends, in
+    /// the header `name` (none: no fence header).
+    pub fn with_fence_header(mut self, name: Option<HeaderName>) -> Self {
+        self.fence_header = name;
+        self
+    }
+
+    /// The header presenting fencing tokens, if any.
+    pub fn fence_header(&self) -> Option<&HeaderName> {
+        self.fence_header.as_ref()
+    }
+
+    /// This policy for one instance whose exclusive locks are `tokens`.
+    pub fn for_instance(&self, tokens: FenceTokens) -> Self {
+        OutboundPolicy {
+            tokens: Some(tokens),
+            ..self.clone()
         }
     }
 
@@ -122,6 +157,10 @@ impl WasiHttpHooks for OutboundPolicy {
             tracing::info!(uri = %request.uri(), "outbound HTTP request denied");
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
+        let mut request = request;
+        if let (Some(name), Some(tokens)) = (&self.fence_header, &self.tokens) {
+            present_tokens(request.headers_mut(), name, tokens);
+        }
         Box::new(async move {
             use http_body_util::BodyExt;
             let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
@@ -133,9 +172,84 @@ impl WasiHttpHooks for OutboundPolicy {
     }
 }
 
+/// Replaces every `name` field of `headers` with one `LOCK=TOKEN` field per
+/// lock of `tokens` (none when the guest holds no exclusive lock): what the
+/// guest set itself never reaches the service.
+fn present_tokens(headers: &mut HeaderMap, name: &HeaderName, tokens: &FenceTokens) {
+    headers.remove(name);
+    for value in tokens.header_values() {
+        // Lock names are `[A-Za-z0-9._-/]`: always a valid header value.
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.append(name.clone(), value);
+        }
+    }
+}
+
+/// Parses a `--fence-header` name.
+///
+/// # Errors
+/// A message naming the header when it is not a valid field name, or one
+/// HTTP itself manages.
+pub fn parse_fence_header(name: &str) -> Result<HeaderName, String> {
+    let header = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("{name:?} is not a valid HTTP header name"))?;
+    const MANAGED: &[&str] = &[
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "upgrade",
+        "te",
+        "trailer",
+    ];
+    if MANAGED.contains(&header.as_str()) {
+        return Err(format!(
+            "{name:?} is managed by HTTP itself; choose another header name (e.g. wardlock-fence)"
+        ));
+    }
+    Ok(header)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::name::LockName;
+
+    #[test]
+    fn the_fence_header_replaces_what_the_guest_set() {
+        let name = parse_fence_header("Wardlock-Fence").expect("valid");
+        let tokens = FenceTokens::default();
+        let forged = |headers: &mut HeaderMap| {
+            headers.insert(name.clone(), HeaderValue::from_static("orders=999999"));
+        };
+        let mut headers = HeaderMap::new();
+        forged(&mut headers);
+        present_tokens(&mut headers, &name, &tokens);
+        assert!(
+            headers.get(&name).is_none(),
+            "no lock held: nothing forged passes"
+        );
+
+        tokens.hold(1, &LockName::new("orders").expect("valid"), 42);
+        tokens.hold(2, &LockName::new("accounts/a").expect("valid"), 7);
+        forged(&mut headers);
+        present_tokens(&mut headers, &name, &tokens);
+        let values: Vec<&str> = headers
+            .get_all(&name)
+            .iter()
+            .map(|v| v.to_str().expect("text"))
+            .collect();
+        assert_eq!(values, ["accounts/a=7", "orders=42"]);
+    }
+
+    #[test]
+    fn fence_header_names_are_checked() {
+        assert!(parse_fence_header("wardlock-fence").is_ok());
+        for bad in ["", "bad header", "Host", "content-length"] {
+            let error = parse_fence_header(bad).expect_err(bad);
+            assert!(error.contains(&format!("{bad:?}")), "{error}");
+        }
+    }
 
     fn uri(text: &str) -> http::Uri {
         text.parse().expect("test URI")

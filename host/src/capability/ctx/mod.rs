@@ -13,6 +13,7 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use super::error::LockError;
+use super::fence::FenceTokens;
 use super::handle::{LockHandle, Watch};
 use super::wait_bounds::{WaitBounds, WaitInterrupt};
 use crate::backend::{
@@ -86,6 +87,8 @@ pub struct WardlockCtx {
     /// The embedder's bounds on this instance's waits (a longest wait, an
     /// interrupt from another thread).
     waits: WaitBounds,
+    /// The exclusive grants' tokens, shared with outbound HTTP.
+    fences: FenceTokens,
 }
 
 impl WardlockCtx {
@@ -108,6 +111,7 @@ impl WardlockCtx {
             live_handles: 0,
             permits: HashMap::new(),
             waits: WaitBounds::default(),
+            fences: FenceTokens::default(),
         }
     }
 
@@ -123,6 +127,13 @@ impl WardlockCtx {
     /// [`WardlockCtx::set_wait_limit`]).
     pub fn wait_limit(&self) -> Option<Duration> {
         self.waits.limit
+    }
+
+    /// The fencing tokens of the exclusive locks this instance holds, kept
+    /// current as it acquires and releases (for the outbound HTTP of
+    /// `--fence-header`).
+    pub fn fence_tokens(&self) -> FenceTokens {
+        self.fences.clone()
     }
 
     /// A handle that ends this instance's waits from any thread (they return
@@ -377,6 +388,9 @@ impl WardlockCtx {
             },
         );
         *self.by_name.entry(name.clone()).or_default().slot(mode) = Some(id);
+        if mode == Mode::Exclusive {
+            self.fences.hold(id, &name, grant.token);
+        }
         self.live_handles += 1;
         tracing::debug!(lock = %name, %mode, token = grant.token, "granted");
         LockHandle::new(name, mode, grant.token, id)
@@ -386,6 +400,7 @@ impl WardlockCtx {
         let Some(record) = self.records.remove(&id) else {
             return Ok(());
         };
+        self.fences.end(id);
         if let Some(slots) = self.by_name.get_mut(&record.name) {
             let slot = slots.slot(record.mode);
             if *slot == Some(id) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::backend::memory::MemoryConfig;
 use crate::registry::{EngineConfig, Mistake, Registry, secs_at};
-use crate::runner::{AllowedHost, OutboundPolicy};
+use crate::runner::{AllowedHost, OutboundPolicy, parse_fence_header};
 use crate::secret::Secret;
 use serde::Deserialize;
 
@@ -55,6 +55,7 @@ struct PluginEntry {
     env: BTreeMap<String, String>,
     #[serde(default)]
     allow_outbound: Vec<String>,
+    fence_header: Option<String>,
 }
 
 /// The label of the memory backend plugins get when the file names none.
@@ -248,6 +249,12 @@ fn plugin(
         .map(|spec| AllowedHost::parse(spec))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|why| (key("allow_outbound"), why))?;
+    let fence_header = entry
+        .fence_header
+        .as_deref()
+        .map(parse_fence_header)
+        .transpose()
+        .map_err(|why| (key("fence_header"), why))?;
     Ok(PluginPlan {
         name,
         route: entry.route,
@@ -259,7 +266,7 @@ fn plugin(
         max_hold,
         preopens,
         env: entry.env.into_iter().collect(),
-        outbound: OutboundPolicy::allow(outbound),
+        outbound: OutboundPolicy::allow(outbound).with_fence_header(fence_header),
     })
 }
 
@@ -296,6 +303,26 @@ mod tests {
         let error = load_text(&format!("{token}{plugin}")).expect_err("no token file");
         assert!(
             error.contains("admin_token_file") && error.contains("missing.token"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_fence_header_is_read_and_checked() {
+        let plugin = "[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n";
+        let plan =
+            load_text(&format!("{plugin}fence_header = \"Wardlock-Fence\"\n")).expect("valid");
+        let header = plan.plugins[0].outbound.fence_header().map(|h| h.as_str());
+        assert_eq!(header, Some("wardlock-fence"));
+        assert_eq!(
+            load_text(plugin).expect("valid").plugins[0]
+                .outbound
+                .fence_header(),
+            None
+        );
+        let error = load_text(&format!("{plugin}fence_header = \"host\"\n")).expect_err("managed");
+        assert!(
+            error.contains("fence_header") && error.contains("\"host\""),
             "{error}"
         );
     }

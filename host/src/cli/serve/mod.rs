@@ -195,7 +195,8 @@ fn plan_from_flags(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<Ser
         max_hold,
         preopens: args.host.guest.preopens()?,
         env: args.host.guest.env.clone(),
-        outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone()),
+        outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone())
+            .with_fence_header(args.host.guest.fence_header.clone()),
     };
     Ok(ServePlan {
         listen: DEFAULT_LISTEN.parse().context("default listen address")?,
