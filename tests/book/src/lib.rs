@@ -12,6 +12,9 @@ pub mod embedding {}
 #[doc = include_str!("../../../docs/engines.md")]
 pub mod engines {}
 
+#[doc = include_str!("../../../docs/fencing.md")]
+pub mod fencing {}
+
 #[doc = include_str!("../../../docs/guest-sdks.md")]
 pub mod guest_sdks {}
 
