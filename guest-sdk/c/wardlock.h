@@ -144,6 +144,16 @@ typedef wardlock2_permit_t wardlock_permit_t;
 #define wardlock_request_revocation wardlock2_request_revocation
 #define wardlock_contenders wardlock2_contenders
 #define wardlock_queue_free wardlock2_queue_free
+#ifndef WARDLOCK2_NO_GUARDED
+typedef wardlock2_entry_t wardlock_entry_t;
+typedef wardlock2_keys_t wardlock_keys_t;
+#define wardlock_put wardlock2_put
+#define wardlock_delete wardlock2_delete
+#define wardlock_get wardlock2_get
+#define wardlock_entry_free wardlock2_entry_free
+#define wardlock_keys wardlock2_keys
+#define wardlock_keys_free wardlock2_keys_free
+#endif
 #define wardlock_drop_all wardlock2_drop_all
 #define wardlock_acquire_many wardlock2_acquire_many
 #define wardlock_release_all wardlock2_release_all

@@ -1,7 +1,7 @@
 /* C guest SDK for `wardlock:lock@0.2.2`: header-only helpers over the bindings
  * `wit-bindgen c plugins/wit --world c-guest2` generates (c_guest2.h,
- * c_guest2.c, c_guest2_component_type.o: the 0.2.1 locks plus the
- * `wasi:clocks/monotonic-clock` the timed waits use). A guest includes this
+ * c_guest2.c, c_guest2_component_type.o: the 0.2.2 locks and guarded store,
+ * plus the `wasi:clocks/monotonic-clock` the timed waits use). A guest includes this
  * header instead of wardlock.h (0.1.0); the names start with `wardlock2_`.
  *
  * Every acquiring call returns true on success, or false with `*err` set
@@ -25,6 +25,10 @@
  *     wardlock2_acquire_async("orders", WARDLOCK2_EXCLUSIVE, WARDLOCK2_NO_TIMEOUT, &pending, &err);
  *     if (wardlock2_pending_wait(&pending, 1000))  // or poll its pollable with others
  *         switch (wardlock2_pending_get(&pending, &lock, &err)) { ... }
+ *
+ *     uint64_t revision;                           // the guarded store (0.2.2): written
+ *     if (!wardlock2_put(&lock, "count", "7", 1, &revision, &err))  // only while the lock
+ *         ...                                      // stands (WARDLOCK2_ERROR_LOST: nothing written)
  *
  * Without the cleanup attribute: `goto cleanup;` on every failure and
  * `cleanup: wardlock2_drop(&lock);` (a no-op on a guard not held). Anything
@@ -58,6 +62,9 @@
 #define WARDLOCK2_STRING_T WARDLOCK2_PASTE(WARDLOCK2_WORLD, _string_t)
 #define WARDLOCK2_STRING_SET WARDLOCK2_PASTE(WARDLOCK2_WORLD, _string_set)
 #define WARDLOCK2_STRING_DUP WARDLOCK2_PASTE(WARDLOCK2_WORLD, _string_dup)
+#define WARDLOCK2_LIST_U8_T WARDLOCK2_PASTE(WARDLOCK2_WORLD, _list_u8_t)
+#define WARDLOCK2_LIST_STRING_T WARDLOCK2_PASTE(WARDLOCK2_WORLD, _list_string_t)
+#define WARDLOCK2_LIST_STRING_FREE WARDLOCK2_PASTE(WARDLOCK2_WORLD, _list_string_free)
 
 #include WARDLOCK2_BINDINGS
 
@@ -363,6 +370,98 @@ static inline bool wardlock2_contenders(const char *name, uint32_t limit, wardlo
 static inline void wardlock2_queue_free(wardlock2_queue_t *queue) {
     wardlock_lock_0_2_2_locks_lock_queue_free(queue);
 }
+
+/* ---- the guarded store (0.2.2) ----------------------------------------- */
+
+/* Data that belongs to a lock name, written only while the writer's
+ * exclusive lock still stands on the lock service (checked and written in
+ * one atomic operation there). Keys are 1 to 512 bytes of text without
+ * control characters, values at most 65,536 bytes. A guest whose world
+ * imports `locks` but not `guarded` defines WARDLOCK2_NO_GUARDED first. */
+#ifndef WARDLOCK2_NO_GUARDED
+
+/* One entry of a lock's store: `value` (`.ptr`, `.len` bytes), `token` (the
+ * fencing token of the lock whose write made it) and `revision` (the lock
+ * service's revision of that write: it rises with every write). Free with
+ * wardlock2_entry_free. */
+typedef wardlock_lock_0_2_2_guarded_entry_t wardlock2_entry_t;
+/* Keys: `ptr[0 .. len]`, each a string (`.ptr`, `.len`, not NUL-terminated).
+ * Free with wardlock2_keys_free. */
+typedef WARDLOCK2_LIST_STRING_T wardlock2_keys_t;
+
+/* Writes `value[0..len]` under `key` in the store of `guard`'s lock, only if
+ * that lock (exclusive) still stands on the lock service at the moment of
+ * the write; `*revision` is the write's. False with `*err` set:
+ * WARDLOCK2_ERROR_LOST when the lock no longer stands (nothing was written),
+ * WARDLOCK2_ERROR_RELEASED for a guard not held, WARDLOCK2_ERROR_INVALID_REQUEST
+ * for a shared guard or a bad key, WARDLOCK2_ERROR_LIMIT_EXCEEDED for a key
+ * or value too large, WARDLOCK2_ERROR_UNAVAILABLE. */
+static inline bool wardlock2_put(const wardlock2_guard_t *guard, const char *key, const void *value, size_t len,
+                                 uint64_t *revision, wardlock2_error_t *err) {
+    if (!guard->held) {
+        err->tag = WARDLOCK2_ERROR_RELEASED;
+        return false;
+    }
+    WARDLOCK2_STRING_T wit_key;
+    WARDLOCK2_STRING_SET(&wit_key, key);
+    WARDLOCK2_LIST_U8_T wit_value = {(uint8_t *)value, len};
+    return wardlock_lock_0_2_2_guarded_put(wardlock2_borrow(guard), &wit_key, &wit_value, revision, err);
+}
+
+/* Deletes `key` from the store of `guard`'s lock under the rules of
+ * wardlock2_put; `*existed` says whether there was an entry. */
+static inline bool wardlock2_delete(const wardlock2_guard_t *guard, const char *key, bool *existed,
+                                    wardlock2_error_t *err) {
+    if (!guard->held) {
+        err->tag = WARDLOCK2_ERROR_RELEASED;
+        return false;
+    }
+    WARDLOCK2_STRING_T wit_key;
+    WARDLOCK2_STRING_SET(&wit_key, key);
+    return wardlock_lock_0_2_2_guarded_delete(wardlock2_borrow(guard), &wit_key, existed, err);
+}
+
+/* The entry `key` of lock `name`'s store: true with `*found` saying whether
+ * there is one (then `*entry` is it: free it with wardlock2_entry_free).
+ * Needs no lock (the name must be granted: WARDLOCK2_ERROR_DENIED
+ * otherwise): without one, a snapshot that may be stale at once. */
+static inline bool wardlock2_get(const char *name, const char *key, wardlock2_entry_t *entry, bool *found,
+                                 wardlock2_error_t *err) {
+    WARDLOCK2_STRING_T wit_name, wit_key;
+    WARDLOCK2_STRING_SET(&wit_name, name);
+    WARDLOCK2_STRING_SET(&wit_key, key);
+    wardlock_lock_0_2_2_guarded_option_entry_t got;
+    *found = false;
+    if (!wardlock_lock_0_2_2_guarded_get(&wit_name, &wit_key, &got, err))
+        return false;
+    *found = got.is_some;
+    if (got.is_some)
+        *entry = got.val;
+    return true;
+}
+
+/* Frees what wardlock2_get filled in (when it found an entry). */
+static inline void wardlock2_entry_free(wardlock2_entry_t *entry) {
+    wardlock_lock_0_2_2_guarded_entry_free(entry);
+}
+
+/* The keys of lock `name`'s store starting with `prefix` ("" for all),
+ * sorted, at most `limit` (the host lists at most 1024) into `*keys`, which
+ * the caller frees with wardlock2_keys_free. Errors as wardlock2_get. */
+static inline bool wardlock2_keys(const char *name, const char *prefix, uint32_t limit, wardlock2_keys_t *keys,
+                                  wardlock2_error_t *err) {
+    WARDLOCK2_STRING_T wit_name, wit_prefix;
+    WARDLOCK2_STRING_SET(&wit_name, name);
+    WARDLOCK2_STRING_SET(&wit_prefix, prefix);
+    return wardlock_lock_0_2_2_guarded_keys(&wit_name, &wit_prefix, limit, keys, err);
+}
+
+/* Frees what wardlock2_keys filled in. */
+static inline void wardlock2_keys_free(wardlock2_keys_t *keys) {
+    WARDLOCK2_LIST_STRING_FREE(keys);
+}
+
+#endif /* WARDLOCK2_NO_GUARDED */
 
 /* ---- several locks at once --------------------------------------------- */
 

@@ -80,5 +80,8 @@ export interface IfAvailableOptions {
 /** Throws `signal.reason` (an `AbortError` when it has none) once aborted. */
 export declare function throwIfAborted(signal: AcquireOptions['signal'] | null): void;
 
+/** A value as the WIT's `list<u8>`: a Uint8Array as it is, a string as UTF-8. */
+export declare function bytesOf(value: Uint8Array | string): Uint8Array;
+
 /** The block a scoped call runs: it gets the grant and its signal. */
 export type Scoped<G, R> = (grant: G, signal: LockSignal) => R;

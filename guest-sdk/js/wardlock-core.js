@@ -54,6 +54,14 @@ export function millis(timeoutMs) {
   return BigInt(Math.ceil(timeoutMs));
 }
 
+/** A guarded store's value as the WIT's `list<u8>`: a `Uint8Array` as it
+ * is, a string as its UTF-8 bytes; a `TypeError` for anything else. */
+export function bytesOf(value) {
+  if (value instanceof Uint8Array) return value;
+  if (typeof value === 'string') return new TextEncoder().encode(value);
+  throw new TypeError(`a value is a Uint8Array or a string, got ${value === null ? 'null' : typeof value}`);
+}
+
 /** A held grant over a raw resource (a lock, or a 0.2.0 permit), held until
  * `release()` or disposal. */
 export class Handle {

@@ -30,6 +30,12 @@ export declare class Guard extends BaseGuard {
   readonly revocationRequested: boolean;
   subscribeRevocation(): Pollable;
   waitRevocation(timeoutMs?: number | bigint): boolean;
+  /** Writes `value` (a string as UTF-8) under `key` in this lock's store
+   * while the lock (exclusive) stands; the write's revision. Throws
+   * `'lost'` (nothing written), `'released'`, `'invalid-request'`, ... */
+  put(key: string, value: Uint8Array | string): bigint;
+  /** Deletes `key` under the rules of `put`: whether there was an entry. */
+  delete(key: string): boolean;
 }
 
 export declare function acquire(name: string, options: IfAvailableOptions): Guard | undefined;
@@ -130,3 +136,21 @@ export declare function contenders(
   name: string,
   options?: { limit?: number },
 ): { contenders: Contender[]; total: number };
+
+/** One entry of a lock's store (0.2.2). */
+export declare class Entry {
+  /** The value as written. */
+  readonly value: Uint8Array;
+  /** The fencing token of the lock whose write made this entry. */
+  readonly token: bigint;
+  /** The lock service's revision of that write (rises with every write). */
+  readonly revision: bigint;
+  /** The value decoded as UTF-8. */
+  text(): string;
+}
+
+/** The entry `key` of lock `name`'s store, or undefined (needs no lock). */
+export declare function get(name: string, key: string): Entry | undefined;
+/** The keys of lock `name`'s store starting with `prefix` (default `''`),
+ * sorted, at most `limit` (default and most 1024). */
+export declare function keys(name: string, prefix?: string, limit?: number): string[];

@@ -1,7 +1,8 @@
 // JavaScript guest SDK for wardlock (`wardlock:lock@0.2.2`): named,
 // distributed locks with scoped release (`withLock`, `acquire`, `tryAcquire`,
 // as in 0.1.0), plus waiting without blocking, loss notification, several
-// locks at once, semaphores, revocation and contenders. Guests target a world
+// locks at once, semaphores, revocation, contenders and the guarded store
+// (0.2.2: data written only while its lock stands). Guests target a world
 // of 0.2.x (`js-command2` in plugins/wit/command.wit). `wardlock2.js` is
 // another name for this module; `wardlock1.js` is the 0.1.0 edition, for a
 // world of 0.1.0 alone.
@@ -32,6 +33,12 @@
 //   withPermit('pool', 3, { timeoutMs: 5000 }, (permit) => { ... });
 //   requestRevocation('orders');              // holders see lock.revocationRequested
 //
+//   {
+//     using lock = acquire('orders/42');      // the guarded store (0.2.2):
+//     const entry = get('orders/42', 'count'); //   Entry { value, token, revision } or undefined
+//     lock.put('count', '7');                 // throws 'lost' if the lock went: nothing written
+//   }
+//
 // Blocking waits use `wasi:io/poll` with a `wasi:clocks/monotonic-clock`
 // timer for the timeout (nothing spins); pollables from `subscribe()` are
 // resources to dispose (`using`) before the handle they belong to. Scoped
@@ -51,11 +58,18 @@ import {
   tryAcquirePermit as rawTryAcquirePermit,
 } from 'wardlock:lock/locks@0.2.2';
 import {
+  delete as rawDelete,
+  get as rawGet,
+  keys as rawKeys,
+  put as rawPut,
+} from 'wardlock:lock/guarded@0.2.2';
+import {
   Guard as BaseGuard,
   Handle,
   Kind,
   LockError,
   LockSignal,
+  bytesOf,
   call,
   lockApi,
   millis,
@@ -115,6 +129,24 @@ export class Guard extends BaseGuard {
   /** Waits until a revocation is requested (true) or `timeoutMs` passed (false). */
   waitRevocation(timeoutMs) {
     return waitOn(() => this.raw().subscribeRevocation(), timeoutMs);
+  }
+
+  /** Writes `value` (a Uint8Array, or a string as UTF-8) under `key` in this
+   * lock's store (0.2.2), only if this lock (exclusive) still stands on the
+   * lock service at the moment of the write; returns the write's revision (a
+   * BigInt). Throws `LockError` `'lost'` when it no longer does (nothing was
+   * written), `'released'`, `'invalid-request'` for a shared guard or a bad
+   * key, `'limit-exceeded'` for a key over 512 bytes or a value over 65,536,
+   * `'unavailable'`. */
+  put(key, value) {
+    const bytes = bytesOf(value);
+    return call(() => rawPut(this.raw(), key, bytes));
+  }
+
+  /** Deletes `key` from this lock's store under the rules of `put`: true
+   * when there was an entry. */
+  delete(key) {
+    return call(() => rawDelete(this.raw(), key));
   }
 }
 
@@ -383,4 +415,42 @@ export function contenders(name, { limit = 100 } = {}) {
   }
   const raw = call(() => rawContenders(name, limit));
   return { contenders: raw.contenders.map((c) => new Contender(c)), total: raw.total };
+}
+
+/** One entry of a lock's store, as `get` returns it. */
+export class Entry {
+  constructor(raw) {
+    /** The value as written (a Uint8Array). */
+    this.value = raw.value;
+    /** The fencing token (a BigInt) of the lock whose write made this entry. */
+    this.token = raw.token;
+    /** The lock service's revision (a BigInt) of that write: it rises with every write. */
+    this.revision = raw.revision;
+  }
+
+  /** The value decoded as UTF-8. */
+  text() {
+    return new TextDecoder().decode(this.value);
+  }
+}
+
+/**
+ * The entry `key` of lock `name`'s store (0.2.2), or undefined. Needs no
+ * lock (the name must be granted: `'denied'` otherwise): without one, a
+ * snapshot that may be stale at once. `'invalid-request'` for a bad key.
+ */
+export function get(name, key) {
+  const raw = call(() => rawGet(name, key));
+  return raw === undefined ? undefined : new Entry(raw);
+}
+
+/**
+ * The keys of lock `name`'s store starting with `prefix`, sorted, at most
+ * `limit` (the host lists at most 1024). Errors as `get`.
+ */
+export function keys(name, prefix = '', limit = 1024) {
+  if (!Number.isInteger(limit) || limit < 0 || limit > 0xffffffff) {
+    throw new RangeError(`limit must be an integer from 0 to 4294967295, got ${limit}`);
+  }
+  return call(() => rawKeys(name, prefix, limit));
 }

@@ -1,8 +1,8 @@
 """Python guest SDK for `wardlock:lock@0.2.2`: the 0.1.0 API (`wardlock_core`)
 plus waiting without blocking, loss notification, several locks at once,
-semaphores, revocation and contenders. On a world of 0.2.x (`command2` in
-`plugins/wit/command.wit`) `import wardlock` gives exactly this module's API;
-importing it by this name works too::
+semaphores, revocation, contenders and the guarded store. On a world of 0.2.x
+(`command2` in `plugins/wit/command.wit`) `import wardlock` gives exactly this
+module's API; importing it by this name works too::
 
     import wardlock as locks        # or: import wardlock2 as locks
 
@@ -25,6 +25,10 @@ importing it by this name works too::
 
     locks.request_revocation("orders")           # holders see lock.revocation_requested
 
+    with locks.exclusive("orders/42") as lock:   # the guarded store (0.2.2)
+        entry = locks.get("orders/42", "count")  # Entry(value, token, revision) or None
+        lock.put("count", b"7")                  # raises Lost if the lock went: nothing written
+
 Pollables (`subscribe()` results) are `wasi:io/poll` resources: use them in a
 `with` block (or drop them with `__exit__`) before the handle they belong to
 goes. `wait(pollable, timeout)` waits on one with a timeout; `ready_first`
@@ -35,7 +39,7 @@ duplicated `acquire_many` list, a pending lock's result taken twice) raises
 `InvalidRequest`.
 """
 
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, NamedTuple, Optional, Tuple
 
 from componentize_py_types import Ok
 from wardlock_core import (  # noqa: F401  (re-exported: the whole 0.1.0 API)
@@ -49,11 +53,16 @@ from wit_world.imports import monotonic_clock as _clock
 from wit_world.imports import poll as _poll
 from wit_world.imports.poll import Pollable
 
+try:  # `guarded` is 0.2.2's; a world of 0.2.0 or 0.2.1 has no such bindings
+    from wit_world.imports import guarded as _guarded
+except ImportError:
+    _guarded = None
+
 __all__ = [
     "Mode", "Status", "Pollable", "Guard", "Pending", "Many", "Permit", "wait", "ready_first",
     "acquire", "exclusive", "shared", "try_acquire", "try_exclusive", "try_shared",
     "acquire_async", "acquire_many", "acquire_permit", "try_acquire_permit",
-    "request_revocation", "contenders", "Contender", "Queue", "LockError", "InvalidName", "Denied", "Timeout", "WouldDeadlock",
+    "request_revocation", "contenders", "Contender", "Queue", "Entry", "get", "keys", "LockError", "InvalidName", "Denied", "Timeout", "WouldDeadlock",
     "Lost", "Released", "LimitExceeded", "Unavailable", "InvalidRequest",
 ]
 
@@ -107,6 +116,20 @@ class Guard(_Guard):
     def wait_revocation(self, timeout: Optional[float] = None) -> bool:
         """Waits until a revocation is requested (True) or `timeout` passed (False)."""
         return _wait_on(self._handle().subscribe_revocation, timeout)
+
+    def put(self, key: str, value: bytes) -> int:
+        """Writes `value` under `key` in this lock's store (0.2.2), only if
+        this lock (exclusive) still stands on the lock service at the moment
+        of the write; returns the write's revision. Raises `Lost` when it no
+        longer does (nothing was written), `Released`, `InvalidRequest` for a
+        shared guard or a bad key, `LimitExceeded` for a key over 512 bytes
+        or a value over 65,536, `Unavailable`."""
+        return _checked(_guarded_call("put"), self._handle(), key, bytes(value))
+
+    def delete(self, key: str) -> bool:
+        """Deletes `key` from this lock's store under the rules of `put`:
+        True when there was an entry."""
+        return _checked(_guarded_call("delete"), self._handle(), key)
 
 
 # `acquire`, `exclusive`, `shared`, `try_acquire`, `try_exclusive`,
@@ -293,3 +316,38 @@ def contenders(name: str, limit: int = 100) -> Queue:
         raise ValueError(f"limit must be 0 to 4294967295, got {limit}")
     raw = _checked(_locks.contenders, name, limit)
     return Queue(raw.contenders, raw.total)
+
+
+class Entry(NamedTuple):
+    """One entry of a lock's store (`get`)."""
+
+    value: bytes
+    """The value as written."""
+    token: int
+    """The fencing token of the lock whose write made this entry."""
+    revision: int
+    """The lock service's revision of that write (rises with every write)."""
+
+
+def _guarded_call(name: str):
+    """The raw `guarded` binding `name`; `InvalidRequest` on a world
+    without 0.2.2's `guarded`."""
+    if _guarded is None:
+        raise InvalidRequest("this guest's world does not import wardlock:lock/guarded@0.2.2")
+    return getattr(_guarded, name)
+
+
+def get(name: str, key: str) -> Optional[Entry]:
+    """The entry `key` of lock `name`'s store (0.2.2), or None. Needs no lock
+    (the name must be granted: `Denied` otherwise): without one, a snapshot
+    that may be stale at once. `InvalidRequest` for a bad key."""
+    raw = _checked(_guarded_call("get"), name, key)
+    return None if raw is None else Entry(bytes(raw.value), raw.token, raw.revision)
+
+
+def keys(name: str, prefix: str = "", limit: int = 1024) -> List[str]:
+    """The keys of lock `name`'s store starting with `prefix`, sorted, at
+    most `limit` (the host lists at most 1024). Errors as `get`."""
+    if not 0 <= limit <= 0xFFFF_FFFF:
+        raise ValueError(f"limit must be 0 to 4294967295, got {limit}")
+    return list(_checked(_guarded_call("keys"), name, prefix, limit))

@@ -10,7 +10,9 @@
  * `get P`, `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`,
  * `try-permit PERMITS NAME`, `release-permit Q`, `permit-status Q`,
  * `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation (`revoke
- * NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`. An error line is `err <kind>` or
+ * NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`;
+ * the guarded store (`put N KEY VALUE`, `del N KEY`, `read NAME KEY`, `keys
+ * NAME PREFIX LIMIT`, lockctl2's guarded.rs). An error line is `err <kind>` or
  * `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
  * exits with code 2. At most MAX_HANDLES handles, MAX_PENDING pending locks
  * and MAX_SPECS locks per `many`. */
@@ -210,8 +212,8 @@ static void loop_permit(uint64_t count, uint32_t n, int64_t timeout, uint64_t ho
     snprintf(line, sizeof line, "looped %" PRIu64, count);
 }
 
-/* Parses a permit count. */
-static bool permits_of(const char *word, uint32_t *n) {
+/* Parses a u32: a permit count or a listing limit. */
+static bool u32_of(const char *word, uint32_t *n) {
     uint64_t value;
     if (!parse_u64(word, &value) || value > UINT32_MAX)
         return false;
@@ -228,7 +230,7 @@ static bool execute_permit(char **words, size_t n) {
     size_t at;
     const char *command = words[0];
     if (!strcmp(command, "permit") && n == 4) {
-        if (!permits_of(words[1], &count) || !timeout_of(words[2], &timeout))
+        if (!u32_of(words[1], &count) || !timeout_of(words[2], &timeout))
             return false;
         WARDLOCK2_PERMIT_SCOPED(permit);
         if (wardlock2_acquire_permit(words[3], count, timeout, &permit, &err))
@@ -238,7 +240,7 @@ static bool execute_permit(char **words, size_t n) {
         return true;
     }
     if (!strcmp(command, "try-permit") && n == 3) {
-        if (!permits_of(words[1], &count))
+        if (!u32_of(words[1], &count))
             return false;
         WARDLOCK2_PERMIT_SCOPED(permit);
         if (!wardlock2_try_acquire_permit(words[2], count, &permit, &err))
@@ -267,7 +269,7 @@ static bool execute_permit(char **words, size_t n) {
     }
     if (!strcmp(command, "loop-permit") && n == 6) {
         uint64_t rounds, hold_ms;
-        if (!parse_u64(words[1], &rounds) || !permits_of(words[2], &count) || !timeout_of(words[3], &timeout) ||
+        if (!parse_u64(words[1], &rounds) || !u32_of(words[2], &count) || !timeout_of(words[3], &timeout) ||
             !parse_u64(words[4], &hold_ms))
             return false;
         loop_permit(rounds, count, timeout, hold_ms, words[5]);
@@ -282,11 +284,11 @@ static bool execute_permit(char **words, size_t n) {
         return true;
     }
     if (!strcmp(command, "contenders") && n == 3) {
-        uint64_t limit;
-        if (!parse_u64(words[2], &limit) || limit > UINT32_MAX)
+        uint32_t limit;
+        if (!u32_of(words[2], &limit))
             return false;
         wardlock2_queue_t queue;
-        if (!wardlock2_contenders(words[1], (uint32_t)limit, &queue, &err)) {
+        if (!wardlock2_contenders(words[1], limit, &queue, &err)) {
             error_line(&err);
             return true;
         }
@@ -333,8 +335,69 @@ static bool execute_permit(char **words, size_t n) {
     return false;
 }
 
+/* The guarded store's commands (lockctl2's guarded.rs); false when `words`
+ * is none of them or malformed. */
+static bool execute_guarded(char **words, size_t n) {
+    wardlock2_error_t err;
+    size_t at;
+    const char *command = words[0];
+    if (!strcmp(command, "put") && n == 4) {
+        uint64_t revision;
+        if (!index_of(words[1], handles, &at))
+            snprintf(line, sizeof line, "err no-such-handle");
+        else if (wardlock2_put(&guards[at], words[2], words[3], strlen(words[3]), &revision, &err))
+            snprintf(line, sizeof line, "rev=%" PRIu64, revision);
+        else
+            error_line(&err); /* `released` once not held */
+        return true;
+    }
+    if (!strcmp(command, "del") && n == 3) {
+        bool existed;
+        if (!index_of(words[1], handles, &at))
+            snprintf(line, sizeof line, "err no-such-handle");
+        else if (wardlock2_delete(&guards[at], words[2], &existed, &err))
+            snprintf(line, sizeof line, "%s", existed ? "true" : "false");
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "read") && n == 3) {
+        wardlock2_entry_t entry;
+        bool found;
+        if (!wardlock2_get(words[1], words[2], &entry, &found, &err)) {
+            error_line(&err);
+        } else if (!found) {
+            snprintf(line, sizeof line, "none");
+        } else {
+            snprintf(line, sizeof line, "%.*s token=%" PRIu64 " rev=%" PRIu64, (int)entry.value.len,
+                     (const char *)entry.value.ptr, entry.token, entry.revision);
+            wardlock2_entry_free(&entry);
+        }
+        return true;
+    }
+    if (!strcmp(command, "keys") && n == 4) {
+        uint32_t limit;
+        if (!u32_of(words[3], &limit))
+            return false;
+        wardlock2_keys_t keys;
+        if (!wardlock2_keys(words[1], strcmp(words[2], "-") ? words[2] : "", limit, &keys, &err)) {
+            error_line(&err);
+            return true;
+        }
+        size_t used = 0;
+        for (size_t i = 0; i < keys.len && used < sizeof line; i++)
+            used += (size_t)snprintf(line + used, sizeof line - used, "%.*s ", (int)keys.ptr[i].len,
+                                     (const char *)keys.ptr[i].ptr);
+        if (used < sizeof line)
+            snprintf(line + used, sizeof line - used, ".");
+        wardlock2_keys_free(&keys);
+        return true;
+    }
+    return false;
+}
+
 static bool execute(char **words, size_t n) {
-    if (execute_permit(words, n))
+    if (execute_permit(words, n) || execute_guarded(words, n))
         return true;
     wardlock2_error_t err;
     wardlock2_mode_t mode;

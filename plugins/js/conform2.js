@@ -10,7 +10,9 @@
 // `get P`, `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`,
 // `try-permit PERMITS NAME`, `release-permit Q`, `permit-status Q`,
 // `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
-// (`revoke NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`. An error line is `err <kind>` or
+// (`revoke NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`;
+// the guarded store (`put N KEY VALUE`, `del N KEY`, `read NAME KEY`, `keys
+// NAME PREFIX LIMIT`, lockctl2's guarded.rs). An error line is `err <kind>` or
 // `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
 // ends the guest with an error.
 
@@ -23,6 +25,8 @@ import {
   acquireMany,
   acquirePermit,
   contenders,
+  get,
+  keys,
   requestRevocation,
   tryAcquire,
   tryAcquirePermit,
@@ -172,8 +176,35 @@ function executePermit(command, args) {
   return undefined;
 }
 
+/** The guarded store's commands (lockctl2's guarded.rs). */
+function executeGuarded(command, args) {
+  switch (`${command}/${args.length}`) {
+    case 'put/3': {
+      const [n, key, value] = args;
+      const guard = guards[index(n)];
+      if (guard === undefined) return 'err no-such-handle';
+      return lockLine(() => `rev=${guard.put(key, value)}`);
+    }
+    case 'del/2': {
+      const guard = guards[index(args[0])];
+      if (guard === undefined) return 'err no-such-handle';
+      return lockLine(() => String(guard.delete(args[1])));
+    }
+    case 'read/2':
+      return lockLine(() => {
+        const entry = get(args[0], args[1]);
+        return entry === undefined ? 'none' : `${entry.text()} token=${entry.token} rev=${entry.revision}`;
+      });
+    case 'keys/3': {
+      const [name, prefix, limit] = args;
+      return lockLine(() => [...keys(name, prefix === '-' ? '' : prefix, Number(timeoutOf(limit))), '.'].join(' '));
+    }
+  }
+  return undefined;
+}
+
 function execute([command, ...args]) {
-  const line = executePermit(command, args);
+  const line = executePermit(command, args) ?? executeGuarded(command, args);
   if (line !== undefined) return line;
   switch (`${command}/${args.length}`) {
     case 'acquire/3': {

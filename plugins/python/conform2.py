@@ -10,8 +10,11 @@ Each argument is one command; each prints one line, as lockctl2 prints it:
 `drop-pending P`; permits (`permit PERMITS TIMEOUT NAME`, `try-permit
 PERMITS NAME`, `release-permit Q`, `permit-status Q`,
 `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
-(`revoke NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`. An error line is `err <kind>` or `err <kind>: <text>`. A
-malformed command prints `bad-command: ...` and exits with code 2.
+(`revoke NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`;
+the guarded store (`put N KEY VALUE`, `del N KEY`, `read NAME KEY`, `keys NAME
+PREFIX LIMIT`, lockctl2's guarded.rs). An error line is `err <kind>` or
+`err <kind>: <text>`. A malformed command prints `bad-command: ...` and exits
+with code 2.
 
 Build: plugins/build-languages.sh (componentize-py, world `command2`).
 """
@@ -183,6 +186,44 @@ def execute_permit(words, state: State):
     return None
 
 
+def execute_guarded(words, state: State):
+    """The guarded store's commands (lockctl2's guarded.rs): `put N KEY
+    VALUE` (VALUE as UTF-8), `del N KEY`, `read NAME KEY`, `keys NAME PREFIX
+    LIMIT` (PREFIX `-`: none); None when `words` is none of them."""
+    match words:
+        case ["put", n, key, value]:
+            guard = state.guard(n)
+            if guard is None:
+                return "err no-such-handle"
+            try:
+                return f"rev={guard.put(key, value.encode())}"
+            except locks.LockError as e:
+                return err(e)
+        case ["del", n, key]:
+            guard = state.guard(n)
+            if guard is None:
+                return "err no-such-handle"
+            try:
+                return str(guard.delete(key)).lower()
+            except locks.LockError as e:
+                return err(e)
+        case ["read", name, key]:
+            try:
+                entry = locks.get(name, key)
+            except locks.LockError as e:
+                return err(e)
+            if entry is None:
+                return "none"
+            return f"{entry.value.decode('utf-8', 'replace')} token={entry.token} rev={entry.revision}"
+        case ["keys", name, prefix, limit]:
+            try:
+                found = locks.keys(name, "" if prefix == "-" else prefix, int(limit))
+            except locks.LockError as e:
+                return err(e)
+            return " ".join(found + ["."])
+    return None
+
+
 def take_ack(state: State, ack: str) -> None:
     """Takes the lock ACK if free, keeping it as the next handle: the host
     watches for the request, so it learns at once that the guest woke."""
@@ -217,6 +258,8 @@ def check_until(state: State, n: str, ack: str, ms: int) -> str:
 
 def execute(words, state: State) -> str:
     line = execute_permit(words, state)
+    if line is None:
+        line = execute_guarded(words, state)
     if line is not None:
         return line
     match words:

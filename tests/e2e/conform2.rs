@@ -15,7 +15,8 @@
 //! more holders than permits, counted by the [`HoldLog`] replay, on memory;
 //! bad permit requests as typed errors) and revocation handing a lock from
 //! a holder waiting on its revocation pollable to the asker; `contenders`
-//! listing who holds and who waits.
+//! listing who holds and who waits; the guarded store (0.2.2) written through
+//! an exclusive guard and refused through a released or a shared one.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -592,6 +593,93 @@ pub async fn contenders_list_the_queue(s: &Subject, speaker: Speaker) {
     s.probe.wait_len(&lock, 0).await;
 }
 
+/// The `rev=<R>` of a `put` line, as a number.
+fn revision_of(line: &str) -> u64 {
+    line.strip_prefix("rev=")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("a revision: {line:?}"))
+}
+
+/// The token of an `h<N> token=<T>` line.
+fn token_of(line: &str) -> u64 {
+    line.split_once(" token=")
+        .and_then(|(_, t)| t.parse().ok())
+        .unwrap_or_else(|| panic!("a token: {line:?}"))
+}
+
+/// The guarded store (0.2.2) through each SDK's calls (`guard.put`,
+/// `guard.delete`, `get`, `keys`): a put through an exclusive guard is read
+/// back with the guard's token and a rising revision; keys come sorted and
+/// cut by prefix and limit; a delete is true, then false; a put through a
+/// released guard is `released`, through a shared one `invalid-request`,
+/// and a key over 512 bytes `limit-exceeded`, none of them writing anything;
+/// the next holder reads what the first wrote.
+pub async fn guarded_store_writes_under_the_lock(s: &Subject, speaker: Speaker) {
+    let [lock, shared] = ["store", "store-shared"].map(|l| speaker.lock(l));
+    let long_key = "k".repeat(513);
+    let commands = [
+        format!("acquire x - {lock}"),
+        "put h1 b/two 2".to_string(),
+        "put h1 a/one 1".to_string(),
+        "put h1 b/three three".to_string(),
+        format!("read {lock} a/one"),
+        format!("keys {lock} - 10"),
+        format!("keys {lock} b/ 10"),
+        format!("keys {lock} - 1"),
+        format!("read {lock} missing"),
+        "del h1 b/two".to_string(),
+        "del h1 b/two".to_string(),
+        format!("read {lock} b/two"),
+        "put h1 a/one 11".to_string(),
+        format!("read {lock} a/one"),
+        format!("put h1 {long_key} v"),
+        "release h1".to_string(),
+        "put h1 a/one late".to_string(),
+        "del h1 a/one".to_string(),
+        format!("acquire s - {shared}"),
+        "put h2 k v".to_string(),
+        format!("acquire x - {lock}"),
+        format!("read {lock} a/one"),
+        format!("keys {lock} - 10"),
+        format!("keys {shared} - 10"),
+    ];
+    let out = finished(spawn(s, speaker, &commands)).await;
+    assert_eq!(out.len(), commands.len(), "{out:?}");
+    let token = token_of(&out[0]);
+    let revisions = [1, 2, 3].map(|i| revision_of(&out[i]));
+    assert!(
+        revisions[0] < revisions[1] && revisions[1] < revisions[2],
+        "revisions rise: {out:?}"
+    );
+    let first = format!("1 token={token} rev={}", revisions[1]);
+    assert_eq!(out[4], first, "{out:?}");
+    assert_eq!(
+        out[5..8],
+        ["a/one b/three b/two .", "b/three b/two .", "a/one ."]
+    );
+    assert_eq!(out[8..12], ["none", "true", "false", "none"], "{out:?}");
+    let rewritten = revision_of(&out[12]);
+    assert!(rewritten > revisions[2], "{out:?}");
+    let last = format!("11 token={token} rev={rewritten}");
+    assert_eq!(out[13], last, "{out:?}");
+    assert!(out[14].starts_with("err limit-exceeded: "), "{out:?}");
+    assert_eq!(
+        out[15..18],
+        ["ok", "err released", "err released"],
+        "{out:?}"
+    );
+    assert!(out[18].starts_with("h2 token="), "{out:?}");
+    assert!(
+        out[19].starts_with("err invalid-request: ") && out[19].contains(&shared),
+        "{out:?}"
+    );
+    assert!(token_of(&out[20]) > token, "{out:?}");
+    assert_eq!(out[21], last, "nothing written after the release: {out:?}");
+    assert_eq!(out[22..], ["a/one b/three .", "."], "{out:?}");
+    s.probe.wait_len(&lock, 0).await;
+    s.probe.wait_len(&shared, 0).await;
+}
+
 /// Calls `$then!` with every scenario that runs on any [`Subject`].
 macro_rules! scenarios {
     ($then:ident) => {
@@ -603,6 +691,7 @@ macro_rules! scenarios {
             bad_permit_requests_are_typed_errors,
             revocation_hands_the_lock_over,
             contenders_list_the_queue,
+            guarded_store_writes_under_the_lock,
         );
     };
 }

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { Guard, Kind, LockError, lockApi, millis, runScoped } from '../wardlock-core.js';
+import { Guard, Kind, LockError, bytesOf, lockApi, millis, runScoped } from '../wardlock-core.js';
 
 /** A stand-in for a raw `lock` resource: counts releases and drops. */
 function rawLock(name, { lost = false } = {}) {
@@ -160,4 +160,14 @@ test('an aborted signal throws its reason before anything is queued', () => {
   );
   assert.equal(acquired.length, 0, 'nothing asked of the host');
   assert.equal(acquire('a', { signal: { aborted: false } }).name, 'a', 'a live signal waits as usual');
+});
+
+test('a guarded value is a Uint8Array as it is or a string as UTF-8', () => {
+  const bytes = new Uint8Array([0, 255]);
+  assert.equal(bytesOf(bytes), bytes);
+  assert.deepEqual(bytesOf('é1'), new Uint8Array([0xc3, 0xa9, 0x31]));
+  assert.deepEqual(bytesOf(''), new Uint8Array());
+  for (const bad of [undefined, null, 7, 7n, [1, 2], new ArrayBuffer(2)]) {
+    assert.throws(() => bytesOf(bad), TypeError, String(bad));
+  }
 });
