@@ -11,7 +11,7 @@ use etcd_client::{Client, GetOptions};
 use wardlock_host::backend::etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
 use wardlock_host::backend::guarded::MAX_VALUE_BYTES;
 use wardlock_host::backend::{GuardedEntry, GuardedKey};
-use wardlock_host::{BackendError, GrantStatus, LockBackend, LockName, LockSession, Mode};
+use wardlock_host::{BackendError, GrantStatus, LockBackend, LockName, Mode};
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
 
@@ -333,6 +333,7 @@ async fn fence(lock: &str, behind: Behind) {
         .expect("B writes");
 
     let noticed = a.status(grant_a.id);
+    eprintln!("fence {behind:?}: A's grant was {noticed:?} at its stale write");
     if let Behind::DeleteKey = behind {
         assert_eq!(noticed, GrantStatus::Held, "A's lease lives");
     }

@@ -7,7 +7,7 @@
 //! deletes leaves no node behind.
 
 use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
-use wardlock_host::backend::{GuardedKey, LockSession};
+use wardlock_host::backend::GuardedKey;
 use wardlock_host::{BackendError, LockBackend, LockName, Mode};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
