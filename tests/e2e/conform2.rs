@@ -16,7 +16,8 @@
 //! bad permit requests as typed errors) and revocation handing a lock from
 //! a holder waiting on its revocation pollable to the asker; `contenders`
 //! listing who holds and who waits; the guarded store (0.2.2) written through
-//! an exclusive guard and refused through a released or a shared one.
+//! an exclusive guard and refused through a released, a shared or (memory:
+//! an injected expiry) a lost one.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -680,6 +681,27 @@ pub async fn guarded_store_writes_under_the_lock(s: &Subject, speaker: Speaker) 
     s.probe.wait_len(&shared, 0).await;
 }
 
+/// A put through a guard whose lock was lost (an injected expiry, seen by
+/// the guest through `subscribe`) fails with the language's `lost` error and
+/// writes nothing: `err lost`, then the key reads `none`, as does a delete.
+pub async fn guarded_put_after_a_loss_is_lost(speaker: Speaker) {
+    let memory = MemoryBackend::new();
+    let (tapped, mut requests) = Tap::new(Arc::new(memory.clone()));
+    let runner = plain_runner(tapped, speaker);
+    let (mut commands, locks) = loss_commands(speaker, 9);
+    commands.extend([
+        "put h1 k late".to_string(),
+        "del h1 k".to_string(),
+        format!("read {} k", locks[0]),
+    ]);
+    let (_, out) = loss_round(&memory, &mut requests, &runner, 0, &commands, &locks).await;
+    assert_eq!(
+        out[2..],
+        ["woke lost", "err lost", "err lost", "none"],
+        "{out:?}"
+    );
+}
+
 /// Calls `$then!` with every scenario that runs on any [`Subject`].
 macro_rules! scenarios {
     ($then:ident) => {
@@ -737,6 +759,7 @@ scenarios!(on_memory);
 per_speaker!(subscribe_learns_of_an_injected_loss());
 per_speaker!(check_sees_an_injected_loss());
 per_speaker!(permits_never_exceed_the_semaphore());
+per_speaker!(guarded_put_after_a_loss_is_lost());
 
 /// Every scenario in every language on one real ZooKeeper server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
