@@ -146,7 +146,7 @@ impl Context {
             .env("WARDLOCK", &self.root)
             .env(
                 "XDG_CACHE_HOME",
-                std::env::temp_dir().join("wardlock-book-cache"),
+                format!("{}-xdg", wardlock_tests::cache_dir()),
             )
             .stdin(Stdio::null())
             .process_group(0);
