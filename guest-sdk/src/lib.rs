@@ -107,7 +107,7 @@ pub use v1::{Guard, Lock};
 #[cfg(feature = "v2")]
 pub use v2::{
     Contender, Guard, Lock, Pending, Permit, Queue, Subscription, acquire_all, acquire_permit,
-    contenders, request_revocation, try_acquire_permit,
+    contenders, election, guarded, request_revocation, try_acquire_permit,
 };
 
 /// The `wardlock:lock@0.1.0` API, over the 0.1.0 interface ([`bindings`]):

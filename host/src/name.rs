@@ -115,6 +115,19 @@ impl LockName {
         Ok(LockName(name.to_owned()))
     }
 
+    /// A name no guest can give (it contains `%`, which no lock name
+    /// does), for an engine's internal queues beside the locks' (the
+    /// in-memory engine's elections). Never shown to a guest as a lock.
+    pub(crate) fn internal(room: &str, name: &LockName) -> LockName {
+        LockName(format!("%{room}/{}", name.0))
+    }
+
+    /// The name `self` was made from by [`LockName::internal`] in `room`.
+    pub(crate) fn strip_internal(&self, room: &str) -> Option<LockName> {
+        let rest = self.0.strip_prefix('%')?.strip_prefix(room)?;
+        rest.strip_prefix('/').map(|name| LockName(name.to_owned()))
+    }
+
     /// The name as given.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -23,6 +23,7 @@ mod compile;
 mod conform2;
 mod conformance;
 mod deadlines;
+mod election;
 mod embedding;
 mod etcd;
 mod etcd_guarded;

@@ -47,6 +47,10 @@
 //! commits only while the lock still stands on the lock service
 //! ([`Error::Lost`] otherwise, nothing written); [`guarded::get`] reads.
 //!
+//! Leader election (0.2.2): [`election::campaign`] waits until this
+//! instance leads; the [`election::Leadership`] follows a lock's loss rules,
+//! its term is a fencing token.
+//!
 //! Subscriptions dereference to `wasip2::io::poll::Pollable`s, so one `poll`
 //! waits on locks, timers and streams together. A [`Subscription`] borrows the
 //! guard, permit or pending lock it came from, so it cannot outlive it (a
@@ -57,6 +61,7 @@
 //! tasks run while it waits.
 
 mod contenders;
+pub mod election;
 mod guard;
 pub mod guarded;
 mod pending;

@@ -9,6 +9,7 @@
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 mod backoff;
 mod contenders;
+pub mod election;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
@@ -32,6 +33,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use contenders::{Contender, Contenders, MAX_LISTED_CONTENDERS, listed_at_most};
+pub use election::{Leader, LeaderChange};
 pub use error::BackendError;
 pub use guarded::{GuardedEntry, GuardedKey};
 pub use request::{Request, RequestKind};
@@ -488,6 +490,77 @@ pub trait LockSession: Send + Sync {
     ) -> Result<Vec<String>, BackendError> {
         let _ = (name, prefix, limit);
         Err(no_guarded_store())
+    }
+
+    /// Campaigns for election `name` with `value` (see [`election`]): waits
+    /// until this candidate leads, or until `timeout` passes. The leadership
+    /// is a [`Grant`] of this session (its token is the term): released by
+    /// [`LockSession::release`] (resigning) or with the session, reported by
+    /// [`LockSession::status`] and [`LockSession::status_changed`] under the
+    /// loss rules of a lock, and an exclusive holder for guarded writes.
+    ///
+    /// # Errors
+    /// [`BackendError::Timeout`]; [`BackendError::Unavailable`];
+    /// [`BackendError::Lost`] when the session ended while waiting;
+    /// [`BackendError::LimitExceeded`] for a value above
+    /// [`election::MAX_VALUE_BYTES`]; [`BackendError::Unsupported`] without
+    /// elections (the default).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe, as [`LockSession::acquire_request`]: a dropped campaign
+    /// leaves no candidate behind.
+    async fn campaign(
+        &self,
+        name: &LockName,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let _ = (name, value, timeout);
+        Err(election::no_elections())
+    }
+
+    /// Replaces the value the leadership `leadership` proclaims, only while
+    /// it leads (on etcd a put guarded by the leader key's create revision,
+    /// as `Proclaim`; on ZooKeeper the latch node's data).
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when `leadership` is not held here;
+    /// [`BackendError::Lost`] when it no longer leads; `LimitExceeded`,
+    /// `Unavailable`, `Unsupported` as for [`LockSession::campaign`];
+    /// [`BackendError::InvalidRequest`] for a grant that is no leadership.
+    ///
+    /// # Cancellation safety
+    /// A dropped call may still have proclaimed the value.
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+        let _ = (leadership, value);
+        Err(election::no_elections())
+    }
+
+    /// Who leads election `name` now (`None`: nobody campaigns). Other
+    /// hosts' and foreign clients' candidates count (Curator's
+    /// `LeaderLatch`, `etcdctl elect`).
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`]; [`BackendError::Unsupported`] without
+    /// elections (the default).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+        let _ = name;
+        Err(election::no_elections())
+    }
+
+    /// Resolves with election `name`'s leader once it differs from `seen`
+    /// (another leader or term, another value, or nobody): at once if it
+    /// differs already. Event driven: the change wakes it (a watch), never a
+    /// polling loop.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only observes.
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        let _ = (name, seen);
+        Box::pin(std::future::ready(Err(election::no_elections())))
     }
 }
 

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use super::{
     BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, Health,
-    LockBackend, LockSession, Request, Revoked, StatusChange,
+    Leader, LeaderChange, LockBackend, LockSession, Request, Revoked, StatusChange,
 };
 use crate::name::LockName;
 
@@ -215,6 +215,30 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         limit: u32,
     ) -> Result<Vec<String>, BackendError> {
         self.inner.guarded_keys(name, prefix, limit).await
+    }
+
+    /// Forwarded unobserved: a leadership is no lock request (a hold lease
+    /// or a lock metric does not count it); its release and status go
+    /// through the observer as every grant's.
+    async fn campaign(
+        &self,
+        name: &LockName,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        self.inner.campaign(name, value, timeout).await
+    }
+
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+        self.inner.proclaim(leadership, value).await
+    }
+
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+        self.inner.leader(name).await
+    }
+
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        self.inner.leader_changed(name, seen)
     }
 }
 

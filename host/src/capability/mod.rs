@@ -36,8 +36,10 @@ mod error;
 mod fence;
 mod handle;
 mod host_impl;
+mod host_impl_election;
 mod host_impl_guarded;
 mod host_impl_v2;
+mod leadership;
 mod pending;
 mod permit;
 mod revocation;
@@ -50,6 +52,7 @@ pub use ctx::{GuardedHolder, WardlockCtx};
 pub use error::LockError;
 pub use fence::FenceTokens;
 pub use handle::LockHandle;
+pub use leadership::{ElectionObserver, LeadershipHandle};
 pub use pending::PendingLock;
 pub use permit::PermitHandle;
 pub use revocation::RevocationWatch;
@@ -97,5 +100,6 @@ pub fn add_to_linker<T: Send + 'static>(
     bindings_v2::wardlock::lock::types::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings_v2::wardlock::lock::locks::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings_v2::wardlock::lock::guarded::add_to_linker::<T, HasWardlock>(linker, view)?;
+    bindings_v2::wardlock::lock::election::add_to_linker::<T, HasWardlock>(linker, view)?;
     Ok(())
 }

@@ -27,7 +27,8 @@
 //!
 //! Semaphore permits (q1, q2…): see `permits.rs` (`permit`, `try-permit`,
 //! `loop-permit`, …). The guarded store (0.2.2): see `guarded.rs` (`put`,
-//! `del`, `read`, `keys`, `wait-file`).
+//! `del`, `read`, `keys`, `wait-file`). Leader election (0.2.2): see `election.rs`
+//! (`campaign`, `leader`, `proclaim`, `resign`, `observe`, …).
 //!
 //! MODE is `exclusive` (`x`) or `shared` (`s`); TIMEOUT is milliseconds or `-`.
 //! `loop-many` takes the locks COUNT times, each time adding one to the
@@ -41,6 +42,7 @@
 
 use std::io::Write;
 
+mod election;
 mod guarded;
 mod inspect;
 mod permits;
@@ -62,6 +64,7 @@ struct State {
     locks: Vec<Option<Lock>>,
     pending: Vec<Option<PendingLock>>,
     permits: Vec<Option<Permit>>,
+    elections: election::Elections,
 }
 
 impl State {
@@ -224,7 +227,8 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
             return revoke::execute(words, state)
                 .or_else(|| permits::execute(words, state))
                 .or_else(|| inspect::execute(words))
-                .or_else(|| guarded::execute(words, state));
+                .or_else(|| guarded::execute(words, state))
+                .or_else(|| election::execute(words, state));
         }
     };
     Some(line)

@@ -58,6 +58,8 @@ pub struct Features {
     /// The guarded store (`guarded_get`, `guarded_put`, `guarded_delete`,
     /// `guarded_keys`).
     pub guarded: bool,
+    /// Leader election (`campaign`, `proclaim`, `leader`, `leader_changed`).
+    pub elections: bool,
 }
 
 impl Features {
@@ -68,6 +70,7 @@ impl Features {
         downgrade: true,
         contenders: true,
         guarded: true,
+        elections: true,
     };
 
     /// Locks and downgrade; no semaphores, no revocation, no contenders, no
@@ -78,6 +81,7 @@ impl Features {
         downgrade: true,
         contenders: false,
         guarded: false,
+        elections: false,
     };
 }
 

@@ -38,6 +38,7 @@ fn subject() -> Subject {
         downgrade: false,
         contenders: false,
         guarded: false,
+        elections: false,
     })
 }
 

@@ -47,6 +47,7 @@ impl State {
     ) -> Result<u64, BackendError> {
         check_value(value)?;
         let token = self.standing_exclusive(name, id)?;
+        let name = &super::election::store_name(name);
         let store = &mut self.guarded;
         store.revision += 1;
         let entry = GuardedEntry {
@@ -69,6 +70,7 @@ impl State {
         key: &GuardedKey,
     ) -> Result<bool, BackendError> {
         self.standing_exclusive(name, id)?;
+        let name = &super::election::store_name(name);
         let removed = self
             .guarded
             .entries

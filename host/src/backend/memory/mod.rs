@@ -8,6 +8,7 @@
 //! and fault injection ([`MemoryBackend::inject`], [`Fault`]) for tests of how a
 //! plugin reacts to `suspended` and `lost`.
 
+mod election;
 mod faults;
 mod guarded;
 mod inspect;
@@ -79,6 +80,8 @@ struct State {
     revocations: HashMap<u64, watch::Sender<bool>>,
     /// The guarded store's entries (see `guarded`).
     guarded: guarded::GuardedStore,
+    /// The values of election candidates, by request id (see `election`).
+    candidates: HashMap<u64, String>,
 }
 
 impl MemoryBackend {
@@ -220,6 +223,7 @@ impl State {
     fn remove(&mut self, name: &LockName, id: u64) -> Option<Entry> {
         self.wakers.remove(&id);
         self.revocations.remove(&id);
+        self.candidates.remove(&id);
         let queue = self.queues.get_mut(name)?;
         let removed = queue.remove(id);
         if queue.is_empty() {

@@ -8,9 +8,12 @@ use async_trait::async_trait;
 use tokio::sync::oneshot;
 
 use super::Shared;
+use super::election::election_queue;
+use crate::backend::election::{self, differs};
 use crate::backend::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, LockSession,
-    Mode, Request, RequestKind, Revoked, StatusChange, check_permits, never_revoked, settled,
+    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, Leader,
+    LeaderChange, LockSession, Mode, Request, RequestKind, Revoked, StatusChange, check_permits,
+    never_revoked, settled,
 };
 use crate::name::LockName;
 
@@ -79,10 +82,26 @@ impl MemorySession {
         permits: Option<u32>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
+        self.take_candidate(name, mode, permits, timeout, None)
+            .await
+    }
+
+    /// [`Self::take`], for an election candidate (`value`) too.
+    async fn take_candidate(
+        &self,
+        name: &LockName,
+        mode: Mode,
+        permits: Option<u32>,
+        timeout: Option<Duration>,
+        value: Option<&str>,
+    ) -> Result<Grant, BackendError> {
         self.injected_delay().await;
         let (id, woken) = {
             let mut state = self.shared.lock();
             let (id, token) = state.enqueue(name, self.id, mode, permits)?;
+            if let Some(value) = value {
+                state.candidates.insert(id, value.to_owned());
+            }
             if let Some(token) = token {
                 drop(state);
                 self.shared.notify_changed();
@@ -282,9 +301,57 @@ impl LockSession for MemorySession {
     ) -> Result<Vec<String>, BackendError> {
         Ok(self.shared.lock().guarded_keys(name, prefix, limit))
     }
+
+    async fn campaign(
+        &self,
+        name: &LockName,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        election::check_value(value)?;
+        let queue = election_queue(name);
+        self.take_candidate(&queue, Mode::Exclusive, None, timeout, Some(value))
+            .await
+    }
+
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+        election::check_value(value)?;
+        let queue = self.held_name(leadership)?;
+        self.shared.lock().proclaim(&queue, leadership.0, value)?;
+        self.shared.notify_changed();
+        Ok(())
+    }
+
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+        Ok(self.shared.lock().leader(name))
+    }
+
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        self.watch_leader(name, seen)
+    }
 }
 
 impl MemorySession {
+    /// The leader of election `name` once it differs from `seen`, woken by
+    /// every change of the backend's queues (and proclaims).
+    fn watch_leader(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        let shared = self.shared.clone();
+        let name = name.clone();
+        let mut version = shared.version.subscribe();
+        Box::pin(async move {
+            loop {
+                version.borrow_and_update();
+                let now = shared.lock().leader(&name);
+                if differs(seen.as_ref(), now.as_ref()) {
+                    return Ok(now);
+                }
+                if version.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        })
+    }
+
     /// The name `grant` holds in this session.
     fn held_name(&self, grant: GrantId) -> Result<LockName, BackendError> {
         self.held()

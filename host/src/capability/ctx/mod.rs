@@ -89,6 +89,8 @@ pub struct WardlockCtx {
     waits: WaitBounds,
     /// The exclusive grants' tokens, shared with outbound HTTP.
     fences: FenceTokens,
+    /// The leaderships this instance holds (WIT 0.2.2), with their names.
+    leaderships: HashMap<GrantId, LockName>,
 }
 
 impl WardlockCtx {
@@ -112,6 +114,7 @@ impl WardlockCtx {
             permits: HashMap::new(),
             waits: WaitBounds::default(),
             fences: FenceTokens::default(),
+            leaderships: HashMap::new(),
         }
     }
 
@@ -284,6 +287,7 @@ impl WardlockCtx {
             let _ = self.end_record(id);
         }
         self.release_permits();
+        self.resign_all();
     }
 
     /// `name`, if it is a valid lock name granted to this component.
@@ -425,9 +429,11 @@ impl Drop for WardlockCtx {
             let _ = self.end_record(id);
         }
         self.release_permits();
+        self.resign_all();
     }
 }
 
+mod election;
 mod guarded;
 mod inspect;
 

@@ -35,6 +35,8 @@ pub mod v2 {
             "wardlock:lock/locks.lock": crate::capability::handle::LockHandle,
             "wardlock:lock/locks.pending-lock": crate::capability::pending::PendingLock,
             "wardlock:lock/locks.permit": crate::capability::permit::PermitHandle,
+            "wardlock:lock/election.leadership": crate::capability::leadership::LeadershipHandle,
+            "wardlock:lock/election.observer": crate::capability::leadership::ElectionObserver,
         },
     });
 }

@@ -17,6 +17,7 @@ use crate::capability::WardlockView;
 use crate::capability::bindings::wardlock::lock as async_v1;
 use crate::capability::bindings_v2::wardlock::lock as async_v2;
 use crate::capability::handle::LockHandle;
+use crate::capability::leadership::{ElectionObserver, LeadershipHandle};
 use crate::capability::pending::PendingLock;
 use crate::capability::permit::PermitHandle;
 
@@ -208,5 +209,66 @@ impl v2::wardlock::lock::guarded::Host for WardlockView<'_> {
         fn put(holder: Resource<LockHandle>, key: String, value: Vec<u8>) -> Result<u64, async_v2::types::Error>;
         fn delete(holder: Resource<LockHandle>, key: String) -> Result<bool, async_v2::types::Error>;
         fn keys(name: String, prefix: String, limit: u32) -> Result<Vec<String>, async_v2::types::Error>;
+    }
+}
+
+/// A leader of the async bindings as the sync bindings' `leader-info`.
+fn leader_info_sync(
+    leader: async_v2::election::LeaderInfo,
+) -> v2::wardlock::lock::election::LeaderInfo {
+    v2::wardlock::lock::election::LeaderInfo {
+        owner: leader.owner,
+        value: leader.value,
+        term: leader.term,
+    }
+}
+
+impl v2::wardlock::lock::election::Host for WardlockView<'_> {
+    fn leader(
+        &mut self,
+        name: String,
+    ) -> wasmtime::Result<
+        Result<Option<v2::wardlock::lock::election::LeaderInfo>, async_v2::types::Error>,
+    > {
+        let leader = in_tokio(<Self as async_v2::election::Host>::leader(self, name))?;
+        Ok(leader.map(|l| l.map(leader_info_sync)))
+    }
+
+    blocking! { async_v2::election::Host;
+        fn campaign(name: String, value: String, timeout_ms: Option<u64>) -> Result<Resource<LeadershipHandle>, async_v2::types::Error>;
+        fn observe(name: String) -> Result<Resource<ElectionObserver>, async_v2::types::Error>;
+    }
+}
+
+impl v2::wardlock::lock::election::HostLeadership for WardlockView<'_> {
+    blocking! { async_v2::election::HostLeadership;
+        fn name(leadership: Resource<LeadershipHandle>) -> String;
+        fn term(leadership: Resource<LeadershipHandle>) -> u64;
+        fn value(leadership: Resource<LeadershipHandle>) -> String;
+        fn status(leadership: Resource<LeadershipHandle>) -> async_v2::types::Status;
+        fn subscribe(leadership: Resource<LeadershipHandle>) -> Resource<DynPollable>;
+        fn proclaim(leadership: Resource<LeadershipHandle>, value: String) -> Result<(), async_v2::types::Error>;
+        fn resign(leadership: Resource<LeadershipHandle>) -> Result<(), async_v2::types::Error>;
+        fn put(leadership: Resource<LeadershipHandle>, key: String, value: Vec<u8>) -> Result<u64, async_v2::types::Error>;
+        fn drop(leadership: Resource<LeadershipHandle>) -> ();
+    }
+}
+
+impl v2::wardlock::lock::election::HostObserver for WardlockView<'_> {
+    fn leader(
+        &mut self,
+        observer: Resource<ElectionObserver>,
+    ) -> wasmtime::Result<
+        Result<Option<v2::wardlock::lock::election::LeaderInfo>, async_v2::types::Error>,
+    > {
+        let leader = in_tokio(<Self as async_v2::election::HostObserver>::leader(
+            self, observer,
+        ))?;
+        Ok(leader.map(|l| l.map(leader_info_sync)))
+    }
+
+    blocking! { async_v2::election::HostObserver;
+        fn subscribe(observer: Resource<ElectionObserver>) -> Resource<DynPollable>;
+        fn drop(observer: Resource<ElectionObserver>) -> ();
     }
 }

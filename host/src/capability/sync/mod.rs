@@ -42,6 +42,7 @@ pub fn add_to_linker_sync<T: Send + 'static>(
     super::bindings_v2::wardlock::lock::types::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings::v2::wardlock::lock::locks::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings::v2::wardlock::lock::guarded::add_to_linker::<T, HasWardlock>(linker, view)?;
+    bindings::v2::wardlock::lock::election::add_to_linker::<T, HasWardlock>(linker, view)?;
     Ok(())
 }
 

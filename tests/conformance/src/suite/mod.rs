@@ -12,11 +12,13 @@ use crate::{
 };
 
 mod contenders;
+mod election;
 mod guarded;
 mod revocation;
 mod semaphore;
 
 use self::contenders::contenders_list_holders_then_waiters;
+use self::election::elections_have_one_leader_at_a_time;
 use self::guarded::guarded_writes_need_a_standing_exclusive_grant;
 use self::revocation::revocation_reaches_every_holder;
 use self::semaphore::{semaphore_abandoned_waits_leave_nothing, semaphore_admits_its_permits};
@@ -68,6 +70,7 @@ macro_rules! conformance_checks {
             revocation_reaches_every_holder,
             contenders_list_holders_then_waiters,
             guarded_writes_need_a_standing_exclusive_grant,
+            elections_have_one_leader_at_a_time,
             missing_features_say_unsupported,
         );
     };
@@ -472,6 +475,18 @@ async fn missing_features_say_unsupported(s: &Subject) {
             "{written:?}"
         );
         session.release(held.id).expect("release");
+    }
+    if !s.features.elections {
+        let campaigned = session.campaign(&lock, "v", Some(TEST_WAIT_LIMIT)).await;
+        assert!(
+            matches!(campaigned, Err(BackendError::Unsupported(_))),
+            "{campaigned:?}"
+        );
+        let leader = session.leader(&lock).await;
+        assert!(
+            matches!(leader, Err(BackendError::Unsupported(_))),
+            "{leader:?}"
+        );
     }
     if !s.features.downgrade {
         let held = session
