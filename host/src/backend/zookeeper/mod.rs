@@ -14,6 +14,7 @@
 
 mod config;
 mod connection;
+mod election;
 mod guarded;
 mod handoff_nodes;
 mod inspect;

@@ -9,13 +9,14 @@ use async_trait::async_trait;
 
 use super::recipe::{self, OwnedNode, Waiting};
 use super::{Shards, Shared, downgrade, inspect, release, revoke, semaphore, shard_for};
-use super::{guarded, handoff_nodes};
+use super::{election, guarded, handoff_nodes};
 use crate::backend::guarded::{check_value, not_exclusive};
 use crate::backend::handoff::{self, LocalHeld, local_token};
 use crate::backend::liveness;
 use crate::backend::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, LockSession,
-    Mode, Request, RequestKind, Revoked, StatusChange, check_permits, never_revoked, settled,
+    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, Leader,
+    LeaderChange, LockSession, Mode, Request, RequestKind, Revoked, StatusChange, check_permits,
+    never_revoked, settled,
 };
 use crate::name::LockName;
 
@@ -56,6 +57,9 @@ enum HeldKind {
     Local(LocalHeld),
     /// A semaphore permit: its lease node (see `semaphore`).
     Permit(OwnedNode),
+    /// A leadership: its candidate node, the lowest of its election (see
+    /// `election`); exclusive for guarded writes, never handed off.
+    Leader(OwnedNode),
 }
 
 /// What to do when the revocation watch of a hand-off grant sees
@@ -68,18 +72,20 @@ fn on_revoked(local: &LocalHeld) -> revoke::OnAsked {
 impl Held {
     fn generation(&self) -> u64 {
         match &self.kind {
-            HeldKind::Node(node) | HeldKind::Permit(node) => node.generation,
+            HeldKind::Node(node) | HeldKind::Permit(node) | HeldKind::Leader(node) => {
+                node.generation
+            }
             HeldKind::Local(local) => local.generation,
         }
     }
 
     /// The revocation watch of this grant, started on first use; `None` for
-    /// a permit (revocation is for locks).
+    /// a permit or a leadership (revocation is for locks).
     fn revocation(&mut self) -> Option<tokio::sync::watch::Receiver<revoke::Seen>> {
         let (path, on_asked) = match &self.kind {
             HeldKind::Node(node) => (node.path.clone(), None),
             HeldKind::Local(local) => (local.path.clone(), Some(on_revoked(local))),
-            HeldKind::Permit(_) => return None,
+            HeldKind::Permit(_) | HeldKind::Leader(_) => return None,
         };
         let (shared, generation, alive) = (&self.shared, self.generation(), &self.alive);
         let seen = self.revocation.get_or_insert_with(|| {
@@ -90,7 +96,7 @@ impl Held {
 
     fn release(self) {
         match self.kind {
-            HeldKind::Node(node) | HeldKind::Permit(node) => {
+            HeldKind::Node(node) | HeldKind::Permit(node) | HeldKind::Leader(node) => {
                 release::delete_node(&self.shared, node.generation, node.prefix, node.path);
             }
             HeldKind::Local(local) => local.release(),
@@ -115,7 +121,9 @@ impl ZkLockSession {
     fn record(&self, shared: &Arc<Shared>, name: &LockName, mode: Mode, kind: HeldKind) -> Grant {
         let token = match &kind {
             // A node of its own is grant 0 under it (see `handoff`).
-            HeldKind::Node(node) | HeldKind::Permit(node) => local_token(node.token, 0),
+            HeldKind::Node(node) | HeldKind::Permit(node) | HeldKind::Leader(node) => {
+                local_token(node.token, 0)
+            }
             HeldKind::Local(local) => local.token,
         };
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
@@ -279,6 +287,11 @@ impl LockSession for ZkLockSession {
                     "a semaphore permit cannot be downgraded".into(),
                 ));
             }
+            HeldKind::Leader(_) => {
+                return Err(BackendError::InvalidRequest(
+                    "a leadership cannot be downgraded".into(),
+                ));
+            }
         };
         Ok(self.record(&shared, &name, Mode::Shared, kind))
     }
@@ -341,6 +354,48 @@ impl LockSession for ZkLockSession {
     ) -> Result<Vec<String>, BackendError> {
         guarded::keys(shard_for(&self.shards, name), name, prefix, limit).await
     }
+
+    /// A candidate node of its own (Curator's `LeaderLatch` layout, see
+    /// `election`), never through host-local hand-off: a leadership is one
+    /// guest's.
+    async fn campaign(
+        &self,
+        name: &LockName,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        crate::backend::election::check_value(value)?;
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let shared = shard_for(&self.shards, name);
+        let node = election::campaign(shared, name, value, deadline).await?;
+        Ok(self.record(shared, name, Mode::Exclusive, HeldKind::Leader(node)))
+    }
+
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+        crate::backend::election::check_value(value)?;
+        let (shared, node) = {
+            let held = self.held();
+            let held = held
+                .get(&leadership.0)
+                .ok_or(BackendError::UnknownGrant(leadership.0))?;
+            let HeldKind::Leader(node) = &held.kind else {
+                return Err(BackendError::InvalidRequest(format!(
+                    "a grant of \"{}\" is a lock, not a leadership: only a leader proclaims",
+                    held.name
+                )));
+            };
+            (held.shared.clone(), node.clone())
+        };
+        election::proclaim(&shared, &node, value).await
+    }
+
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+        election::leader(shard_for(&self.shards, name), name).await
+    }
+
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        election::leader_changed(shard_for(&self.shards, name).clone(), name, seen)
+    }
 }
 
 impl ZkLockSession {
@@ -368,7 +423,7 @@ impl ZkLockSession {
                     held.name
                 )));
             }
-            HeldKind::Node(node) => guarded::Holder {
+            HeldKind::Node(node) | HeldKind::Leader(node) => guarded::Holder {
                 path: node.path.clone(),
                 generation: node.generation,
                 token: local_token(node.token, 0),

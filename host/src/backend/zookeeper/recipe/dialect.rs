@@ -190,7 +190,7 @@ pub struct UnknownDialect(pub String);
 /// Splits a ZooKeeper sequence off the end of `node`: 10 digits, or `-` and 9
 /// digits once the parent's counter overflowed (`%010d`). kazoo's own pattern is
 /// `-?\d{10}`, followed as written.
-fn split_sequence(node: &str, kazoo: bool) -> Option<(&str, &str)> {
+pub(crate) fn split_sequence(node: &str, kazoo: bool) -> Option<(&str, &str)> {
     let digits_at = node.len().checked_sub(10)?;
     let tail = node.get(digits_at..)?;
     if kazoo {
@@ -211,7 +211,7 @@ fn split_sequence(node: &str, kazoo: bool) -> Option<(&str, &str)> {
 }
 
 /// `8-4-4-4-12` lowercase hex digits, as Java's `UUID.toString` writes them.
-fn is_hyphenated_uuid(text: &str) -> bool {
+pub(crate) fn is_hyphenated_uuid(text: &str) -> bool {
     text.len() == 36
         && text.bytes().enumerate().all(|(i, b)| match i {
             8 | 13 | 18 | 23 => b == b'-',

@@ -200,7 +200,10 @@ async fn attempt(
 
 /// Waits until `blocker` changes or goes. A data watch, not `exists`: no watch is
 /// left behind if the node is gone. False: the session ended, start over.
-async fn wait_for_change(session: &ZkSession, blocker: &str) -> Result<bool, BackendError> {
+pub(super) async fn wait_for_change(
+    session: &ZkSession,
+    blocker: &str,
+) -> Result<bool, BackendError> {
     match session.client.get_and_watch_data(blocker).await {
         Ok((_, _, watcher)) => Ok(watch_fired(session, watcher).await),
         Err(ZkError::NoNode) => Ok(true),
