@@ -37,6 +37,7 @@ mod hostile_names;
 mod interop;
 mod languages;
 mod lifetime;
+mod lock_set;
 mod lock_v2;
 mod outage;
 mod packages;

@@ -22,6 +22,7 @@ pub mod fenced;
 pub mod holds;
 pub mod host_process;
 pub mod interop;
+pub mod lock_set;
 pub mod loss;
 pub mod pki;
 pub mod probe;
@@ -77,6 +78,8 @@ guests! {
     // Rust: the examples (`http-counter` is the `wardlock serve` one), the test guests.
     Counter = "counter", ReadersWriters = "readers-writers", HttpCounter = "http-counter",
     Misbehave = "misbehave", AcmePlugin = "acme-plugin", LossCheck = "loss-check", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
+    // Jepsen's lock-set workload under a nemesis (`lock_set`, issue 35).
+    LockSet = "lock-set",
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
     // Two tasks awaiting locks on wstd's event loop (the SDK's `async` feature).
