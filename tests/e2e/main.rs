@@ -48,5 +48,6 @@ mod security;
 mod semantics;
 mod semaphore;
 mod serve;
+mod singleton;
 mod zookeeper;
 mod zookeeper_guarded;

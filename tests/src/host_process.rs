@@ -15,7 +15,8 @@ use crate::serve::wardlock_bin;
 /// One `wardlock run` process with its guest's stdout.
 pub struct HostProcess {
     child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
+    /// `None` once handed to [`HostProcess::forward_lines`].
+    lines: Option<Lines<BufReader<ChildStdout>>>,
 }
 
 impl HostProcess {
@@ -37,7 +38,7 @@ impl HostProcess {
         let stdout = child.stdout.take().expect("stdout");
         HostProcess {
             child,
-            lines: BufReader::new(stdout).lines(),
+            lines: Some(BufReader::new(stdout).lines()),
         }
     }
 
@@ -46,7 +47,11 @@ impl HostProcess {
     /// # Panics
     /// When none came in time or the host ended first.
     pub async fn line_within(&mut self, within: Duration) -> String {
-        match tokio::time::timeout(within, self.lines.next_line()).await {
+        let lines = self
+            .lines
+            .as_mut()
+            .expect("the lines were forwarded elsewhere");
+        match tokio::time::timeout(within, lines.next_line()).await {
             Ok(Ok(Some(line))) => line,
             Ok(Ok(None)) => panic!("the host ended before its guest printed a line"),
             Ok(Err(error)) => panic!("reading the host's output: {error}"),
@@ -57,6 +62,37 @@ impl HostProcess {
     /// The guest's next line, within [`TEST_WAIT_LIMIT`].
     pub async fn line(&mut self) -> String {
         self.line_within(TEST_WAIT_LIMIT).await
+    }
+
+    /// Sends every line the guest prints from now on to `to`, tagged `host`
+    /// (for a test following several hosts at once). The lines end when the
+    /// process does.
+    pub fn forward_lines(
+        &mut self,
+        host: usize,
+        to: tokio::sync::mpsc::UnboundedSender<(usize, String)>,
+    ) {
+        let Some(mut lines) = self.lines.take() else {
+            return;
+        };
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if to.send((host, line)).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Kills the process at once (SIGKILL): nothing of it runs any more; its
+    /// lock service session ends only when the service expires it.
+    pub fn kill(&mut self) {
+        let _ = self.child.start_kill();
+    }
+
+    /// Asks the process to stop (SIGTERM): a clean stop.
+    pub fn terminate(&self) {
+        self.signal(libc::SIGTERM);
     }
 
     /// Stops the whole process (SIGSTOP): no thread of it runs, no

@@ -80,6 +80,8 @@ guests! {
     Misbehave = "misbehave", AcmePlugin = "acme-plugin", LossCheck = "loss-check", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
     // Jepsen's lock-set workload under a nemesis (`lock_set`, issue 35).
     LockSet = "lock-set",
+    // The job of `wardlock run --singleton` (`singleton`, issue 38).
+    SingletonJob = "singleton-job",
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
     // Two tasks awaiting locks on wstd's event loop (the SDK's `async` feature).

@@ -8,6 +8,7 @@ mod instance_args;
 mod run;
 mod serve;
 mod signal;
+mod singleton;
 mod status;
 
 use std::ffi::OsString;

@@ -12,8 +12,10 @@ use super::Engines;
 use super::fault_args::FaultArgs;
 use super::instance_args::InstanceArgs;
 use super::signal::{StopSignal, exit_on_second_signal, stop_signal};
+use super::singleton::Singleton;
 use crate::backend::LockBackend;
 use crate::backend::memory::{MemoryBackend, MemoryConfig};
+use crate::name::LockName;
 use crate::registry::positive_secs;
 
 /// Arguments of `wardlock run`.
@@ -43,6 +45,25 @@ pub struct RunArgs {
     /// Fault injection (memory backend), for testing a plugin under loss.
     #[command(flatten)]
     pub faults: FaultArgs,
+
+    /// Run the plugin only while this host leads the election NAME: hosts
+    /// started with the same NAME elect one leader, which runs the plugin;
+    /// the others stand by and one takes over when the leader stops, dies
+    /// or is cut off (its plugin is stopped first). The plugin sees
+    /// WARDLOCK_SINGLETON=NAME and WARDLOCK_SINGLETON_TERM (its fencing
+    /// token) in its environment.
+    #[arg(long, value_name = "NAME", value_parser = parse_singleton)]
+    pub singleton: Option<LockName>,
+
+    /// What this host proclaims as the singleton's leader (who it is; shown
+    /// by `wardlock status` and Curator's `getLeader`, `etcdctl elect -l`).
+    /// Default: `wardlock pid PID`.
+    #[arg(long, value_name = "VALUE", requires = "singleton")]
+    pub singleton_value: Option<String>,
+}
+
+fn parse_singleton(name: &str) -> Result<LockName, String> {
+    LockName::new(name).map_err(|e| e.to_string())
 }
 
 /// Runs `wardlock run`; returns the exit code (0 only if every instance succeeded).
@@ -67,14 +88,34 @@ pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<
     if let Some(memory) = &faulty {
         args.faults.apply(memory);
     }
-    let mut tasks = tokio::task::JoinSet::new();
-    for instance in 0..instances {
-        let runner = runner.clone();
-        let guest_args = args.guest_args.clone();
-        tasks.spawn(async move { runner.run(instance, &guest_args).await });
-    }
-    let mut reports = Vec::with_capacity(instances);
-    let stopped = join_or_stop(&mut tasks, &mut reports).await?;
+    let (mut reports, stopped) = match &args.singleton {
+        None => {
+            let mut tasks = tokio::task::JoinSet::new();
+            for instance in 0..instances {
+                let runner = runner.clone();
+                let guest_args = args.guest_args.clone();
+                tasks.spawn(async move { runner.run(instance, &guest_args).await });
+            }
+            let mut reports = Vec::with_capacity(instances);
+            let stopped = join_or_stop(&mut tasks, &mut reports).await?;
+            (reports, stopped)
+        }
+        Some(name) => {
+            let singleton = Singleton {
+                name: name.clone(),
+                value: args
+                    .singleton_value
+                    .clone()
+                    .unwrap_or_else(|| format!("wardlock pid {}", std::process::id())),
+                runtime: &runtime,
+                component: &component,
+                plugin: &plugin,
+                instances,
+                guest_args: &args.guest_args,
+            };
+            singleton.run(runner.config()).await?
+        }
+    };
     reports.sort_by_key(|r| r.instance);
     // Every instance is gone: finish their releases and close the engine's
     // session, so other hosts get the locks now, not after a session timeout.
