@@ -24,6 +24,7 @@ mod conform2;
 mod conformance;
 mod deadlines;
 mod election;
+mod election_zookeeper;
 mod embedding;
 mod etcd;
 mod etcd_guarded;

@@ -20,6 +20,11 @@
 //                            PERMITS leases, N times: acquire a lease (30 s at most), create
 //                            PERSISTENT_SEQUENTIAL EVENTS/e- with "+<holder>", hold 50 ms, create
 //                            "-<holder>", return the lease; then print "done <THREADS*N>"
+//   KIND latch (LeaderLatch at PATH), COMMAND is the participant ID: start the latch, print
+//            "leader" / "not-leader" whenever leadership changes (its listener), and answer
+//            lines on stdin: "leader?" → "getLeader <getLeader().getId()>", "has?" → "has
+//            <hasLeadership()>", "close" → close the latch (silently), print "closed"; at
+//            the end of stdin close it (if still open) and exit
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -32,6 +37,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -82,6 +89,11 @@ public class LockDriver {
             for (Thread thread : running) thread.join();
             if (failed[0]) System.exit(1);
             say("done " + (threads * n));
+            client.close();
+            return;
+        }
+        if (kind.equals("latch")) {
+            latch(client, path, command);
             client.close();
             return;
         }
@@ -186,6 +198,36 @@ public class LockDriver {
                 System.exit(2);
         }
         client.close();
+    }
+
+    private static void latch(CuratorFramework client, String path, String id) throws Exception {
+        LeaderLatch latch = new LeaderLatch(client, path, id);
+        latch.addListener(new LeaderLatchListener() {
+            @Override
+            public void isLeader() { say("leader"); }
+
+            @Override
+            public void notLeader() { say("not-leader"); }
+        });
+        latch.start();
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        boolean open = true;
+        String line;
+        while ((line = stdin.readLine()) != null) {
+            switch (line) {
+                case "leader?": say("getLeader " + latch.getLeader().getId()); break;
+                case "has?": say("has " + latch.hasLeadership()); break;
+                case "close":
+                    latch.close();
+                    open = false;
+                    say("closed");
+                    break;
+                default:
+                    System.err.println("unknown latch command " + line);
+                    System.exit(2);
+            }
+        }
+        if (open) latch.close();
     }
 
     private static void leases(CuratorFramework client, String path, int permits, int n,

@@ -80,7 +80,8 @@ pub struct Foreign {
 }
 
 impl Foreign {
-    /// A Curator client: `kind` is `rw-write`, `rw-read` or `mutex`.
+    /// A Curator client: `kind` is `rw-write`, `rw-read`, `mutex`, `semaphore`
+    /// or `latch` (a `LeaderLatch`; `command` is then the participant id).
     pub fn curator(connect: &str, path: &str, kind: &str, command: &[&str]) -> Foreign {
         let mut cmd = Command::new("java");
         cmd.arg("-XX:+UseSerialGC")
@@ -146,6 +147,22 @@ impl Foreign {
             .await
             .expect("write to foreign client");
         stdin.flush().await.expect("flush");
+    }
+
+    /// Sends the line `command` (a latch's `leader?`, `has?`, `close`).
+    pub async fn say(&mut self, command: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .await
+            .expect("write to foreign client");
+        stdin.flush().await.expect("flush");
+    }
+
+    /// Sends `command` and returns the line the client answers.
+    pub async fn ask(&mut self, command: &str) -> String {
+        self.say(command).await;
+        self.line().await
     }
 
     /// Tells a holding client to release, and waits until it has.
