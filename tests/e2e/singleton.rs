@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use wardlock_tests::Guest;
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::host_process::HostProcess;
+use wardlock_tests::serve::wardlock_bin;
 use wardlock_tests::zookeeper::ZkServer;
 
 /// Failovers per engine (half SIGTERM, half SIGKILL).
@@ -160,6 +161,20 @@ async fn failovers(engine: Vec<String>) {
         hosts.add();
         (leader, term) = (next, next_term);
     }
+    // `wardlock status --election` names the leader and its term.
+    let status = std::process::Command::new(wardlock_bin())
+        .arg("status")
+        .args(&hosts.engine)
+        .args(["--election", "job"])
+        .output()
+        .expect("wardlock status");
+    let printed = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "status: {printed}");
+    assert!(
+        printed.contains(&format!("\"host-{leader}\""))
+            && printed.contains(&format!("term {term}")),
+        "status names host {leader} with term {term}: {printed}"
+    );
     let terms = terms(&hosts.data.path().join("records"));
     assert_eq!(terms.len(), FAILOVERS + 1, "one term per leader: {terms:?}");
     for pair in terms.windows(2) {

@@ -24,6 +24,12 @@ pub struct StatusArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// NAME is an election (`campaign`, `wardlock run --singleton`,
+    /// Curator's `LeaderLatch`, `etcdctl elect`): print who leads it, with
+    /// the value it proclaimed and its term.
+    #[arg(long)]
+    pub election: bool,
 }
 
 /// Prints the queue of one lock; exit code 0.
@@ -31,6 +37,43 @@ pub(super) async fn status(args: &StatusArgs, engines: Engines<'_>) -> anyhow::R
     let name =
         LockName::new(&args.name).with_context(|| format!("bad lock name {:?}", args.name))?;
     let config = engines.chosen(&args.backend)?;
+    if args.election {
+        return election(&name, &*config.connect(true).await?, args.json).await;
+    }
     config.status(&name, args.json).await?;
     Ok(0)
+}
+
+/// Prints who leads election `name` (engine-neutral: the engine's
+/// `leader`); exit code 0, or 1 when nobody leads.
+async fn election(
+    name: &LockName,
+    backend: &dyn crate::backend::LockBackend,
+    json: bool,
+) -> anyhow::Result<i32> {
+    let session = backend.open_session("wardlock status");
+    let leader = session
+        .leader(name)
+        .await
+        .with_context(|| format!("asking who leads {name:?}"))?;
+    drop(session);
+    backend.shutdown().await;
+    if json {
+        let report = serde_json::json!({
+            "election": name.as_str(),
+            "leader": leader.as_ref().map(|l| serde_json::json!({
+                "owner": l.owner, "value": l.value, "term": l.term,
+            })),
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        match &leader {
+            Some(l) => println!(
+                "election {name}: led by {:?} (term {}, {})",
+                l.value, l.term, l.owner
+            ),
+            None => println!("election {name}: nobody leads (no candidate)"),
+        }
+    }
+    Ok(if leader.is_some() { 0 } else { 1 })
 }
