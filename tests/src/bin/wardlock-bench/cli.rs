@@ -70,6 +70,11 @@ pub struct Args {
     #[arg(long, value_name = "H", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub hosts: u64,
 
+    /// Rounds of each engine and variant in `lock-set` (each: 3 hosts × 2
+    /// guests under a nemesis, about 10 s).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub rounds: u64,
+
     /// Internal: run as one host process of the `hosts` workload, with
     /// guests' counter files in DIR (commands on stdin, results on stdout).
     #[arg(long, value_name = "DIR", hide = true)]

@@ -3,10 +3,12 @@
 
 mod exclusion;
 mod fairness;
+mod guarded;
 mod herd;
 mod host_call;
 mod hosts;
 mod instantiate;
+mod lock_set;
 mod release_on_death;
 mod rounds;
 mod scale;
@@ -36,6 +38,10 @@ pub enum Workload {
     Spread,
     Fairness,
     Hosts,
+    /// Guarded put against a plain write of the same size (issue 35).
+    Guarded,
+    /// Jepsen's lock-set under pauses and kills (issue 35).
+    LockSet,
 }
 
 impl Workload {
@@ -69,6 +75,13 @@ impl Workload {
                 System::EtcdFloor,
                 System::EtcdGuest,
             ],
+            Workload::Guarded => &[
+                System::ZkFloor,
+                System::ZooKeeperNative,
+                System::EtcdFloor,
+                System::EtcdNative,
+            ],
+            Workload::LockSet => &[System::ZooKeeperGuest, System::EtcdGuest],
         }
     }
 
@@ -111,6 +124,8 @@ impl Workload {
             Workload::Spread => spread::run(env, systems).await,
             Workload::Fairness => fairness::run(env, systems).await,
             Workload::Hosts => hosts::run(env, systems).await,
+            Workload::Guarded => guarded::run(env, systems).await,
+            Workload::LockSet => lock_set::run(env, systems).await,
         }
     }
 }
