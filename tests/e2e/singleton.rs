@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use wardlock_tests::Guest;
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::host_process::HostProcess;
-use wardlock_tests::serve::wardlock_bin;
+use wardlock_tests::serve::{Server, get, metric, wardlock_bin};
 use wardlock_tests::zookeeper::ZkServer;
 
 /// Failovers per engine (half SIGTERM, half SIGKILL).
@@ -153,10 +153,10 @@ async fn failovers(engine: Vec<String>) {
             next_term > term,
             "round {round}: terms {term} then {next_term}"
         );
-        if let Some(mut gone) = hosts.hosts.remove(&leader) {
-            if !crash {
-                assert_eq!(gone.exit_code().await, Some(128 + 15), "a clean stop");
-            }
+        if let Some(mut gone) = hosts.hosts.remove(&leader)
+            && !crash
+        {
+            assert_eq!(gone.exit_code().await, Some(128 + 15), "a clean stop");
         }
         hosts.add();
         (leader, term) = (next, next_term);
@@ -223,4 +223,84 @@ async fn a_singleton_on_the_embedded_engine_runs_at_once_and_exits_with_its_job(
         Some(0),
         "the job finished: the host exits"
     );
+}
+
+/// `wardlock serve` with a `[[singletons]]` entry beside its plugin: of two
+/// servers on one ZooKeeper, one runs the job (`wardlock_leader{name="job"}`
+/// 1), the other stands by (0) and is ready all the same (`/readyz` 200);
+/// when the leader's server stops, the standby's job starts, with a higher
+/// term, after the first one's last heartbeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_runs_a_singleton_beside_the_server_on_one_host() {
+    let zk = ZkServer::start();
+    let data = tempfile::tempdir().expect("temp dir");
+    let config = data.path().join("serve.toml");
+    let write_config = |value: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "[backends.zk]\nkind = \"zookeeper\"\nhosts = \"{}\"\nsession_timeout = 2\n\n\
+                 [[plugins]]\nroute = \"/\"\ncomponent = \"{}\"\n\n\
+                 [[singletons]]\nname = \"job\"\nvalue = \"{value}\"\ncomponent = \"{}\"\n\
+                 args = [\"/data/records\"]\ndirs = [\"{}::/data\"]\n",
+                zk.address(),
+                Guest::HttpCounter.path(),
+                Guest::SingletonJob.path(),
+                data.path().display(),
+            ),
+        )
+        .expect("write config");
+        config.display().to_string()
+    };
+    let first = Server::start(&["--config", &write_config("server-a")]).await;
+    let second = Server::start(&["--config", &write_config("server-b")]).await;
+    let mut servers = [first, second];
+    let leading = |text: &str| metric(text, "wardlock_leader", &["name=\"job\""]);
+    let leader = wait_for_leader(&servers, &leading).await;
+    let standby = 1 - leader;
+    for server in &servers {
+        let ready = get(&server.admin, "/readyz").await.expect("readyz");
+        assert_eq!(ready.status, 200, "leader and standby are both ready");
+    }
+    let standby_metrics = get(&servers[standby].admin, "/metrics")
+        .await
+        .expect("metrics");
+    assert_eq!(
+        leading(&standby_metrics.body),
+        0.0,
+        "{}",
+        standby_metrics.body
+    );
+
+    let (status, took) = servers[leader].terminate(Duration::from_secs(20));
+    assert!(
+        status.success() || status.code() == Some(0),
+        "{status:?} after {took:?}"
+    );
+    let now = wait_for_leader(&servers[standby..=standby], &leading).await;
+    assert_eq!(now, 0);
+    let terms = terms(&data.path().join("records"));
+    assert_eq!(terms.len(), 2, "{terms:?}");
+    let ((before, _, last), (after, first_beat, _)) = (terms[0], terms[1]);
+    assert!(after > before && last < first_beat, "{terms:?}");
+}
+
+/// The index of the server of `servers` whose metrics say it leads, once
+/// one does (bounded).
+async fn wait_for_leader(servers: &[Server], leading: &dyn Fn(&str) -> f64) -> usize {
+    let started = Instant::now();
+    loop {
+        for (index, server) in servers.iter().enumerate() {
+            if let Ok(response) = get(&server.admin, "/metrics").await
+                && leading(&response.body) == 1.0
+            {
+                return index;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no server leads the singleton after 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

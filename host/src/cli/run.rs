@@ -107,13 +107,14 @@ pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<
                     .singleton_value
                     .clone()
                     .unwrap_or_else(|| format!("wardlock pid {}", std::process::id())),
-                runtime: &runtime,
-                component: &component,
-                plugin: &plugin,
+                runtime: runtime.clone(),
+                component: component.clone(),
+                plugin: plugin.clone(),
                 instances,
-                guest_args: &args.guest_args,
+                guest_args: args.guest_args.clone(),
+                on_term: None,
             };
-            singleton.run(runner.config()).await?
+            singleton.run(runner.config(), stop_signal()).await?
         }
     };
     reports.sort_by_key(|r| r.instance);

@@ -18,7 +18,7 @@ use anyhow::Context;
 use tokio::task::JoinSet;
 use wasmtime::component::Component;
 
-use super::signal::{StopSignal, exit_on_second_signal, stop_signal};
+use super::signal::{StopSignal, exit_on_second_signal};
 use crate::backend::{BackendError, GrantId, GrantStatus, LockSession};
 use crate::name::LockName;
 use crate::runner::{InstanceReport, Runner, RunnerConfig, Runtime};
@@ -27,16 +27,21 @@ use crate::runner::{InstanceReport, Runner, RunnerConfig, Runtime};
 /// service could not be reached.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// Told when this host begins (`true`) or stops (`false`) leading.
+pub(super) type OnTerm = Box<dyn Fn(bool) + Send + Sync>;
+
 /// What one plugin run under `--singleton` needs.
-pub(super) struct Singleton<'a> {
+pub(super) struct Singleton {
     pub name: LockName,
     /// What this host proclaims (who it is).
     pub value: String,
-    pub runtime: &'a Runtime,
-    pub component: &'a Component,
-    pub plugin: &'a str,
+    pub runtime: Runtime,
+    pub component: Component,
+    pub plugin: String,
     pub instances: usize,
-    pub guest_args: &'a [String],
+    pub guest_args: Vec<String>,
+    /// Told of every change of leadership (serve's metrics).
+    pub on_term: Option<OnTerm>,
 }
 
 /// How a term of leadership ended.
@@ -49,7 +54,7 @@ enum TermEnd {
     Stopped(StopSignal),
 }
 
-impl Singleton<'_> {
+impl Singleton {
     /// Campaigns, runs the plugin while leading, and campaigns again after a
     /// loss, until the plugin's instances finish or a stop signal comes.
     /// Returns the instances' reports (none when stopped while standing by)
@@ -65,8 +70,9 @@ impl Singleton<'_> {
     pub async fn run(
         &self,
         config: &RunnerConfig,
+        stop: impl Future<Output = StopSignal>,
     ) -> anyhow::Result<(Vec<InstanceReport>, Option<StopSignal>)> {
-        let signal = stop_signal();
+        let signal = stop;
         tokio::pin!(signal);
         loop {
             let session = config
@@ -96,10 +102,12 @@ impl Singleton<'_> {
                 "wardlock: leading singleton {} (term {}): starting {} instance(s) of {}",
                 self.name, grant.token, self.instances, self.plugin
             );
-            match self
+            self.told(true);
+            let ended = self
                 .term(config, &*session, grant.id, grant.token, &mut signal)
-                .await?
-            {
+                .await;
+            self.told(false);
+            match ended? {
                 TermEnd::Finished(reports) => {
                     let _ = session.release(grant.id);
                     return Ok((reports, None));
@@ -113,6 +121,12 @@ impl Singleton<'_> {
                     self.name
                 ),
             }
+        }
+    }
+
+    fn told(&self, leading: bool) {
+        if let Some(on_term) = &self.on_term {
+            on_term(leading);
         }
     }
 
@@ -133,14 +147,14 @@ impl Singleton<'_> {
             .env
             .push(("WARDLOCK_SINGLETON_TERM".into(), term.to_string()));
         let runner = Arc::new(Runner::new(
-            self.runtime,
-            self.component,
-            self.plugin,
+            &self.runtime,
+            &self.component,
+            &self.plugin,
             config,
         )?);
         let mut tasks = JoinSet::new();
         for instance in 0..self.instances {
-            let (runner, args) = (runner.clone(), self.guest_args.to_vec());
+            let (runner, args) = (runner.clone(), self.guest_args.clone());
             tasks.spawn(async move { runner.run(instance, &args).await });
         }
         let lost = lost(session, grant);

@@ -1,8 +1,9 @@
 //! `singleton-job RECORDS [BEATS]`: the job `wardlock run --singleton NAME`
 //! runs on exactly one host. It reads its term from the environment
-//! (`WARDLOCK_SINGLETON_TERM`, set by the host), prints `start TERM` on
-//! stdout, and appends `start TERM NANOS` to the file RECORDS, then `alive
-//! TERM NANOS` every 20 ms, BEATS times (default: until stopped). NANOS is
+//! (`WARDLOCK_SINGLETON_TERM`, set by the host), appends `start TERM NANOS`
+//! to the file RECORDS, then `alive TERM NANOS` every 20 ms, BEATS times
+//! (default: until stopped); after its third heartbeat it prints `start
+//! TERM` on stdout (so a test that stops it then finds its records). NANOS is
 //! the wall clock in nanoseconds, so a test reading the records of every
 //! host's job can check that no two terms ever ran at once: each term's last
 //! heartbeat comes before the next term's start.
@@ -18,12 +19,14 @@ fn main() {
     };
     let beats: u64 = args.next().and_then(|b| b.parse().ok()).unwrap_or(u64::MAX);
     let term = std::env::var("WARDLOCK_SINGLETON_TERM").unwrap_or_else(|_| "none".into());
-    println!("start {term}");
-    let _ = std::io::stdout().flush();
     record(&records, "start", &term);
-    for _ in 0..beats {
+    for beat in 0..beats {
         std::thread::sleep(Duration::from_millis(20));
         record(&records, "alive", &term);
+        if beat == 2 {
+            println!("start {term}");
+            let _ = std::io::stdout().flush();
+        }
     }
 }
 

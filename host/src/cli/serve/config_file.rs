@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::plan::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,
-    PluginPlan, ServePlan, check_route,
+    PluginPlan, ServePlan, SingletonPlan, check_route,
 };
 use crate::cli::guest_args;
 
@@ -34,6 +34,26 @@ struct File {
     backends: BTreeMap<String, toml::Table>,
     #[serde(default)]
     plugins: Vec<PluginEntry>,
+    #[serde(default)]
+    singletons: Vec<SingletonEntry>,
+}
+
+/// `[[singletons]]`: a background command run on one host at a time.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SingletonEntry {
+    name: String,
+    component: PathBuf,
+    value: Option<String>,
+    backend: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    grants: Vec<String>,
+    #[serde(default)]
+    dirs: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,6 +170,21 @@ fn plan(file: File, base: &Path, registry: &Registry) -> Result<ServePlan, Mista
         }
         plugins.push(plugin);
     }
+    let mut singletons = Vec::new();
+    for (index, entry) in file.singletons.into_iter().enumerate() {
+        let key = |field: &str| format!("singletons[{index}].{field}");
+        let singleton = singleton(entry, base, &key, &mut backends)?;
+        if singletons
+            .iter()
+            .any(|s: &SingletonPlan| s.name == singleton.name)
+        {
+            return Err((
+                key("name"),
+                format!("{:?} names another singleton too", singleton.name.as_str()),
+            ));
+        }
+        singletons.push(singleton);
+    }
     Ok(ServePlan {
         listen,
         admin,
@@ -158,7 +193,79 @@ fn plan(file: File, base: &Path, registry: &Registry) -> Result<ServePlan, Mista
         max_concurrent,
         backends,
         plugins,
+        singletons,
     })
+}
+
+fn singleton(
+    entry: SingletonEntry,
+    base: &Path,
+    key: &dyn Fn(&str) -> String,
+    backends: &mut BTreeMap<String, Arc<dyn EngineConfig>>,
+) -> Result<SingletonPlan, Mistake> {
+    let name = crate::name::LockName::new(&entry.name).map_err(|e| (key("name"), e.to_string()))?;
+    let component = base.join(&entry.component);
+    if !component.is_file() {
+        return Err((
+            key("component"),
+            format!("{} is not a file", component.display()),
+        ));
+    }
+    let backend = backend_label(entry.backend, key, backends)?;
+    let policy = guest_args::policy(&entry.grants, crate::policy::DEFAULT_MAX_HANDLES, "grant")
+        .map_err(|e| (key("grants"), format!("{e:#}")))?;
+    let preopens = guest_args::preopens(&dir_specs(&entry.dirs, base), "dir")
+        .map_err(|e| (key("dirs"), format!("{e:#}")))?;
+    Ok(SingletonPlan {
+        value: entry
+            .value
+            .unwrap_or_else(|| format!("wardlock serve pid {}", std::process::id())),
+        name,
+        component,
+        backend,
+        args: entry.args,
+        preopens,
+        env: entry.env.into_iter().collect(),
+        policy,
+    })
+}
+
+/// `dirs` entries (`HOST[::GUEST]`), their host side relative to `base`.
+fn dir_specs(dirs: &[String], base: &Path) -> Vec<String> {
+    dirs.iter()
+        .map(|spec| match spec.split_once("::") {
+            Some((host, guest)) => format!("{}::{guest}", base.join(host).display()),
+            None => base.join(spec).display().to_string(),
+        })
+        .collect()
+}
+
+/// The backend label an entry names, or the only one, or the implicit
+/// memory backend when none is configured.
+fn backend_label(
+    label: Option<String>,
+    key: &dyn Fn(&str) -> String,
+    backends: &mut BTreeMap<String, Arc<dyn EngineConfig>>,
+) -> Result<String, Mistake> {
+    match label {
+        Some(label) if backends.contains_key(&label) => Ok(label),
+        Some(label) => {
+            let known: Vec<_> = backends.keys().cloned().collect();
+            Err((
+                key("backend"),
+                format!("no backend is labelled {label:?} (known: {known:?})"),
+            ))
+        }
+        None if backends.len() == 1 => Ok(backends.keys().next().cloned().unwrap_or_default()),
+        None if backends.is_empty() => {
+            backends.insert(IMPLICIT_BACKEND.to_owned(), Arc::new(MemoryConfig));
+            Ok(IMPLICIT_BACKEND.to_owned())
+        }
+        None => Err((
+            key("backend"),
+            "several backends are configured: name one".to_owned(),
+        )),
+    }
 }
 
 /// `max_concurrent_requests`: 1 to [`MAX_CONCURRENT_LIMIT`].
@@ -194,27 +301,7 @@ fn plugin(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| entry.route.clone())
     });
-    let backend = match entry.backend {
-        Some(label) if backends.contains_key(&label) => label,
-        Some(label) => {
-            let known: Vec<_> = backends.keys().cloned().collect();
-            return Err((
-                key("backend"),
-                format!("no backend is labelled {label:?} (known: {known:?})"),
-            ));
-        }
-        None if backends.len() == 1 => backends.keys().next().cloned().unwrap_or_default(),
-        None if backends.is_empty() => {
-            backends.insert(IMPLICIT_BACKEND.to_owned(), Arc::new(MemoryConfig));
-            IMPLICIT_BACKEND.to_owned()
-        }
-        None => {
-            return Err((
-                key("backend"),
-                "several backends are configured: name one".to_owned(),
-            ));
-        }
-    };
+    let backend = backend_label(entry.backend, key, backends)?;
     let policy = guest_args::policy(
         &entry.grants,
         entry
@@ -233,14 +320,7 @@ fn plugin(
         Some(secs) => Some(secs_at(&key("max_hold"), secs)?),
         None => None,
     };
-    let dirs: Vec<String> = entry
-        .dirs
-        .iter()
-        .map(|spec| match spec.split_once("::") {
-            Some((host, guest)) => format!("{}::{guest}", base.join(host).display()),
-            None => base.join(spec).display().to_string(),
-        })
-        .collect();
+    let dirs = dir_specs(&entry.dirs, base);
     let preopens =
         guest_args::preopens(&dirs, "dir").map_err(|e| (key("dirs"), format!("{e:#}")))?;
     let outbound = entry

@@ -41,6 +41,11 @@ struct BackendLabels {
     backend: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ElectionLabels {
+    name: String,
+}
+
 fn seconds_histogram() -> Histogram {
     // 100 µs to ~55 min.
     Histogram::new(exponential_buckets(0.0001, 3.0, 16).map(as_written))
@@ -65,6 +70,8 @@ pub struct Metrics {
     leases_expired: Family<PluginLabels, Counter>,
     requests: Family<RequestLabels, Counter>,
     session_state: Family<BackendLabels, Gauge>,
+    leader: Family<ElectionLabels, Gauge>,
+    leadership_changes: Family<ElectionLabels, Counter>,
 }
 
 impl Metrics {
@@ -84,7 +91,19 @@ impl Metrics {
         let leases_expired = Family::<PluginLabels, Counter>::default();
         let requests = Family::<RequestLabels, Counter>::default();
         let session_state = Family::<BackendLabels, Gauge>::default();
+        let leader = Family::<ElectionLabels, Gauge>::default();
+        let leadership_changes = Family::<ElectionLabels, Counter>::default();
         registry.register("wardlock_grants", "Locks granted", grants.clone());
+        registry.register(
+            "wardlock_leader",
+            "Whether this host leads the singleton election NAME now (1) or stands by (0)",
+            leader.clone(),
+        );
+        registry.register(
+            "wardlock_leadership_changes",
+            "Times this host began or stopped leading the singleton election NAME",
+            leadership_changes.clone(),
+        );
         registry.register(
             "wardlock_acquire_wait_seconds",
             "Time from asking for a lock to being granted it",
@@ -136,6 +155,8 @@ impl Metrics {
             leases_expired,
             requests,
             session_state,
+            leader,
+            leadership_changes,
         })
     }
 
@@ -163,6 +184,23 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    /// Records that this host now leads (or no longer leads) election `name`.
+    pub fn set_leading(&self, name: &str, leading: bool) {
+        let labels = ElectionLabels {
+            name: name.to_owned(),
+        };
+        self.leader.get_or_create(&labels).set(i64::from(leading));
+        self.leadership_changes.get_or_create(&labels).inc();
+    }
+
+    /// Marks election `name` as one this host stands for (not leading yet).
+    pub fn stand_by(&self, name: &str) {
+        let labels = ElectionLabels {
+            name: name.to_owned(),
+        };
+        self.leader.get_or_create(&labels).set(0);
     }
 
     /// Records a backend's ZooKeeper session state (see the metric's help).

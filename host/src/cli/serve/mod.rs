@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::singleton::Singleton;
 use crate::runner::{OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
 use anyhow::{Context, bail};
 use clap::Args;
@@ -164,7 +165,75 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             runner: Arc::new(runner),
         });
     }
-    server::run(&plan, routes, backends, metrics).await
+    let singletons = singletons(&plan, &runtime, &backends, &metrics, args)?;
+    server::run(&plan, routes, backends, metrics, singletons).await
+}
+
+/// Each `[[singletons]]` entry as a task to run beside the server: it
+/// campaigns, runs its command while this host leads, and stands by
+/// otherwise; the server aborts it when it stops (resigning).
+fn singletons(
+    plan: &ServePlan,
+    runtime: &crate::runner::Runtime,
+    backends: &BTreeMap<String, Arc<dyn crate::backend::LockBackend>>,
+    metrics: &Arc<Metrics>,
+    args: &ServeArgs,
+) -> anyhow::Result<Vec<server::Background>> {
+    let mut tasks: Vec<server::Background> = Vec::new();
+    for entry in &plan.singletons {
+        let Some(backend) = backends.get(&entry.backend) else {
+            bail!(
+                "singleton {:?}: no backend {:?}",
+                entry.name.as_str(),
+                entry.backend
+            );
+        };
+        let component = args.host.engine.load(runtime, &entry.component)?;
+        let plugin = entry
+            .component
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| entry.component.display().to_string());
+        let config = RunnerConfig {
+            backend: backend.clone(),
+            policy: Arc::new(entry.policy.clone()),
+            timeout: None,
+            memory_limit: crate::runner::DEFAULT_MEMORY_LIMIT,
+            preopens: entry.preopens.clone(),
+            env: entry.env.clone(),
+            stdio: Stdio::Inherit,
+            outbound: OutboundPolicy::default(),
+            max_hold: None,
+        };
+        metrics.stand_by(entry.name.as_str());
+        let (name, told) = (entry.name.to_string(), metrics.clone());
+        let singleton = Singleton {
+            name: entry.name.clone(),
+            value: entry.value.clone(),
+            runtime: runtime.clone(),
+            component,
+            plugin,
+            instances: 1,
+            guest_args: entry.args.clone(),
+            on_term: Some(Box::new(move |leading| told.set_leading(&name, leading))),
+        };
+        tasks.push(Box::pin(async move {
+            match singleton.run(&config, std::future::pending()).await {
+                Ok((reports, _)) => {
+                    for report in reports {
+                        eprintln!(
+                            "wardlock: singleton {}: its command ended: {}",
+                            singleton.name, report.outcome
+                        );
+                    }
+                }
+                Err(error) => {
+                    eprintln!("wardlock: singleton {}: {error:#}", singleton.name);
+                }
+            }
+        }));
+    }
+    Ok(tasks)
 }
 
 /// The one-plugin plan the flags describe.
@@ -206,6 +275,7 @@ fn plan_from_flags(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<Ser
         max_concurrent: DEFAULT_MAX_CONCURRENT,
         backends: BTreeMap::from([("default".to_owned(), engines.chosen(&args.host.backend)?)]),
         plugins: vec![plugin],
+        singletons: Vec::new(),
     })
 }
 

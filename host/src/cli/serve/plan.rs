@@ -42,6 +42,31 @@ pub struct ServePlan {
     pub backends: BTreeMap<String, Arc<dyn EngineConfig>>,
     /// Plugins, each on a route prefix.
     pub plugins: Vec<PluginPlan>,
+    /// Background commands run on exactly one host at a time (`[[singletons]]`).
+    pub singletons: Vec<SingletonPlan>,
+}
+
+/// A WASI command run beside the server while this host leads its
+/// election: every server configured with the same singleton elects one
+/// leader, which runs the command; the others stand by (and are ready).
+#[derive(Debug)]
+pub struct SingletonPlan {
+    /// The election's name (a lock name).
+    pub name: crate::name::LockName,
+    /// What this host proclaims as its leader.
+    pub value: String,
+    /// The component file (a WASI command).
+    pub component: PathBuf,
+    /// Label of the backend it elects on.
+    pub backend: String,
+    /// The command's arguments.
+    pub args: Vec<String>,
+    /// Directories it sees.
+    pub preopens: Vec<Preopen>,
+    /// Its environment.
+    pub env: Vec<(String, String)>,
+    /// Lock name grants and handle cap.
+    pub policy: LockPolicy,
 }
 
 /// One plugin: a component on a route prefix, with its grants and limits.

@@ -63,15 +63,22 @@ impl Router {
     }
 }
 
+/// A task run beside the server until it stops (a singleton's campaign and
+/// command).
+pub type Background = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
 /// Serves `routes` on the plan's address (and the admin endpoints) until
 /// SIGTERM or SIGINT, then drains: stops accepting, lets in-flight requests
 /// finish within the grace period, stops the rest, and waits for their locks
-/// to be released.
+/// to be released. `singletons` run beside it and are stopped (resigning)
+/// before the backends close.
+
 pub async fn run(
     plan: &ServePlan,
     mut routes: Vec<Route>,
     backends: BTreeMap<String, Arc<dyn LockBackend>>,
     metrics: Arc<Metrics>,
+    singletons: Vec<Background>,
 ) -> anyhow::Result<i32> {
     routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.trim_end_matches('/').len()));
     let router = Arc::new(Router {
@@ -102,6 +109,10 @@ pub async fn run(
         );
     }
 
+    let mut singleton_tasks = JoinSet::new();
+    for singleton in singletons {
+        singleton_tasks.spawn(singleton);
+    }
     let mut connections = JoinSet::new();
     let signal = stop_signal();
     tokio::pin!(signal);
@@ -161,6 +172,8 @@ pub async fn run(
         connections.shutdown().await;
     }
     background.shutdown().await;
+    // Singletons resign: their commands' Stores and sessions drop now.
+    singleton_tasks.shutdown().await;
     // Every instance is gone: let each backend finish releasing their locks
     // and close its session.
     drop(router);
