@@ -521,7 +521,9 @@ pub trait LockSession: Send + Sync {
 
     /// Replaces the value the leadership `leadership` proclaims, only while
     /// it leads (on etcd a put guarded by the leader key's create revision,
-    /// as `Proclaim`; on ZooKeeper the latch node's data).
+    /// as `Proclaim`; on ZooKeeper the latch node's data — which wakes a
+    /// Curator 5 `LeaderLatch` waiting right behind the leader without its
+    /// re-arming its watch: see docs/election.md).
     ///
     /// # Errors
     /// [`BackendError::UnknownGrant`] when `leadership` is not held here;
