@@ -96,7 +96,12 @@ pub(super) fn execute(words: &[&str], state: &mut State) -> Option<String> {
                         millis.saturating_mul(1_000_000),
                     );
                     let ready = wasip2::io::poll::poll(&[&changed, &timer]);
-                    if ready.contains(&0) { "changed" } else { "timer" }.into()
+                    if ready.contains(&0) {
+                        "changed"
+                    } else {
+                        "timer"
+                    }
+                    .into()
                 }
                 None => "err no-such-observer".into(),
             }

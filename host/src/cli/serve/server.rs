@@ -72,7 +72,6 @@ pub type Background = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static
 /// finish within the grace period, stops the rest, and waits for their locks
 /// to be released. `singletons` run beside it and are stopped (resigning)
 /// before the backends close.
-
 pub async fn run(
     plan: &ServePlan,
     mut routes: Vec<Route>,
