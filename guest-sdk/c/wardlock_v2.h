@@ -1,7 +1,7 @@
 /* C guest SDK for `wardlock:lock@0.2.2`: header-only helpers over the bindings
  * `wit-bindgen c plugins/wit --world c-guest2` generates (c_guest2.h,
- * c_guest2.c, c_guest2_component_type.o: the 0.2.2 locks and guarded store,
- * plus the `wasi:clocks/monotonic-clock` the timed waits use). A guest includes this
+ * c_guest2.c, c_guest2_component_type.o: the 0.2.2 locks, guarded store and
+ * election, plus the `wasi:clocks/monotonic-clock` the timed waits use). A guest includes this
  * header instead of wardlock.h (0.1.0); the names start with `wardlock2_`.
  *
  * Every acquiring call returns true on success, or false with `*err` set
@@ -29,6 +29,12 @@
  *     uint64_t revision;                           // the guarded store (0.2.2): written
  *     if (!wardlock2_put(&lock, "count", "7", 1, &revision, &err))  // only while the lock
  *         ...                                      // stands (WARDLOCK2_ERROR_LOST: nothing written)
+ *
+ *     WARDLOCK2_LEADERSHIP_SCOPED(leadership);     // leader election (0.2.2)
+ *     if (!wardlock2_campaign("jobs/compactor", "host-a:8080", WARDLOCK2_NO_TIMEOUT, &leadership, &err))
+ *         return fail(&err);
+ *     while (wardlock2_leadership_status(&leadership) == WARDLOCK2_HELD)
+ *         ...                                      // lead; leaving the block resigns
  *
  * Without the cleanup attribute: `goto cleanup;` on every failure and
  * `cleanup: wardlock2_drop(&lock);` (a no-op on a guard not held). Anything
@@ -462,6 +468,225 @@ static inline void wardlock2_keys_free(wardlock2_keys_t *keys) {
 }
 
 #endif /* WARDLOCK2_NO_GUARDED */
+
+/* ---- leader election (0.2.2) -------------------------------------------- */
+
+/* "Run this on exactly one host": wardlock2_campaign waits until this
+ * instance leads an election; the leadership follows a lock's loss rules
+ * (WARDLOCK2_LOST no later than another candidate can win) and its term is a
+ * fencing token, strictly greater than every earlier leader's.
+ * Interoperable with Curator's `LeaderLatch` on ZooKeeper and `etcdctl elect`
+ * on etcd. A guest whose world imports `locks` but not `election` defines
+ * WARDLOCK2_NO_ELECTION first. */
+#ifndef WARDLOCK2_NO_ELECTION
+
+/* This instance's leadership: `held` until resigned or dropped. */
+typedef struct {
+    wardlock_lock_0_2_2_election_own_leadership_t handle;
+    bool held;
+} wardlock2_leadership_t;
+
+#define WARDLOCK2_LEADERSHIP_INIT {.held = false}
+
+/* Who leads an election: `owner` (who, as the lock service records it) and
+ * `value` (what the leader proclaimed), strings (`.ptr`, `.len`, not
+ * NUL-terminated), and `term` (its fencing token). Free with
+ * wardlock2_leader_info_free. */
+typedef wardlock_lock_0_2_2_election_leader_info_t wardlock2_leader_info_t;
+
+/* Drops the leadership, which resigns without an answer; a no-op once not held. */
+static inline void wardlock2_leadership_drop(wardlock2_leadership_t *leadership) {
+    if (leadership->held) {
+        leadership->held = false;
+        wardlock_lock_0_2_2_election_leadership_drop_own(leadership->handle);
+    }
+}
+
+/* Declares `wardlock2_leadership_t NAME`, resigned when its block is left. */
+#define WARDLOCK2_LEADERSHIP_SCOPED(name) \
+    __attribute__((cleanup(wardlock2_leadership_drop))) wardlock2_leadership_t name = WARDLOCK2_LEADERSHIP_INIT
+
+static inline wardlock_lock_0_2_2_election_borrow_leadership_t
+wardlock2_leadership_borrow(const wardlock2_leadership_t *leadership) {
+    return wardlock_lock_0_2_2_election_borrow_leadership(leadership->handle);
+}
+
+/* Campaigns for election `name` with `value`: waits until this instance
+ * leads, at most `timeout_ms` (or WARDLOCK2_NO_TIMEOUT). True with
+ * `*leadership` held; false with `*err` set: WARDLOCK2_ERROR_TIMEOUT,
+ * WARDLOCK2_ERROR_INVALID_NAME and WARDLOCK2_ERROR_DENIED as for locks,
+ * WARDLOCK2_ERROR_LIMIT_EXCEEDED, WARDLOCK2_ERROR_UNAVAILABLE. */
+static inline bool wardlock2_campaign(const char *name, const char *value, int64_t timeout_ms,
+                                      wardlock2_leadership_t *leadership, wardlock2_error_t *err) {
+    WARDLOCK2_STRING_T wit_name, wit_value;
+    WARDLOCK2_STRING_SET(&wit_name, name);
+    WARDLOCK2_STRING_SET(&wit_value, value);
+    uint64_t timeout = timeout_ms >= 0 ? (uint64_t)timeout_ms : 0;
+    leadership->held = wardlock_lock_0_2_2_election_campaign(&wit_name, &wit_value, timeout_ms >= 0 ? &timeout : NULL,
+                                                             &leadership->handle, err);
+    return leadership->held;
+}
+
+/* The term: strictly greater than every earlier leader's (a fencing token);
+ * 0 (no leader's term) once the leadership is not held. */
+static inline uint64_t wardlock2_leadership_term(const wardlock2_leadership_t *leadership) {
+    if (!leadership->held)
+        return 0;
+    return wardlock_lock_0_2_2_election_method_leadership_term(wardlock2_leadership_borrow(leadership));
+}
+
+/* What the leadership guarantees now (WARDLOCK2_HELD while it leads);
+ * WARDLOCK2_RELEASED once not held. */
+static inline wardlock2_status_t wardlock2_leadership_status(const wardlock2_leadership_t *leadership) {
+    if (!leadership->held)
+        return WARDLOCK2_RELEASED;
+    return wardlock_lock_0_2_2_election_method_leadership_status(wardlock2_leadership_borrow(leadership));
+}
+
+/* A pollable ready once this no longer leads (the leadership must be held);
+ * drop it (wasi_io_poll_pollable_drop_own) before the leadership. */
+static inline wardlock2_pollable_t wardlock2_leadership_subscribe(const wardlock2_leadership_t *leadership) {
+    return wardlock_lock_0_2_2_election_method_leadership_subscribe(wardlock2_leadership_borrow(leadership));
+}
+
+/* Waits until this no longer leads (true; wardlock2_leadership_status says
+ * what it is now) or `timeout_ms` passed (false). True at once if not held. */
+static inline bool wardlock2_leadership_wait_lost(const wardlock2_leadership_t *leadership, int64_t timeout_ms) {
+    return !leadership->held || wardlock2_wait_and_drop(wardlock2_leadership_subscribe(leadership), timeout_ms);
+}
+
+/* Replaces the proclaimed value, while this leads (observers see it). False
+ * with `*err` set: WARDLOCK2_ERROR_LOST when it no longer leads,
+ * WARDLOCK2_ERROR_RELEASED once not held, WARDLOCK2_ERROR_LIMIT_EXCEEDED for
+ * a value over 4096 bytes. */
+static inline bool wardlock2_leadership_proclaim(const wardlock2_leadership_t *leadership, const char *value,
+                                                 wardlock2_error_t *err) {
+    if (!leadership->held) {
+        err->tag = WARDLOCK2_ERROR_RELEASED;
+        return false;
+    }
+    WARDLOCK2_STRING_T wit_value;
+    WARDLOCK2_STRING_SET(&wit_value, value);
+    return wardlock_lock_0_2_2_election_method_leadership_proclaim(wardlock2_leadership_borrow(leadership),
+                                                                   &wit_value, err);
+}
+
+/* Writes `value[0..len]` under `key` in the election name's guarded store,
+ * only while this leads; `*revision` is the write's. Errors as wardlock2_put. */
+static inline bool wardlock2_leadership_put(const wardlock2_leadership_t *leadership, const char *key,
+                                            const void *value, size_t len, uint64_t *revision,
+                                            wardlock2_error_t *err) {
+    if (!leadership->held) {
+        err->tag = WARDLOCK2_ERROR_RELEASED;
+        return false;
+    }
+    WARDLOCK2_STRING_T wit_key;
+    WARDLOCK2_STRING_SET(&wit_key, key);
+    WARDLOCK2_LIST_U8_T wit_value = {(uint8_t *)value, len};
+    return wardlock_lock_0_2_2_election_method_leadership_put(wardlock2_leadership_borrow(leadership), &wit_key,
+                                                              &wit_value, revision, err);
+}
+
+/* Steps down and drops the leadership: the next candidate leads. False with
+ * `*err` set when it had been lost (WARDLOCK2_ERROR_LOST) or was not held
+ * (WARDLOCK2_ERROR_RELEASED). */
+static inline bool wardlock2_leadership_resign(wardlock2_leadership_t *leadership, wardlock2_error_t *err) {
+    if (!leadership->held) {
+        err->tag = WARDLOCK2_ERROR_RELEASED;
+        return false;
+    }
+    bool ok = wardlock_lock_0_2_2_election_method_leadership_resign(wardlock2_leadership_borrow(leadership), err);
+    wardlock2_leadership_drop(leadership);
+    return ok;
+}
+
+/* Frees what wardlock2_leader or wardlock2_observer_leader filled in (when
+ * they found a leader). */
+static inline void wardlock2_leader_info_free(wardlock2_leader_info_t *info) {
+    wardlock_lock_0_2_2_election_leader_info_free(info);
+}
+
+/* An option<leader-info> into `*info`/`*found`. */
+static inline void wardlock2_leader_found(wardlock_lock_0_2_2_election_option_leader_info_t *got,
+                                          wardlock2_leader_info_t *info, bool *found) {
+    *found = got->is_some;
+    if (got->is_some)
+        *info = got->val;
+}
+
+/* Who leads election `name` now: true with `*found` saying whether anyone
+ * does (then `*info` is who: free it with wardlock2_leader_info_free).
+ * False with `*err` set: WARDLOCK2_ERROR_INVALID_NAME, WARDLOCK2_ERROR_DENIED,
+ * WARDLOCK2_ERROR_UNAVAILABLE. */
+static inline bool wardlock2_leader(const char *name, wardlock2_leader_info_t *info, bool *found,
+                                    wardlock2_error_t *err) {
+    WARDLOCK2_STRING_T wit_name;
+    WARDLOCK2_STRING_SET(&wit_name, name);
+    wardlock_lock_0_2_2_election_option_leader_info_t got;
+    *found = false;
+    if (!wardlock_lock_0_2_2_election_leader(&wit_name, &got, err))
+        return false;
+    wardlock2_leader_found(&got, info, found);
+    return true;
+}
+
+/* An observer of an election: `live` until dropped. */
+typedef struct {
+    wardlock_lock_0_2_2_election_own_observer_t handle;
+    bool live;
+} wardlock2_observer_t;
+
+#define WARDLOCK2_OBSERVER_INIT {.live = false}
+
+/* Drops the observer; a no-op once dropped. */
+static inline void wardlock2_observer_drop(wardlock2_observer_t *observer) {
+    if (observer->live) {
+        observer->live = false;
+        wardlock_lock_0_2_2_election_observer_drop_own(observer->handle);
+    }
+}
+
+/* Declares `wardlock2_observer_t NAME`, dropped when its block is left. */
+#define WARDLOCK2_OBSERVER_SCOPED(name) \
+    __attribute__((cleanup(wardlock2_observer_drop))) wardlock2_observer_t name = WARDLOCK2_OBSERVER_INIT
+
+/* An observer of election `name`. False with `*err` set:
+ * WARDLOCK2_ERROR_INVALID_NAME, WARDLOCK2_ERROR_DENIED,
+ * WARDLOCK2_ERROR_LIMIT_EXCEEDED. */
+static inline bool wardlock2_observe(const char *name, wardlock2_observer_t *observer, wardlock2_error_t *err) {
+    WARDLOCK2_STRING_T wit_name;
+    WARDLOCK2_STRING_SET(&wit_name, name);
+    observer->live = wardlock_lock_0_2_2_election_observe(&wit_name, &observer->handle, err);
+    return observer->live;
+}
+
+/* The leader now, as wardlock2_leader (the observer must be live);
+ * wardlock2_observer_subscribe compares against it from then on. */
+static inline bool wardlock2_observer_leader(const wardlock2_observer_t *observer, wardlock2_leader_info_t *info,
+                                             bool *found, wardlock2_error_t *err) {
+    wardlock_lock_0_2_2_election_option_leader_info_t got;
+    *found = false;
+    if (!wardlock_lock_0_2_2_election_method_observer_leader(
+            wardlock_lock_0_2_2_election_borrow_observer(observer->handle), &got, err))
+        return false;
+    wardlock2_leader_found(&got, info, found);
+    return true;
+}
+
+/* A pollable ready once the leader (or its value or term) differs from the
+ * one wardlock2_observer_leader last returned; drop it before the observer. */
+static inline wardlock2_pollable_t wardlock2_observer_subscribe(const wardlock2_observer_t *observer) {
+    return wardlock_lock_0_2_2_election_method_observer_subscribe(
+        wardlock_lock_0_2_2_election_borrow_observer(observer->handle));
+}
+
+/* Waits until the leader differs from the one wardlock2_observer_leader last
+ * returned (true) or `timeout_ms` passed (false). */
+static inline bool wardlock2_observer_wait(const wardlock2_observer_t *observer, int64_t timeout_ms) {
+    return wardlock2_wait_and_drop(wardlock2_observer_subscribe(observer), timeout_ms);
+}
+
+#endif /* WARDLOCK2_NO_ELECTION */
 
 /* ---- several locks at once --------------------------------------------- */
 

@@ -80,6 +80,19 @@ export interface IfAvailableOptions {
 /** Throws `signal.reason` (an `AbortError` when it has none) once aborted. */
 export declare function throwIfAborted(signal: AcquireOptions['signal'] | null): void;
 
+/** The longest single wait of a call honouring a `signal` (`waitInSlices`), in ms. */
+export declare const SIGNAL_SLICE_MS: number;
+
+/** Runs the blocking `attempt(sliceMs)` in slices of at most `sliceMs`
+ * until it returns, `timeoutMs` passed (its `'timeout'` thrown) or `signal`
+ * is aborted (its reason thrown, checked before every slice). */
+export declare function waitInSlices<T>(
+  attempt: (sliceMs: bigint) => T,
+  timeoutMs: bigint | undefined,
+  signal: AcquireOptions['signal'] | null,
+  options?: { sliceMs?: number; now?: () => number },
+): T;
+
 /** A value as the WIT's `list<u8>`: a Uint8Array as it is, a string as UTF-8. */
 export declare function bytesOf(value: Uint8Array | string): Uint8Array;
 

@@ -261,6 +261,35 @@ export function throwIfAborted(signal) {
   throw error;
 }
 
+/** The longest single wait of a call that honours a `signal` by waiting in
+ * slices (`waitInSlices`), in milliseconds. */
+export const SIGNAL_SLICE_MS = 100;
+
+/**
+ * Runs `attempt(sliceMs)`, a blocking call given a timeout in milliseconds
+ * (a BigInt) that throws `LockError` `'timeout'` when it passes, again and
+ * again in slices of at most `sliceMs` until it returns, `timeoutMs` (a
+ * BigInt, or undefined: no limit) has passed (the last slice's `'timeout'`
+ * is thrown) or `signal` is aborted: `throwIfAborted` before every slice,
+ * so an aborted signal throws its reason within one slice. A blocking call
+ * cannot be interrupted, so this is how one honours a signal whose
+ * `aborted` turns true while the guest waits (a grant's `signal`, or any
+ * object with an `aborted` getter). `now` reads a millisecond clock.
+ */
+export function waitInSlices(attempt, timeoutMs, signal, { sliceMs = SIGNAL_SLICE_MS, now = Date.now } = {}) {
+  const deadline = timeoutMs === undefined ? undefined : now() + Number(timeoutMs);
+  for (;;) {
+    throwIfAborted(signal);
+    const left = deadline === undefined ? Infinity : Math.max(0, deadline - now());
+    const slice = Math.min(sliceMs, left);
+    try {
+      return attempt(BigInt(Math.ceil(slice)));
+    } catch (e) {
+      if (!(e instanceof LockError) || e.kind !== Kind.TIMEOUT || slice >= left) throw e;
+    }
+  }
+}
+
 /**
  * The one-lock calls over a WIT version's raw `acquire` and `tryAcquire`,
  * wrapping each granted lock in `GuardClass` (see `wardlock.js` for their

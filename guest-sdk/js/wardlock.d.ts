@@ -11,6 +11,7 @@ import type {
 
 export { Kind, LockError, LockSignal } from './wardlock-core.js';
 export type { AcquireOptions, ErrorKind, Mode, Status } from './wardlock-core.js';
+import type { Status } from './wardlock-core.js';
 
 /** A `wasi:io/poll` pollable, as componentize-js binds it. */
 export interface Pollable extends Disposable {
@@ -154,3 +155,65 @@ export declare function get(name: string, key: string): Entry | undefined;
 /** The keys of lock `name`'s store starting with `prefix` (default `''`),
  * sorted, at most `limit` (default and most 1024). */
 export declare function keys(name: string, prefix?: string, limit?: number): string[];
+
+/** This instance's leadership of an election (0.2.2); disposal resigns. */
+export declare class Leadership extends Handle {
+  /** Strictly greater than every earlier leader's term (a fencing token). */
+  readonly term: bigint;
+  /** The term. */
+  readonly fencingToken: bigint;
+  /** The value this leader proclaims now. */
+  readonly value: string;
+  subscribe(): Pollable;
+  waitLost(timeoutMs?: number | bigint): boolean;
+  /** Replaces the proclaimed value while this leads; throws `'lost'` otherwise. */
+  proclaim(value: string): void;
+  /** A guarded write under the election's name, only while this leads. */
+  put(key: string, value: Uint8Array | string): bigint;
+  /** Steps down; throws `'lost'` if it had been lost, `'released'` the second time. */
+  resign(): void;
+  toJSON(): { name: string; status: Status; fencingToken?: string; term?: string; value?: string };
+}
+
+export interface CampaignOptions {
+  /** Give up with `'timeout'` after this many milliseconds; undefined waits. */
+  timeoutMs?: number | bigint;
+  /** Aborts the campaign (throws its `reason`): checked before it, and with
+   * a signal the campaign waits in slices of at most 100 ms checking it
+   * between them. */
+  signal?: AcquireOptions['signal'];
+}
+
+/** Waits until this instance leads election `name` with `value`. */
+export declare function campaign(name: string, value: string, options?: CampaignOptions): Leadership;
+export declare function withLeadership<R>(name: string, value: string, fn: Scoped<Leadership, R>): R;
+export declare function withLeadership<R>(
+  name: string,
+  value: string,
+  options: CampaignOptions,
+  fn: Scoped<Leadership, R>,
+): R;
+
+/** Who leads an election. */
+export declare class LeaderInfo {
+  readonly owner: string;
+  readonly value: string;
+  readonly term: bigint;
+  toJSON(): { owner: string; value: string; term: string };
+}
+
+/** Who leads election `name` now (undefined: nobody campaigns). */
+export declare function leader(name: string): LeaderInfo | undefined;
+
+/** Follows an election's leader. */
+export declare class Observer implements Disposable {
+  readonly name: string;
+  leader(): LeaderInfo | undefined;
+  /** Ready once the leader differs from the one `leader()` last returned. */
+  subscribe(): Pollable;
+  waitChanged(timeoutMs?: number | bigint): boolean;
+  /** The next change, awaited without blocking the guest. */
+  changed(timeoutMs?: number | bigint, signal?: AcquireOptions['signal']): Promise<boolean>;
+  [Symbol.dispose](): void;
+}
+export declare function observe(name: string): Observer;

@@ -1,8 +1,9 @@
 // JavaScript guest SDK for wardlock (`wardlock:lock@0.2.2`): named,
 // distributed locks with scoped release (`withLock`, `acquire`, `tryAcquire`,
 // as in 0.1.0), plus waiting without blocking, loss notification, several
-// locks at once, semaphores, revocation, contenders and the guarded store
-// (0.2.2: data written only while its lock stands). Guests target a world
+// locks at once, semaphores, revocation, contenders, the guarded store
+// (0.2.2: data written only while its lock stands) and leader election
+// (0.2.2). Guests target a world
 // of 0.2.x (`js-command2` in plugins/wit/command.wit). `wardlock2.js` is
 // another name for this module; `wardlock1.js` is the 0.1.0 edition, for a
 // world of 0.1.0 alone.
@@ -39,6 +40,11 @@
 //     lock.put('count', '7');                 // throws 'lost' if the lock went: nothing written
 //   }
 //
+//   withLeadership('jobs/compactor', 'host-a:8080', (leadership, signal) => {
+//     ...                                     // leader election (0.2.2): signal aborts
+//   });                                       //   once we may no longer lead; resigned
+//   leader('jobs/compactor');                 // { owner, value, term } or undefined
+//
 // Blocking waits use `wasi:io/poll` with a `wasi:clocks/monotonic-clock`
 // timer for the timeout (nothing spins); pollables from `subscribe()` are
 // resources to dispose (`using`) before the handle they belong to. Scoped
@@ -64,6 +70,11 @@ import {
   put as rawPut,
 } from 'wardlock:lock/guarded@0.2.2';
 import {
+  campaign as rawCampaign,
+  leader as rawLeader,
+  observe as rawObserve,
+} from 'wardlock:lock/election@0.2.2';
+import {
   Guard as BaseGuard,
   Handle,
   Kind,
@@ -76,6 +87,7 @@ import {
   optionsAndFn,
   runScoped,
   throwIfAborted,
+  waitInSlices,
 } from './wardlock-core.js';
 
 export { Kind, LockError, LockSignal };
@@ -453,4 +465,197 @@ export function keys(name, prefix = '', limit = 1024) {
     throw new RangeError(`limit must be an integer from 0 to 4294967295, got ${limit}`);
   }
   return call(() => rawKeys(name, prefix, limit));
+}
+
+/** This instance's leadership of an election (`campaign`), held until
+ * `resign()` or disposal (`using`), which resigns. It follows a lock's loss
+ * rules: `status` turns `'lost'` no later than another candidate can win,
+ * `signal` aborts and `check()` throws once it no longer safely leads. */
+export class Leadership extends Handle {
+  constructor(raw) {
+    super(raw);
+    /** The term (a BigInt): strictly greater than every earlier leader's, a
+     * fencing token to hand the resources the leader writes. */
+    this.term = raw.term();
+  }
+
+  /** The term, as `Handle` names a grant's token. */
+  get fencingToken() {
+    return this.term;
+  }
+
+  /** The value this leader proclaims now. */
+  get value() {
+    return this.raw().value();
+  }
+
+  /** A pollable ready once this no longer leads (suspended, lost or
+   * resigned); dispose it before the leadership. */
+  subscribe() {
+    return this.raw().subscribe();
+  }
+
+  /** Waits until this no longer leads (true; `status` says what it is now)
+   * or `timeoutMs` passed (false). */
+  waitLost(timeoutMs) {
+    return waitOn(() => this.raw().subscribe(), timeoutMs);
+  }
+
+  /** Replaces the proclaimed value while this leads (observers see it).
+   * Throws `'lost'` when it no longer leads, `'released'` once resigned,
+   * `'limit-exceeded'` for a value over 4096 bytes. */
+  proclaim(value) {
+    call(() => this.raw().proclaim(value));
+  }
+
+  /** Writes `value` (a Uint8Array, or a string as UTF-8) under `key` in the
+   * election name's guarded store, only while this leads; the write's
+   * revision (a BigInt). Errors as `Guard.put`. */
+  put(key, value) {
+    const bytes = bytesOf(value);
+    return call(() => this.raw().put(key, bytes));
+  }
+
+  /** Steps down now: the next candidate leads. Throws `'lost'` if the
+   * leadership had been lost, `'released'` if resigned already. */
+  resign() {
+    const raw = this.raw();
+    try {
+      call(() => raw.resign());
+    } finally {
+      this[Symbol.dispose]();
+    }
+  }
+
+  /** `resign()`, so `withLeadership` ends a leadership like a guard. */
+  release() {
+    this.resign();
+  }
+
+  /** The name, status, term (a decimal string) and, while it leads, the value. */
+  toJSON() {
+    const json = { name: this.name, status: this.status, term: String(this.term) };
+    if (this.live) json.value = this.value;
+    return json;
+  }
+}
+
+/**
+ * Campaigns for election `name` with `value` (0.2.2): waits until this
+ * instance leads, at most `timeoutMs` (else `'timeout'`; undefined waits
+ * until elected), and returns its `Leadership`. Interoperable with
+ * Curator's `LeaderLatch` on ZooKeeper and `etcdctl elect` on etcd.
+ *
+ * `signal` (an `AbortSignal`, or anything with `aborted` and `reason`), as
+ * `acquire`'s: an aborted signal throws its reason before campaigning. A
+ * blocking campaign cannot be interrupted, so with a signal it campaigns in
+ * slices of at most `SIGNAL_SLICE_MS` (100 ms), checking the signal between
+ * them (`waitInSlices`): a signal whose `aborted` turns true meanwhile (a
+ * grant's `signal`, a getter of your own) ends it within one slice, its
+ * reason thrown. Each slice is a candidacy of its own, so a candidate with a
+ * signal queues again behind whoever campaigned during its last slice.
+ * Errors: `'invalid-name'`, `'denied'` as for locks, `'limit-exceeded'`,
+ * `'unavailable'`.
+ */
+export function campaign(name, value, { timeoutMs, signal } = {}) {
+  throwIfAborted(signal);
+  const run = (sliceMs) => call(() => rawCampaign(name, value, sliceMs));
+  const timeout = millis(timeoutMs);
+  const raw = signal === undefined || signal === null ? run(timeout) : waitInSlices(run, timeout, signal);
+  return new Leadership(raw);
+}
+
+/** Runs `fn(leadership, signal)` leading election `name` with `value` (as
+ * `withLock`: `signal` aborts once it no longer safely leads; it resigns
+ * however `fn` ends, and a leadership lost meanwhile throws `'lost'`).
+ * Options as `campaign`. */
+export function withLeadership(name, value, options, fn) {
+  [options, fn] = optionsAndFn('withLeadership(name, value, [options], fn)', options, fn);
+  return runScoped(campaign(name, value, options), fn);
+}
+
+/** Who leads an election, as `leader` and `Observer.leader` return it. */
+export class LeaderInfo {
+  constructor(raw) {
+    /** Who leads, as the lock service records it. */
+    this.owner = raw.owner;
+    /** The value the leader proclaimed. */
+    this.value = raw.value;
+    /** The leader's term (a BigInt): its fencing token. */
+    this.term = raw.term;
+  }
+
+  /** The leader for `JSON.stringify`, its term as a decimal string. */
+  toJSON() {
+    return { owner: this.owner, value: this.value, term: String(this.term) };
+  }
+}
+
+function leaderInfo(raw) {
+  return raw === undefined ? undefined : new LeaderInfo(raw);
+}
+
+/** Who leads election `name` now (undefined: nobody campaigns). Throws
+ * `'invalid-name'`, `'denied'`, `'unavailable'`. */
+export function leader(name) {
+  return leaderInfo(call(() => rawLeader(name)));
+}
+
+/** Follows an election's leader (`observe`); dispose it (`using`) when done. */
+export class Observer {
+  #raw;
+
+  constructor(raw, name) {
+    this.#raw = raw;
+    /** The election's name. */
+    this.name = name;
+  }
+
+  /** The leader now (undefined: nobody campaigns); `subscribe` compares
+   * against it from then on. Throws `'unavailable'`. */
+  leader() {
+    return leaderInfo(call(() => this.#live().leader()));
+  }
+
+  /** A pollable ready once the leader (or its value or term) differs from
+   * the one `leader()` last returned; dispose it before the observer. */
+  subscribe() {
+    return this.#live().subscribe();
+  }
+
+  /** Waits until the leader differs from the one `leader()` last returned
+   * (true; call `leader()` for the new one) or `timeoutMs` passed (false). */
+  waitChanged(timeoutMs) {
+    return waitOn(() => this.#live().subscribe(), timeoutMs);
+  }
+
+  /** A promise of the next change (true), or false once `timeoutMs`
+   * passed, that lets the guest's other tasks run meanwhile (`whenReady`);
+   * rejects with `signal`'s reason once it is aborted. */
+  async changed(timeoutMs, signal) {
+    const ready = this.subscribe();
+    try {
+      return await whenReady(ready, timeoutMs, signal);
+    } finally {
+      ready[Symbol.dispose]();
+    }
+  }
+
+  /** Drops the observer; a no-op once disposed. */
+  [Symbol.dispose]() {
+    const raw = this.#raw;
+    this.#raw = undefined;
+    raw?.[Symbol.dispose]();
+  }
+
+  #live() {
+    if (this.#raw === undefined) throw new LockError('released');
+    return this.#raw;
+  }
+}
+
+/** An observer of election `name`. Throws `'invalid-name'`, `'denied'`,
+ * `'limit-exceeded'`. */
+export function observe(name) {
+  return new Observer(call(() => rawObserve(name)), name);
 }

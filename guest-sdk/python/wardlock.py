@@ -4,7 +4,9 @@ The one module a guest imports, whatever `wardlock:lock` version its world
 has: on a world of 0.2.x (`command2` in `plugins/wit/command.wit`) it is the
 whole 0.2 API (`wardlock2`: subscriptions, pending locks, several locks at
 once, permits, revocation, contenders, the guarded store:
-`guard.put(key, value)`, `wardlock.get(name, key)`); on a world of 0.1.0
+`guard.put(key, value)`, `wardlock.get(name, key)`, leader election:
+`wardlock.campaign(name, value)`, `wardlock.leader(name)`,
+`wardlock.observe(name)`); on a world of 0.1.0
 alone it is the 0.1.0 API (`wardlock_core`). Code written for 0.1.0 runs
 unchanged on 0.2, and `import wardlock2` keeps working as another name for
 the 0.2 API::

@@ -1,6 +1,7 @@
 """Python guest SDK for `wardlock:lock@0.2.2`: the 0.1.0 API (`wardlock_core`)
 plus waiting without blocking, loss notification, several locks at once,
-semaphores, revocation, contenders and the guarded store. On a world of 0.2.x
+semaphores, revocation, contenders, the guarded store and leader election.
+On a world of 0.2.x
 (`command2` in `plugins/wit/command.wit`) `import wardlock` gives exactly this
 module's API; importing it by this name works too::
 
@@ -28,6 +29,12 @@ module's API; importing it by this name works too::
     with locks.exclusive("orders/42") as lock:   # the guarded store (0.2.2)
         entry = locks.get("orders/42", "count")  # Entry(value, token, revision) or None
         lock.put("count", b"7")                  # raises Lost if the lock went: nothing written
+
+    with locks.campaign("jobs/compactor", "host-a:8080") as leadership:  # leader election (0.2.2)
+        leadership.check()                       # raises Lost once another may lead
+        leadership.put("last-run", b"...")       # a guarded write, as the leader
+    # resigned here: the next candidate leads
+    locks.leader("jobs/compactor")               # LeaderInfo(owner, value, term) or None
 
 Pollables (`subscribe()` results) are `wasi:io/poll` resources: use them in a
 `with` block (or drop them with `__exit__`) before the handle they belong to
@@ -58,12 +65,19 @@ try:  # `guarded` is 0.2.2's; a world of 0.2.0 or 0.2.1 has no such bindings
 except ImportError:
     _guarded = None
 
+try:  # `election` is 0.2.2's too
+    from wit_world.imports import election as _election
+except ImportError:
+    _election = None
+
 __all__ = [
     "Mode", "Status", "Pollable", "Guard", "Pending", "Many", "Permit", "wait", "ready_first",
     "acquire", "exclusive", "shared", "try_acquire", "try_exclusive", "try_shared",
     "acquire_async", "acquire_many", "acquire_permit", "try_acquire_permit",
-    "request_revocation", "contenders", "Contender", "Queue", "Entry", "get", "keys", "LockError", "InvalidName", "Denied", "Timeout", "WouldDeadlock",
-    "Lost", "Released", "LimitExceeded", "Unavailable", "InvalidRequest",
+    "request_revocation", "contenders", "Contender", "Queue", "Entry", "get", "keys",
+    "Leadership", "LeaderInfo", "Observer", "campaign", "leader", "observe",
+    "LockError", "InvalidName", "Denied", "Timeout", "WouldDeadlock", "Lost", "Released",
+    "LimitExceeded", "Unavailable", "InvalidRequest",
 ]
 
 
@@ -329,12 +343,17 @@ class Entry(NamedTuple):
     """The lock service's revision of that write (rises with every write)."""
 
 
+def _imported(module, interface: str, name: str):
+    """The raw binding `name` of `module` (0.2.2's `interface`);
+    `InvalidRequest` on a world without that interface."""
+    if module is None:
+        raise InvalidRequest(f"this guest's world does not import wardlock:lock/{interface}@0.2.2")
+    return getattr(module, name)
+
+
 def _guarded_call(name: str):
-    """The raw `guarded` binding `name`; `InvalidRequest` on a world
-    without 0.2.2's `guarded`."""
-    if _guarded is None:
-        raise InvalidRequest("this guest's world does not import wardlock:lock/guarded@0.2.2")
-    return getattr(_guarded, name)
+    """The raw `guarded` binding `name`."""
+    return _imported(_guarded, "guarded", name)
 
 
 def get(name: str, key: str) -> Optional[Entry]:
@@ -351,3 +370,144 @@ def keys(name: str, prefix: str = "", limit: int = 1024) -> List[str]:
     if not 0 <= limit <= 0xFFFF_FFFF:
         raise ValueError(f"limit must be 0 to 4294967295, got {limit}")
     return list(_checked(_guarded_call("keys"), name, prefix, limit))
+
+
+# ---- leader election (0.2.2) ----------------------------------------------
+
+
+class LeaderInfo(NamedTuple):
+    """Who leads an election (`leader`, `Observer.leader`)."""
+
+    owner: str
+    """Who leads, as the lock service records it."""
+    value: str
+    """The value the leader proclaimed."""
+    term: int
+    """The leader's term (its fencing token)."""
+
+
+def _leader_info(raw) -> Optional[LeaderInfo]:
+    return None if raw is None else LeaderInfo(raw.owner, raw.value, raw.term)
+
+
+class Leadership(Handle):
+    """This instance's leadership of an election (`campaign`), held until
+    `resign()` or the end of its `with` block (which resigns: checked when
+    the block ended normally, quietly when it raised). It follows a lock's
+    loss rules: `status` turns `LOST` no later than another candidate can
+    win, and `check()` raises why it no longer leads."""
+
+    def __init__(self, raw):
+        super().__init__(raw)
+        self.term: int = raw.term()
+        """Strictly greater than every earlier leader's term: a fencing token
+        to hand the resources the leader writes."""
+
+    @property
+    def fencing_token(self) -> int:
+        """The term."""
+        return self.term
+
+    @property
+    def value(self) -> str:
+        """The value this leader proclaims now."""
+        return self._handle().value()
+
+    def subscribe(self) -> Pollable:
+        """A pollable ready once this no longer leads (suspended, lost or
+        resigned). Drop it (`with`) before the leadership."""
+        return self._handle().subscribe()
+
+    def wait_lost(self, timeout: Optional[float] = None) -> bool:
+        """Waits until this no longer leads (True; `status` says what it is
+        now) or `timeout` seconds passed (False)."""
+        return _wait_on(self._handle().subscribe, timeout)
+
+    def proclaim(self, value: str) -> None:
+        """Replaces the proclaimed value while this leads (observers see it).
+        Raises `Lost` when it no longer leads, `Released` once resigned,
+        `LimitExceeded` for a value over 4096 bytes."""
+        _checked(self._handle().proclaim, value)
+
+    def put(self, key: str, value: bytes) -> int:
+        """Writes `value` under `key` in the election name's guarded store,
+        only while this leads; the write's revision. Errors as `Guard.put`."""
+        return _checked(self._handle().put, key, bytes(value))
+
+    def resign(self) -> None:
+        """Steps down now: the next candidate leads. Raises `Lost` if the
+        leadership had been lost, `Released` if resigned already."""
+        raw = self._handle()
+        try:
+            _checked(raw.resign)
+        finally:
+            self._drop()
+
+    release = resign
+
+    def __repr__(self) -> str:
+        return f"<wardlock2.Leadership {self.name!r} term {self.term} {self.status.name.lower()}>"
+
+
+class Observer:
+    """Follows an election's leader (`observe`); leaving its `with` block
+    (or `close()`) drops it."""
+
+    def __init__(self, raw, name: str):
+        self._raw = raw
+        self.name: str = name
+
+    def leader(self) -> Optional[LeaderInfo]:
+        """The leader now (None: nobody campaigns); `subscribe` compares
+        against it from then on. Raises `Unavailable`."""
+        return _leader_info(_checked(self._live().leader))
+
+    def subscribe(self) -> Pollable:
+        """A pollable ready once the leader (or its value or term) differs
+        from the one `leader()` last returned. Drop it before the observer."""
+        return self._live().subscribe()
+
+    def wait_changed(self, timeout: Optional[float] = None) -> bool:
+        """Waits until the leader differs from the one `leader()` last
+        returned (True; call `leader()` for the new one) or `timeout`
+        seconds passed (False)."""
+        return _wait_on(self._live().subscribe, timeout)
+
+    def close(self) -> None:
+        """Drops the observer; a no-op once closed."""
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            raw.__exit__(None, None, None)
+
+    def __enter__(self) -> "Observer":
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        self.close()
+
+    def _live(self):
+        if self._raw is None:
+            raise Released()
+        return self._raw
+
+
+def campaign(name: str, value: str, timeout: Optional[float] = None) -> Leadership:
+    """Campaigns for election `name` with `value` (0.2.2): waits until this
+    instance leads (at most `timeout` seconds, else `Timeout`; None waits
+    until elected). Interoperable with Curator's `LeaderLatch` on ZooKeeper
+    and `etcdctl elect` on etcd. Raises `InvalidName`, `Denied` as for
+    locks, `LimitExceeded`, `Unavailable`."""
+    return Leadership(_checked(_imported(_election, "election", "campaign"), name, value,
+                               _millis(timeout)))
+
+
+def leader(name: str) -> Optional[LeaderInfo]:
+    """Who leads election `name` now (None: nobody campaigns). Raises
+    `InvalidName`, `Denied`, `Unavailable`."""
+    return _leader_info(_checked(_imported(_election, "election", "leader"), name))
+
+
+def observe(name: str) -> Observer:
+    """An observer of election `name`. Raises `InvalidName`, `Denied`,
+    `LimitExceeded`."""
+    return Observer(_checked(_imported(_election, "election", "observe"), name), name)

@@ -20,8 +20,10 @@ subprocesses or signals (WASI guests have none of those through asyncio).
 Lock calls are `wardlock2`'s; this module adds `await`-able forms:
 `acquire`/`exclusive`/`shared` (async context managers yielding a `Guard`)
 and `ready(pollable)` for any `subscribe()` result, e.g.
-`await alocks.ready(lock.subscribe())` to wait for a loss. (Semaphore
-permits have no queued form in the WIT yet: `wardlock2.acquire_permit` blocks.)
+`await alocks.ready(lock.subscribe())` to wait for a loss, and
+`changed(observer)` for an election's next leader. (Semaphore permits and
+campaigns have no queued form in the WIT yet: `wardlock2.acquire_permit` and
+`wardlock2.campaign` block.)
 """
 
 import asyncio
@@ -38,7 +40,7 @@ from wit_world.imports.poll import Pollable
 
 T = TypeVar("T")
 
-__all__ = ["PollLoop", "run", "ready", "acquire", "exclusive", "shared"]
+__all__ = ["PollLoop", "run", "ready", "changed", "acquire", "exclusive", "shared"]
 
 
 class PollLoop(asyncio.AbstractEventLoop):
@@ -175,6 +177,14 @@ async def ready(pollable: Pollable) -> None:
     if not isinstance(loop, PollLoop):
         raise RuntimeError("wardlock_asyncio.ready needs wardlock_asyncio.run's loop")
     await loop.wait_pollable(pollable)
+
+
+async def changed(observer: locks.Observer) -> None:
+    """Waits until `observer`'s election has another leader (or value, or
+    term) than the one `observer.leader()` last returned, letting other tasks
+    run meanwhile; call `observer.leader()` for it."""
+    with observer.subscribe() as pollable:
+        await ready(pollable)
 
 
 class _Acquire:

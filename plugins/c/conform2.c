@@ -12,10 +12,13 @@
  * `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation (`revoke
  * NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`;
  * the guarded store (`put N KEY VALUE`, `del N KEY`, `read NAME KEY`, `keys
- * NAME PREFIX LIMIT`, lockctl2's guarded.rs). An error line is `err <kind>` or
- * `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
- * exits with code 2. At most MAX_HANDLES handles, MAX_PENDING pending locks
- * and MAX_SPECS locks per `many`. */
+ * NAME PREFIX LIMIT`, lockctl2's guarded.rs); leader election (`campaign
+ * NAME VALUE TIMEOUT`, `leader NAME`, `lstatus L`, `proclaim L VALUE`, `lput
+ * L KEY VALUE`, `resign L`, `observe NAME`, `oleader O`, `owait O MS`,
+ * lockctl2's election.rs). An error line is `err <kind>` or `err <kind>:
+ * <text>`. A malformed command prints `bad-command: ...` and exits with code
+ * 2. At most MAX_HANDLES handles, MAX_PENDING pending locks, MAX_SPECS locks
+ * per `many`, MAX_ELECTIONS leaderships and as many observers. */
 
 #include "wardlock_v2.h"
 
@@ -27,6 +30,7 @@
 #define MAX_PENDING 64
 #define MAX_SPECS 16
 #define MAX_PERMITS 64
+#define MAX_ELECTIONS 64
 #define MAX_WORDS (MAX_SPECS + 4)
 
 static const char WHO[] = "conform2";
@@ -37,6 +41,10 @@ static wardlock2_pending_t pendings[MAX_PENDING];
 static size_t pending_count;
 static wardlock2_permit_t permits[MAX_PERMITS];
 static size_t permit_count;
+static wardlock2_leadership_t leaderships[MAX_ELECTIONS];
+static size_t leadership_count;
+static wardlock2_observer_t observers[MAX_ELECTIONS];
+static size_t observer_count;
 
 /* One output line. */
 static char line[4096];
@@ -396,8 +404,115 @@ static bool execute_guarded(char **words, size_t n) {
     return false;
 }
 
+/* `lN` or `oN` (the letter `prefix`) to an index below `count`. */
+static bool election_index(const char *word, char prefix, size_t count, size_t *at) {
+    return *word == prefix && index_of(word + 1, count, at);
+}
+
+/* `none` or `<VALUE> term=<T>` for a leader call's outcome, as lockctl2
+ * prints it; frees what the call filled in. */
+static void leader_line(bool ok, bool found, wardlock2_leader_info_t *info, wardlock2_error_t *err) {
+    if (!ok) {
+        error_line(err);
+    } else if (!found) {
+        snprintf(line, sizeof line, "none");
+    } else {
+        snprintf(line, sizeof line, "%.*s term=%" PRIu64, (int)info->value.len, (const char *)info->value.ptr,
+                 info->term);
+        wardlock2_leader_info_free(info);
+    }
+}
+
+/* Leader election's commands (lockctl2's election.rs); false when `words`
+ * is none of them or malformed. */
+static bool execute_election(char **words, size_t n) {
+    wardlock2_error_t err;
+    wardlock2_leader_info_t info;
+    bool found, ok;
+    size_t at;
+    int64_t timeout;
+    const char *command = words[0];
+    if (!strcmp(command, "campaign") && n == 4) {
+        if (!timeout_of(words[3], &timeout))
+            return false;
+        if (leadership_count == MAX_ELECTIONS) {
+            snprintf(line, sizeof line, "err too-many-leaderships");
+            return true;
+        }
+        wardlock2_leadership_t *leadership = &leaderships[leadership_count];
+        if (wardlock2_campaign(words[1], words[2], timeout, leadership, &err))
+            snprintf(line, sizeof line, "l%zu term=%" PRIu64, ++leadership_count,
+                     wardlock2_leadership_term(leadership));
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "leader") && n == 2) {
+        ok = wardlock2_leader(words[1], &info, &found, &err);
+        leader_line(ok, found, &info, &err);
+        return true;
+    }
+    bool leadership_command = (!strcmp(command, "lstatus") && n == 2) || (!strcmp(command, "proclaim") && n == 3) ||
+                              (!strcmp(command, "lput") && n == 4) || (!strcmp(command, "resign") && n == 2);
+    if (leadership_command) {
+        if (!election_index(words[1], 'l', leadership_count, &at)) {
+            snprintf(line, sizeof line, "err no-such-leadership");
+            return true;
+        }
+        wardlock2_leadership_t *leadership = &leaderships[at];
+        uint64_t revision = 0;
+        if (!strcmp(command, "lstatus")) {
+            snprintf(line, sizeof line, "%s", wardlock2_status_name(wardlock2_leadership_status(leadership)));
+            return true;
+        }
+        if (!strcmp(command, "lput"))
+            ok = wardlock2_leadership_put(leadership, words[2], words[3], strlen(words[3]), &revision, &err);
+        else if (!strcmp(command, "proclaim"))
+            ok = wardlock2_leadership_proclaim(leadership, words[2], &err);
+        else
+            ok = wardlock2_leadership_resign(leadership, &err);
+        if (!ok)
+            error_line(&err); /* `released` once resigned */
+        else if (!strcmp(command, "lput"))
+            snprintf(line, sizeof line, "rev=%" PRIu64, revision);
+        else
+            snprintf(line, sizeof line, "ok");
+        return true;
+    }
+    if (!strcmp(command, "observe") && n == 2) {
+        if (observer_count == MAX_ELECTIONS) {
+            snprintf(line, sizeof line, "err too-many-observers");
+            return true;
+        }
+        if (wardlock2_observe(words[1], &observers[observer_count], &err))
+            snprintf(line, sizeof line, "o%zu", ++observer_count);
+        else
+            error_line(&err);
+        return true;
+    }
+    if (!strcmp(command, "oleader") && n == 2) {
+        if (!election_index(words[1], 'o', observer_count, &at)) {
+            snprintf(line, sizeof line, "err no-such-observer");
+            return true;
+        }
+        ok = wardlock2_observer_leader(&observers[at], &info, &found, &err);
+        leader_line(ok, found, &info, &err);
+        return true;
+    }
+    if (!strcmp(command, "owait") && n == 3) {
+        if (!timeout_of(words[2], &timeout) || timeout < 0)
+            return false;
+        if (!election_index(words[1], 'o', observer_count, &at))
+            snprintf(line, sizeof line, "err no-such-observer");
+        else
+            snprintf(line, sizeof line, "%s", wardlock2_observer_wait(&observers[at], timeout) ? "changed" : "timer");
+        return true;
+    }
+    return false;
+}
+
 static bool execute(char **words, size_t n) {
-    if (execute_permit(words, n) || execute_guarded(words, n))
+    if (execute_permit(words, n) || execute_guarded(words, n) || execute_election(words, n))
         return true;
     wardlock2_error_t err;
     wardlock2_mode_t mode;

@@ -12,7 +12,10 @@
 // `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
 // (`revoke NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`;
 // the guarded store (`put N KEY VALUE`, `del N KEY`, `read NAME KEY`, `keys
-// NAME PREFIX LIMIT`, lockctl2's guarded.rs). An error line is `err <kind>` or
+// NAME PREFIX LIMIT`, lockctl2's guarded.rs); leader election (`campaign
+// NAME VALUE TIMEOUT`, `leader NAME`, `lstatus L`, `proclaim L VALUE`, `lput
+// L KEY VALUE`, `resign L`, `observe NAME`, `oleader O`, `owait O MS`,
+// lockctl2's election.rs). An error line is `err <kind>` or
 // `err <kind>: <text>`. A malformed command prints `bad-command: ...` and
 // ends the guest with an error.
 
@@ -24,9 +27,12 @@ import {
   acquireAsync,
   acquireMany,
   acquirePermit,
+  campaign,
   contenders,
   get,
   keys,
+  leader,
+  observe,
   requestRevocation,
   tryAcquire,
   tryAcquirePermit,
@@ -41,9 +47,11 @@ const MODES = { x: 'exclusive', exclusive: 'exclusive', s: 'shared', shared: 'sh
 const guards = []; // handle hN is guards[N - 1]; undefined once dropped
 const pendings = []; // pending lock pN is pendings[N - 1]
 const permits = []; // permit qN is permits[N - 1]
+const leaderships = []; // leadership lN is leaderships[N - 1]
+const observers = []; // observer oN is observers[N - 1]
 
-function index(word) {
-  const n = Number(word.replace(/^[hpq]/, ''));
+function index(word, prefix = /^[hpq]/) {
+  const n = Number(word.replace(prefix, ''));
   if (!Number.isInteger(n) || n < 1) throw new BadCommand();
   return n - 1;
 }
@@ -203,8 +211,69 @@ function executeGuarded(command, args) {
   return undefined;
 }
 
+/** `none` or `<VALUE> term=<T>`, as lockctl2 prints a leader. */
+function leaderLine(info) {
+  return info === undefined ? 'none' : `${info.value} term=${info.term}`;
+}
+
+/** `fn(leadership)`'s line for leadership `word`, or its error line. */
+function withLeadershipOf(word, fn) {
+  const leadership = leaderships[index(word, /^l/)];
+  if (leadership === undefined) return 'err no-such-leadership';
+  return lockLine(() => fn(leadership));
+}
+
+/** Leader election's commands (lockctl2's election.rs). */
+function executeElection(command, args) {
+  switch (`${command}/${args.length}`) {
+    case 'campaign/3': {
+      const [name, value, timeout] = args;
+      const timeoutMs = timeoutOf(timeout);
+      return lockLine(() => {
+        const leadership = campaign(name, value, { timeoutMs });
+        leaderships.push(leadership);
+        return `l${leaderships.length} term=${leadership.term}`;
+      });
+    }
+    case 'leader/1':
+      return lockLine(() => leaderLine(leader(args[0])));
+    case 'lstatus/1':
+      return withLeadershipOf(args[0], (leadership) => leadership.status);
+    case 'proclaim/2':
+      return withLeadershipOf(args[0], (leadership) => {
+        leadership.proclaim(args[1]);
+        return 'ok';
+      });
+    case 'lput/3':
+      return withLeadershipOf(args[0], (leadership) => `rev=${leadership.put(args[1], args[2])}`);
+    case 'resign/1':
+      return withLeadershipOf(args[0], (leadership) => {
+        leadership.resign();
+        return 'ok';
+      });
+    case 'observe/1':
+      return lockLine(() => {
+        observers.push(observe(args[0]));
+        return `o${observers.length}`;
+      });
+    case 'oleader/1': {
+      const observer = observers[index(args[0], /^o/)];
+      if (observer === undefined) return 'err no-such-observer';
+      return lockLine(() => leaderLine(observer.leader()));
+    }
+    case 'owait/2': {
+      const timeoutMs = timeoutOf(args[1]);
+      if (timeoutMs === undefined) throw new BadCommand();
+      const observer = observers[index(args[0], /^o/)];
+      if (observer === undefined) return 'err no-such-observer';
+      return observer.waitChanged(timeoutMs) ? 'changed' : 'timer';
+    }
+  }
+  return undefined;
+}
+
 function execute([command, ...args]) {
-  const line = executePermit(command, args) ?? executeGuarded(command, args);
+  const line = executePermit(command, args) ?? executeGuarded(command, args) ?? executeElection(command, args);
   if (line !== undefined) return line;
   switch (`${command}/${args.length}`) {
     case 'acquire/3': {

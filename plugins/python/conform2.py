@@ -12,8 +12,10 @@ PERMITS NAME`, `release-permit Q`, `permit-status Q`,
 `loop-permit COUNT PERMITS TIMEOUT HOLD_MS NAME`) and revocation
 (`revoke NAME`, `revoked N`, `await-revocation N ACK MS`), `contenders NAME LIMIT`;
 the guarded store (`put N KEY VALUE`, `del N KEY`, `read NAME KEY`, `keys NAME
-PREFIX LIMIT`, lockctl2's guarded.rs). An error line is `err <kind>` or
-`err <kind>: <text>`. A malformed command prints `bad-command: ...` and exits
+PREFIX LIMIT`, lockctl2's guarded.rs); leader election (`campaign NAME VALUE
+TIMEOUT`, `leader NAME`, `lstatus L`, `proclaim L VALUE`, `lput L KEY VALUE`,
+`resign L`, `observe NAME`, `oleader O`, `owait O MS`, lockctl2's
+election.rs). An error line is `err <kind>` or `err <kind>: <text>`. A malformed command prints `bad-command: ...` and exits
 with code 2.
 
 Build: plugins/build-languages.sh (componentize-py, world `command2`).
@@ -42,6 +44,8 @@ class State:
         self.guards = []    # handle N is guards[N - 1]; None once dropped
         self.pending = []   # pending lock pN is pending[N - 1]
         self.permits = []   # permit qN is permits[N - 1]; None once dropped
+        self.leaderships = []  # leadership lN is leaderships[N - 1]
+        self.observers = []    # observer oN is observers[N - 1]
 
     def push(self, guard) -> int:
         self.guards.append(guard)
@@ -57,8 +61,15 @@ class State:
         return _slot(self.permits, word)
 
 
-def _slot(items, word: str):
-    number = int(word.lstrip("hpq"))
+    def leadership(self, word: str):
+        return _slot(self.leaderships, word, "l")
+
+    def observer(self, word: str):
+        return _slot(self.observers, word, "o")
+
+
+def _slot(items, word: str, prefix: str = "hpq"):
+    number = int(word.lstrip(prefix))
     if number < 1:
         raise BadCommand()
     return items[number - 1] if number <= len(items) else None
@@ -224,6 +235,69 @@ def execute_guarded(words, state: State):
     return None
 
 
+def leader_line(leader) -> str:
+    """`none` or `<VALUE> term=<T>`, as lockctl2 prints a leader."""
+    return "none" if leader is None else f"{leader.value} term={leader.term}"
+
+
+def leadership_call(state: State, l: str, call) -> str:
+    """`call(leadership)`'s line for leadership `l`, or its error line."""
+    leadership = state.leadership(l)
+    if leadership is None:
+        return "err no-such-leadership"
+    try:
+        return call(leadership)
+    except locks.LockError as e:
+        return err(e)
+
+
+def execute_election(words, state: State):
+    """Leader election's commands (lockctl2's election.rs); None when
+    `words` is none of them."""
+    match words:
+        case ["campaign", name, value, timeout]:
+            try:
+                leadership = locks.campaign(name, value, timeout_of(timeout))
+            except locks.LockError as e:
+                return err(e)
+            state.leaderships.append(leadership)
+            return f"l{len(state.leaderships)} term={leadership.term}"
+        case ["leader", name]:
+            try:
+                return leader_line(locks.leader(name))
+            except locks.LockError as e:
+                return err(e)
+        case ["lstatus", l]:
+            return leadership_call(state, l, lambda leadership: STATUS[leadership.status])
+        case ["proclaim", l, value]:
+            return leadership_call(state, l, lambda leadership: leadership.proclaim(value) or "ok")
+        case ["lput", l, key, value]:
+            return leadership_call(state, l, lambda leadership: f"rev={leadership.put(key, value.encode())}")
+        case ["resign", l]:
+            return leadership_call(state, l, lambda leadership: leadership.resign() or "ok")
+        case ["observe", name]:
+            try:
+                state.observers.append(locks.observe(name))
+            except locks.LockError as e:
+                return err(e)
+            return f"o{len(state.observers)}"
+        case ["oleader", o]:
+            observer = state.observer(o)
+            if observer is None:
+                return "err no-such-observer"
+            try:
+                return leader_line(observer.leader())
+            except locks.LockError as e:
+                return err(e)
+        case ["owait", o, ms]:
+            millis = int(ms)
+            observer = state.observer(o)
+            if observer is None:
+                return "err no-such-observer"
+            return "changed" if observer.wait_changed(millis / 1000) else "timer"
+    return None
+
+
 def take_ack(state: State, ack: str) -> None:
     """Takes the lock ACK if free, keeping it as the next handle: the host
     watches for the request, so it learns at once that the guest woke."""
@@ -260,6 +334,8 @@ def execute(words, state: State) -> str:
     line = execute_permit(words, state)
     if line is None:
         line = execute_guarded(words, state)
+    if line is None:
+        line = execute_election(words, state)
     if line is not None:
         return line
     match words:

@@ -17,7 +17,8 @@
 //! a holder waiting on its revocation pollable to the asker; `contenders`
 //! listing who holds and who waits; the guarded store (0.2.2) written through
 //! an exclusive guard and refused through a released, a shared or (memory:
-//! an injected expiry) a lost one.
+//! an injected expiry) a lost one; leader election (0.2.2) handed between a
+//! native candidate and the guest, followed by the guest's observer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -681,6 +682,125 @@ pub async fn guarded_store_writes_under_the_lock(s: &Subject, speaker: Speaker) 
     s.probe.wait_len(&shared, 0).await;
 }
 
+/// The number after `key=` in `line` (a term, token or revision).
+fn number_after(line: &str, key: &str) -> u64 {
+    line.split(key)
+        .nth(1)
+        .and_then(|n| n.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number after {key:?}: {line:?}"))
+}
+
+/// Leader election (0.2.2) through each SDK's calls (`campaign`, `leader`,
+/// `observe`, the leadership's `term`, `status`, `proclaim`, `put`,
+/// `resign`, the observer's `leader` and `subscribe`), beside a native
+/// candidate of the same engine: while it leads, the guest sees it (value
+/// and term) and a campaign with a timeout times out; its proclaimed value
+/// wakes the guest's observer (gated, so the change comes after the
+/// observer's read), and so does its resignation (nobody leads); the guest
+/// then leads with a higher term, proclaims, writes the election's store
+/// (read back with its term as the token), resigns (twice: `released`, as
+/// are calls after it), and nobody leads. The whole output is compared,
+/// so every language prints the same lines.
+pub async fn election_between_a_native_candidate_and_the_guest(s: &Subject, speaker: Speaker) {
+    let [election, gate1, gate2] = ["election", "egate1", "egate2"].map(|l| speaker.lock(l));
+    let native = s.backend.open_session("native");
+    let lead = native
+        .campaign(&name(&election), "native", Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("the native candidate leads");
+    let (gates, first_gate) = hold(&*s.backend, &gate1, Mode::Exclusive).await;
+    let second_gate = gates
+        .acquire(&name(&gate2), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("second gate");
+    let commands = [
+        format!("leader {election}"),
+        format!("observe {election}"),
+        "oleader o1".to_string(),
+        format!("campaign {election} early 50"),
+        format!("acquire x - {gate1}"),
+        "owait o1 10000".to_string(),
+        "oleader o1".to_string(),
+        "owait o1 50".to_string(),
+        format!("acquire x - {gate2}"),
+        "owait o1 10000".to_string(),
+        "oleader o1".to_string(),
+        format!("campaign {election} beta -"),
+        format!("leader {election}"),
+        "proclaim l1 beta-2".to_string(),
+        "oleader o1".to_string(),
+        "lput l1 epoch one".to_string(),
+        format!("read {election} epoch"),
+        "lstatus l1".to_string(),
+        "resign l1".to_string(),
+        "resign l1".to_string(),
+        "proclaim l1 ghost".to_string(),
+        "lput l1 k v".to_string(),
+        "lstatus l1".to_string(),
+        format!("leader {election}"),
+        "lstatus l2".to_string(),
+        "oleader o2".to_string(),
+        "campaign ../bad x -".to_string(),
+    ];
+    let guest = spawn(s, speaker, &commands);
+    // Parked at the first gate, after its observer read the leader: the
+    // native leader proclaims; at the second, it resigns.
+    s.probe.wait_len(&gate1, 2).await;
+    native
+        .proclaim(lead.id, "native-2")
+        .await
+        .expect("native proclaim");
+    gates.release(first_gate.id).expect("open the first gate");
+    s.probe.wait_len(&gate2, 2).await;
+    native.release(lead.id).expect("native resign");
+    gates.release(second_gate.id).expect("open the second gate");
+    let out = finished(guest).await;
+    assert_eq!(out.len(), commands.len(), "{out:?}");
+
+    let native_term = lead.token;
+    let term = number_after(&out[11], "term=");
+    assert!(term > native_term, "terms rise: {native_term} then {out:?}");
+    let revision = number_after(&out[15], "rev=");
+    let expected = [
+        format!("native term={native_term}"),
+        "o1".to_string(),
+        format!("native term={native_term}"),
+        "err timeout".to_string(),
+        format!("h1 token={}", number_after(&out[4], "token=")),
+        "changed".to_string(),
+        format!("native-2 term={native_term}"),
+        "timer".to_string(),
+        format!("h2 token={}", number_after(&out[8], "token=")),
+        "changed".to_string(),
+        "none".to_string(),
+        format!("l1 term={term}"),
+        format!("beta term={term}"),
+        "ok".to_string(),
+        format!("beta-2 term={term}"),
+        format!("rev={revision}"),
+        format!("one token={term} rev={revision}"),
+        "held".to_string(),
+        "ok".to_string(),
+        "err released".to_string(),
+        "err released".to_string(),
+        "err released".to_string(),
+        "released".to_string(),
+        "none".to_string(),
+        "err no-such-leadership".to_string(),
+        "err no-such-observer".to_string(),
+    ];
+    assert_eq!(out[..expected.len()], expected, "{out:?}");
+    assert!(out[26].starts_with("err invalid-name: "), "{out:?}");
+    assert_eq!(
+        native.leader(&name(&election)).await,
+        Ok(None),
+        "nobody leads"
+    );
+    s.probe.wait_len(&gate1, 0).await;
+    s.probe.wait_len(&gate2, 0).await;
+}
+
 /// A put through a guard whose lock was lost (an injected expiry, seen by
 /// the guest through `subscribe`) fails with the language's `lost` error and
 /// writes nothing: `err lost`, then the key reads `none`, as does a delete.
@@ -714,6 +834,7 @@ macro_rules! scenarios {
             revocation_hands_the_lock_over,
             contenders_list_the_queue,
             guarded_store_writes_under_the_lock,
+            election_between_a_native_candidate_and_the_guest,
         );
     };
 }

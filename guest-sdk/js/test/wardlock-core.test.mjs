@@ -5,7 +5,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { Guard, Kind, LockError, bytesOf, lockApi, millis, runScoped } from '../wardlock-core.js';
+import {
+  Guard,
+  Kind,
+  LockError,
+  bytesOf,
+  lockApi,
+  millis,
+  runScoped,
+  waitInSlices,
+} from '../wardlock-core.js';
 
 /** A stand-in for a raw `lock` resource: counts releases and drops. */
 function rawLock(name, { lost = false } = {}) {
@@ -170,4 +179,71 @@ test('a guarded value is a Uint8Array as it is or a string as UTF-8', () => {
   for (const bad of [undefined, null, 7, 7n, [1, 2], new ArrayBuffer(2)]) {
     assert.throws(() => bytesOf(bad), TypeError, String(bad));
   }
+});
+
+/** A blocking call on a fake clock: each attempt takes its whole slice and
+ * times out, until `grantAt` (ms) falls within one; `slices` lists them. */
+function sliced({ grantAt = Infinity, fail } = {}) {
+  let clock = 1000;
+  const slices = [];
+  const attempt = (sliceMs) => {
+    slices.push(sliceMs);
+    if (fail !== undefined) throw fail;
+    const start = clock - 1000;
+    if (grantAt <= start + Number(sliceMs)) {
+      clock = 1000 + grantAt;
+      return 'leader';
+    }
+    clock += Number(sliceMs);
+    throw new LockError(Kind.TIMEOUT);
+  };
+  return { attempt, slices, now: () => clock };
+}
+
+test('a call honouring a signal waits in slices until it returns', () => {
+  const { attempt, slices, now } = sliced({ grantAt: 250 });
+  const signal = { aborted: false };
+  assert.equal(waitInSlices(attempt, undefined, signal, { sliceMs: 100, now }), 'leader');
+  assert.deepEqual(slices, [100n, 100n, 100n]);
+});
+
+test('a signal aborted while a slice waits throws its reason after that slice', () => {
+  const { attempt, slices, now } = sliced();
+  const reason = new Error('shutting down');
+  const signal = {
+    get aborted() {
+      return slices.length >= 2;
+    },
+    reason,
+  };
+  assert.throws(() => waitInSlices(attempt, undefined, signal, { sliceMs: 100, now }), (e) => e === reason);
+  assert.deepEqual(slices, [100n, 100n], 'no slice after the abort');
+});
+
+test('an already aborted signal throws before any wait, an AbortError without a reason', () => {
+  const { attempt, slices, now } = sliced({ grantAt: 0 });
+  assert.throws(
+    () => waitInSlices(attempt, undefined, { aborted: true }, { now }),
+    (e) => e.name === 'AbortError',
+  );
+  assert.deepEqual(slices, []);
+});
+
+test('slices stop at the timeout: the last is cut to what is left, its timeout thrown', () => {
+  const { attempt, slices, now } = sliced();
+  assert.throws(
+    () => waitInSlices(attempt, 250n, { aborted: false }, { sliceMs: 100, now }),
+    (e) => e instanceof LockError && e.kind === Kind.TIMEOUT,
+  );
+  assert.deepEqual(slices, [100n, 100n, 50n]);
+  const zero = sliced();
+  assert.throws(() => waitInSlices(zero.attempt, 0n, undefined, { now: zero.now }), LockError);
+  assert.deepEqual(zero.slices, [0n], 'a zero timeout tries once');
+});
+
+test('an error other than a timeout ends the slices at once', () => {
+  const denied = new LockError(Kind.DENIED, 'no');
+  const { attempt, slices, now } = sliced({ fail: denied });
+  assert.throws(() => waitInSlices(attempt, undefined, { aborted: false }, { now }), (e) => e === denied);
+  assert.deepEqual(slices, [100n], 'the default slice is 100 ms');
 });
