@@ -24,6 +24,7 @@ mod conform2;
 mod conformance;
 mod deadlines;
 mod election;
+mod election_etcd;
 mod election_zookeeper;
 mod embedding;
 mod etcd;

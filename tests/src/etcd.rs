@@ -290,32 +290,59 @@ impl Drop for EtcdServer {
 /// An `etcdctl lock NAME` process: holds the lock from the moment it prints
 /// the key it created until it is stopped.
 pub struct EtcdctlLock {
+    process: Etcdctl,
+}
+
+/// An etcdctl process this test spawned (killed when dropped) and the lines
+/// it prints.
+struct Etcdctl {
     child: tokio::process::Child,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
 }
 
-impl EtcdctlLock {
-    /// Starts `etcdctl lock name` against `server` (it may wait for the lock).
-    pub fn spawn(server: &EtcdServer, name: &str) -> EtcdctlLock {
+impl Etcdctl {
+    /// Starts `etcdctl args...` against `server`, its stdout piped.
+    fn spawn(server: &EtcdServer, args: &[&str]) -> Etcdctl {
         let mut child = server
             .etcdctl()
-            .args(["lock", name])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .expect("start etcdctl lock");
+            .unwrap_or_else(|e| panic!("start etcdctl {args:?}: {e}"));
         let stdout = child.stdout.take().expect("stdout");
-        EtcdctlLock {
+        Etcdctl {
             child,
             lines: BufReader::new(stdout).lines(),
         }
     }
 
+    /// Stops it with SIGINT, as a user's Ctrl-C (etcdctl lets go of what it
+    /// holds first), and waits for it to exit (bounded).
+    async fn interrupt(mut self) {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: the PID of the child this test spawned and still owns.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGINT);
+            }
+        }
+        let _ = tokio::time::timeout(TEST_WAIT_LIMIT, self.child.wait()).await;
+    }
+}
+
+impl EtcdctlLock {
+    /// Starts `etcdctl lock name` against `server` (it may wait for the lock).
+    pub fn spawn(server: &EtcdServer, name: &str) -> EtcdctlLock {
+        EtcdctlLock {
+            process: Etcdctl::spawn(server, &["lock", name]),
+        }
+    }
+
     /// Waits until etcdctl holds the lock; returns the key it printed.
     pub async fn held(&mut self) -> String {
-        tokio::time::timeout(TEST_WAIT_LIMIT, self.lines.next_line())
+        tokio::time::timeout(TEST_WAIT_LIMIT, self.process.lines.next_line())
             .await
             .expect("etcdctl got the lock in time")
             .expect("read etcdctl")
@@ -325,20 +352,78 @@ impl EtcdctlLock {
     /// Whether etcdctl reports holding the lock within `within`.
     pub async fn holds_within(&mut self, within: Duration) -> bool {
         matches!(
-            tokio::time::timeout(within, self.lines.next_line()).await,
+            tokio::time::timeout(within, self.process.lines.next_line()).await,
             Ok(Ok(Some(_)))
         )
     }
 
     /// Stops etcdctl (SIGINT, as a user's Ctrl-C: it releases the lock).
-    pub async fn release(mut self) {
-        if let Some(pid) = self.child.id() {
-            // SAFETY: the PID of the child this test spawned and still owns.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGINT);
-            }
+    pub async fn release(self) {
+        self.process.interrupt().await;
+    }
+}
+
+/// An `etcdctl elect` process: a candidate (`etcdctl elect NAME PROPOSAL`,
+/// which prints its key and value once elected and resigns on SIGINT) or an
+/// observer (`etcdctl elect -l NAME`, which prints the leader's key and value
+/// each time either changes).
+pub struct EtcdctlElect {
+    process: Etcdctl,
+}
+
+impl EtcdctlElect {
+    /// Starts `etcdctl elect name proposal` against `server` (it may wait).
+    pub fn campaign(server: &EtcdServer, name: &str, proposal: &str) -> EtcdctlElect {
+        EtcdctlElect::spawn(server, &[name, proposal])
+    }
+
+    /// Starts `etcdctl elect -l name` against `server`.
+    pub fn observe(server: &EtcdServer, name: &str) -> EtcdctlElect {
+        EtcdctlElect::spawn(server, &["-l", name])
+    }
+
+    fn spawn(server: &EtcdServer, args: &[&str]) -> EtcdctlElect {
+        let args: Vec<&str> = std::iter::once("elect")
+            .chain(args.iter().copied())
+            .collect();
+        EtcdctlElect {
+            process: Etcdctl::spawn(server, &args),
         }
-        let _ = tokio::time::timeout(TEST_WAIT_LIMIT, self.child.wait()).await;
+    }
+
+    /// The next key and value etcdctl prints (a candidate: once elected; an
+    /// observer: the leader, at start and on each change), within the
+    /// test's limit.
+    ///
+    /// # Panics
+    /// When nothing is printed in time, or etcdctl exits.
+    pub async fn next(&mut self) -> (String, String) {
+        let mut line = async || {
+            tokio::time::timeout(TEST_WAIT_LIMIT, self.process.lines.next_line())
+                .await
+                .expect("etcdctl elect printed in time")
+                .expect("read etcdctl elect")
+                .expect("etcdctl elect printed a line")
+        };
+        let key = line().await;
+        let value = line().await;
+        (key, value)
+    }
+
+    /// Whether etcdctl printed nothing since the last [`EtcdctlElect::next`]
+    /// (without waiting: only what already arrived counts).
+    pub fn printed_nothing(&mut self) -> bool {
+        use std::future::Future;
+        let waker = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(waker);
+        let next = std::pin::pin!(self.process.lines.next_line());
+        next.poll(&mut context).is_pending()
+    }
+
+    /// Stops etcdctl with SIGINT, as a user's Ctrl-C: a candidate resigns
+    /// (deletes its key) before it exits.
+    pub async fn interrupt(self) {
+        self.process.interrupt().await;
     }
 }
 

@@ -278,7 +278,7 @@ fn range_end(prefix: &[u8]) -> Vec<u8> {
 
 /// The answer to `request` (`what` names it in errors), within the connect
 /// timeout.
-async fn answered<T>(
+pub(super) async fn answered<T>(
     shared: &Shared,
     what: &str,
     request: impl Future<Output = Result<T, etcd_client::Error>>,

@@ -4,12 +4,17 @@
 //! every lock (see `crate::backend::handoff`): a host queues one key per lock
 //! and passes the grant among its guests in memory.
 //!
+//! Leader election (`election`) shares the locks' layout, as `etcdctl elect`
+//! does (`concurrency.Election`): a candidate is a key of its own under the
+//! election name's lock prefix.
+//!
 //! Semaphores (`semaphore`), revocation (`revoke`) and the guarded store
 //! (`guarded`) use layouts of wardlock's own under `<root>/%sem/`,
 //! `<root>/%revoke/` and `<root>/%data/`, which no lock's prefix covers.
 
 mod config;
 mod connect;
+mod election;
 mod errors;
 mod guarded;
 mod inspect;
@@ -44,6 +49,8 @@ pub(crate) struct Shared {
     deletes: Deletes,
     /// Counts this host's permit keys (`<lease hex>-<k>`).
     permit_keys: std::sync::atomic::AtomicU64,
+    /// Counts this host's election candidates' keys (`<lease hex>-<k>`).
+    candidate_keys: std::sync::atomic::AtomicU64,
     runtime: tokio::runtime::Handle,
 }
 
@@ -71,6 +78,7 @@ impl EtcdBackend {
             local_locks: LocalLocks::default(),
             deletes: Deletes::default(),
             permit_keys: std::sync::atomic::AtomicU64::new(0),
+            candidate_keys: std::sync::atomic::AtomicU64::new(0),
             runtime,
         });
         Ok(EtcdBackend { shared })

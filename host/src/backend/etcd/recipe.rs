@@ -76,7 +76,8 @@ pub(super) async fn acquire(
             key: Some(key.clone()),
             generation: lease.generation,
         };
-        match until(deadline, attempt(shared, &lease, &prefix, &key, mode, wait)).await? {
+        let attempt = attempt(shared, &lease, &prefix, &key, mode, value_of(mode), wait);
+        match until(deadline, attempt).await? {
             Ok(Some(node)) => {
                 withdraw.key = None;
                 return Ok(Some(node));
@@ -104,17 +105,20 @@ impl Drop for Withdraw<'_> {
     }
 }
 
-/// One attempt on `lease`.
-async fn attempt(
+/// One attempt on `lease`: puts `key` holding `value` (a lock's
+/// [`value_of`] its mode; an election candidate's value, exclusive), then
+/// waits for the turn (or only tries, `wait: false`).
+pub(super) async fn attempt(
     shared: &Arc<Shared>,
     lease: &Arc<Lease>,
     prefix: &str,
     key: &str,
     mode: Mode,
+    value: &[u8],
     wait: bool,
 ) -> Result<Option<OwnedNode>, Attempt> {
     let (mine, mut contenders, mut revision) =
-        put_and_list(shared, lease, prefix, key, value_of(mode)).await?;
+        put_and_list(shared, lease, prefix, key, value).await?;
     let mut waited = false;
     loop {
         let blocker = contenders

@@ -1,7 +1,7 @@
 //! A guest's lock session on etcd: every lock goes through the host's
 //! hand-off task for its name (one key per host and lock, under the host's
-//! lease; see `keys`); every semaphore permit has a key of its own (see
-//! `semaphore`).
+//! lease; see `keys`); every semaphore permit and every election candidate
+//! has a key of its own (see `semaphore`, `election`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,14 +14,14 @@ use tokio::time::Instant;
 
 use super::guarded::{self, Holder, Writer};
 use super::keys::EtcdKeys;
-use super::{Shared, inspect, revoke, semaphore};
+use super::{Shared, election, inspect, recipe, revoke, semaphore};
 use crate::backend::guarded::check_value;
 use crate::backend::handoff::{self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, local_token};
 use crate::backend::liveness;
 use crate::backend::revocation::{self, Seen};
 use crate::backend::{
-    BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, LockSession, Mode, Request,
-    RequestKind, StatusChange, settled,
+    BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, Leader, LeaderChange,
+    LockSession, Mode, Request, RequestKind, StatusChange, settled,
 };
 use crate::backend::{GuardedEntry, GuardedKey, Revoked, never_revoked};
 use crate::name::LockName;
@@ -34,6 +34,8 @@ enum HeldKind {
     Local(LocalHeld, LockName, Mode),
     /// A semaphore permit: a key of its own.
     Permit(OwnedNode),
+    /// A leadership of an election: the candidate's key of its own.
+    Leader(OwnedNode, LockName),
 }
 
 /// A grant and what ends it.
@@ -50,7 +52,7 @@ impl Held {
     fn generation(&self) -> u64 {
         match &self.kind {
             HeldKind::Local(local, ..) => local.generation,
-            HeldKind::Permit(node) => node.generation,
+            HeldKind::Permit(node) | HeldKind::Leader(node, _) => node.generation,
         }
     }
 
@@ -58,6 +60,8 @@ impl Held {
         match self.kind {
             HeldKind::Local(local, ..) => local.release(),
             HeldKind::Permit(node) => semaphore::release(shared, node),
+            // Resigning: the next candidate leads once the key is gone.
+            HeldKind::Leader(node, _) => recipe::delete_key(shared, node.generation, node.path),
         }
     }
 }
@@ -86,7 +90,7 @@ impl EtcdLockSession {
         let token = match &kind {
             HeldKind::Local(local, ..) => local.token,
             // A key of its own is grant 0 under it (see `handoff`).
-            HeldKind::Permit(node) => local_token(node.token, 0),
+            HeldKind::Permit(node) | HeldKind::Leader(node, _) => local_token(node.token, 0),
         };
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
         let held = Held {
@@ -149,7 +153,35 @@ impl EtcdLockSession {
                 Writer::Other(format!("a shared holder of \"{name}\""))
             }
             HeldKind::Permit(_) => Writer::Other("a semaphore permit".into()),
+            // The candidate's key stands exactly while it leads.
+            HeldKind::Leader(node, name) => Writer::Exclusive(Holder {
+                name: name.clone(),
+                key: node.path.clone(),
+                token: local_token(node.token, 0),
+                generation: node.generation,
+            }),
         })
+    }
+
+    /// The candidate key of leadership `grant`.
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when this session does not hold it;
+    /// [`BackendError::InvalidRequest`] for a lock or a permit.
+    fn leadership(&self, grant: GrantId) -> Result<OwnedNode, BackendError> {
+        let held = self.held();
+        let held = held
+            .get(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        match &held.kind {
+            HeldKind::Leader(node, _) => Ok(node.clone()),
+            HeldKind::Local(_, name, _) => Err(BackendError::InvalidRequest(format!(
+                "a grant of the lock \"{name}\" is no leadership: only a leader proclaims"
+            ))),
+            HeldKind::Permit(_) => Err(BackendError::InvalidRequest(
+                "a semaphore permit is no leadership: only a leader proclaims".into(),
+            )),
+        }
     }
 
     async fn take(
@@ -240,10 +272,18 @@ impl LockSession for EtcdLockSession {
             .get(&exclusive.0)
             .map(|h| h.kind.clone())
             .ok_or(BackendError::UnknownGrant(exclusive.0))?;
-        let HeldKind::Local(local, name, _) = kind else {
-            return Err(BackendError::InvalidRequest(
-                "a semaphore permit cannot be downgraded".into(),
-            ));
+        let (local, name) = match kind {
+            HeldKind::Local(local, name, _) => (local, name),
+            HeldKind::Permit(_) => {
+                return Err(BackendError::InvalidRequest(
+                    "a semaphore permit cannot be downgraded".into(),
+                ));
+            }
+            HeldKind::Leader(..) => {
+                return Err(BackendError::InvalidRequest(
+                    "a leadership cannot be downgraded".into(),
+                ));
+            }
         };
         let shared = handoff::downgrade(&self.shared.local_locks, &local).await?;
         Ok(self.record(HeldKind::Local(shared, name, Mode::Shared)))
@@ -316,6 +356,30 @@ impl LockSession for EtcdLockSession {
         limit: u32,
     ) -> Result<Vec<String>, BackendError> {
         guarded::keys(&self.shared, name, prefix, limit).await
+    }
+
+    async fn campaign(
+        &self,
+        name: &LockName,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let node = election::campaign(&self.shared, name, value, deadline).await?;
+        Ok(self.record(HeldKind::Leader(node, name.clone())))
+    }
+
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+        let node = self.leadership(leadership)?;
+        election::proclaim(&self.shared, &node, value).await
+    }
+
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+        election::leader(&self.shared, name).await
+    }
+
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        election::leader_changed(self.shared.clone(), name, seen)
     }
 }
 
