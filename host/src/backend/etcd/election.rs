@@ -135,9 +135,8 @@ pub(super) async fn campaign(
     }
 }
 
-/// Puts `value` on the key of leadership `node` (of election... any), only
-/// while the key stands under the create revision it leads with (Go's
-/// `Proclaim`).
+/// Puts `value` on the candidate key of leadership `node`, only while the
+/// key stands under the create revision it leads with (Go's `Proclaim`).
 ///
 /// # Errors
 /// `Lost` when the lease ended (judged by the host's clock) or the key no
