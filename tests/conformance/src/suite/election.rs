@@ -124,4 +124,12 @@ pub(super) async fn elections_have_one_leader_at_a_time(s: &Subject) {
         .await
         .expect("get")
         .expect("the entry outlives its writer's term");
+    // A last leader clears the store: the engine is left as found.
+    let last = s.backend.open_session("last");
+    let lead = last
+        .campaign(&election, "omega", Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("a last leader");
+    assert_eq!(last.guarded_delete(lead.id, &key).await, Ok(true));
+    last.release(lead.id).expect("resign");
 }
