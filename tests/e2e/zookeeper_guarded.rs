@@ -6,8 +6,8 @@
 //! `<root>/%data/`, apart from every lock's queue, and a store emptied by
 //! deletes leaves no node behind.
 
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::backend::GuardedKey;
+use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{BackendError, LockBackend, LockName, Mode};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
