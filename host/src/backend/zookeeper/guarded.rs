@@ -18,6 +18,7 @@ use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWrite
 
 use super::Shared;
 use super::connection::ZkSession;
+use super::create::ensure_parent;
 use super::recipe::connect;
 use super::retry;
 use crate::backend::guarded::{decode_entry, encode_entry, escape, listed_keys, unescape};
@@ -159,7 +160,7 @@ async fn write(
                 Write::Delete => return Ok(Written::Deleted(false)),
                 // A first write: create the node (and its directory).
                 Write::Put(_) if !create => create = true,
-                Write::Put(_) => ensure_directory(shared, &session, &dir).await?,
+                Write::Put(_) => ensure_parent(shared, &session, &dir).await?,
             },
             Err(MultiWriteError::OperationFailed {
                 source: ZkError::NodeExists,
@@ -295,24 +296,6 @@ fn holder_session(shared: &Shared, holder: &Holder) -> Result<Arc<ZkSession>, Ba
         return Err(BackendError::Lost);
     }
     Ok(session)
-}
-
-/// Creates the data root and `dir` (persistent nodes, or containers in the
-/// dialects that use them for lock directories).
-async fn ensure_directory(
-    shared: &Arc<Shared>,
-    session: &ZkSession,
-    dir: &str,
-) -> Result<(), BackendError> {
-    let mode = shared.connection.config().dialect.parent_mode();
-    let options = mode.with_acls(shared.acls());
-    match session.client.mkdir(dir, &options).await {
-        Ok(()) => Ok(()),
-        Err(error) => {
-            retry::after(session, error).await?;
-            Ok(())
-        }
-    }
 }
 
 /// The holder is gone: `Lost`, unless an earlier attempt's answer was lost

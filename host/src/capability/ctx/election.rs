@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use super::guarded::ended_as_released;
 use super::{GrantStatus, LockError, WardlockCtx};
-use crate::backend::{BackendError, GrantId, GuardedKey, Leader};
+use crate::backend::{GrantId, GuardedKey, Leader};
 use crate::capability::handle::Watch;
 use crate::capability::leadership::{ElectionObserver, LeadershipHandle};
 
@@ -198,13 +199,5 @@ impl WardlockCtx {
             return Err(LockError::Released);
         }
         Ok(id)
-    }
-}
-
-/// A grant the session no longer knows was ended by the host: `released`.
-fn ended_as_released(error: BackendError) -> LockError {
-    match error {
-        BackendError::UnknownGrant(_) => LockError::Released,
-        error => error.into(),
     }
 }

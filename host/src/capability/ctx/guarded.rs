@@ -65,7 +65,7 @@ impl WardlockCtx {
     ) -> Result<u64, LockError> {
         let key = GuardedKey::new(key)?;
         let written = self.session.guarded_put(holder.0, &key, value).await;
-        written.map_err(write_error)
+        written.map_err(ended_as_released)
     }
 
     /// Deletes `key` from the store of `holder`'s lock, under the rules of
@@ -83,7 +83,7 @@ impl WardlockCtx {
     ) -> Result<bool, LockError> {
         let key = GuardedKey::new(key)?;
         let deleted = self.session.guarded_delete(holder.0, &key).await;
-        deleted.map_err(write_error)
+        deleted.map_err(ended_as_released)
     }
 
     /// The grant a guarded write through `handle` is checked against.
@@ -113,9 +113,10 @@ impl WardlockCtx {
 #[derive(Debug, Clone, Copy)]
 pub struct GuardedHolder(GrantId);
 
-/// A backend's refusal of a write: a grant the session no longer knows was
-/// ended by the host (`released`); the rest as every call's.
-fn write_error(error: BackendError) -> LockError {
+/// A backend's refusal of a call through a grant: a grant the session no
+/// longer knows was ended by the host (`released`); the rest as every call's.
+/// (Leaderships' calls too: `election.rs`.)
+pub(super) fn ended_as_released(error: BackendError) -> LockError {
     match error {
         BackendError::UnknownGrant(_) => LockError::Released,
         error => error.into(),

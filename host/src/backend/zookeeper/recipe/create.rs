@@ -134,7 +134,8 @@ async fn stat_of(session: &ZkSession, path: &str) -> Result<Option<Stat>, Backen
 /// Creates the lock's parent (and missing ancestors) as CONTAINER nodes, which
 /// the server removes once empty, so lock directories do not pile up (kazoo #329);
 /// PERSISTENT in the kazoo dialect (see [`super::super::dialect::Dialect::parent_mode`]).
-async fn ensure_parent(
+/// The guarded store makes its directories the same way.
+pub(in crate::backend::zookeeper) async fn ensure_parent(
     shared: &Arc<Shared>,
     session: &ZkSession,
     parent: &str,
