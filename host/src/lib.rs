@@ -2,33 +2,29 @@
 
 //! wardlock host runtime: distributed locks for sandboxed WebAssembly components.
 //!
-//! - [`backend`]: the pluggable [`LockBackend`] trait, the in-memory backend
-//!   ([`MemoryBackend`], the embedded default) and the ZooKeeper backend
-//!   (`backend::zookeeper`, default feature `zookeeper`: Curator- and
-//!   kazoo-compatible recipes).
 //! - [`capability`]: the `wardlock:lock` WIT interface for wasmtime embedders
 //!   ([`add_to_linker`], [`add_to_linker_sync`] for synchronous hosts,
 //!   [`WardlockCtx`], [`WardlockView`]).
 //! - [`runner`]: runs WASI command components with lock sessions tied to each
-//!   instance's lifetime (what the `wardlock` CLI uses).
+//!   instance's lifetime (what the `wardlock` command line uses).
+//! - [`backend`]: the engine toolkit, re-exported from `wardlock-backend`: the
+//!   pluggable [`LockBackend`] trait and the in-memory engine
+//!   ([`MemoryBackend`], the embedded default).
 //!
-//! - [`registry`] (feature `cli`): the open registry of lock engines that the
-//!   command line and the config file consult; an embedder adds its own.
-//! - [`cli`] (default feature `cli`): the `wardlock` command line (`run`,
-//!   `serve`, `compile`, `status`). An embedder that sets
-//!   `default-features = false` compiles neither clap, tracing-subscriber,
-//!   prometheus-client nor toml.
+//! This crate names no engine: the ZooKeeper and etcd engines are crates of
+//! their own (`wardlock-zookeeper`, `wardlock-etcd`), built on the toolkit
+//! alone, and the `wardlock` command line (crate `wardlock`) is the one place
+//! that names the built-in engines. An embedder passes any
+//! `Arc<dyn LockBackend>` to [`WardlockCtx`].
 
-pub mod backend;
 pub mod capability;
-#[cfg(feature = "cli")]
-pub mod cli;
-pub mod name;
 pub mod policy;
-#[cfg(feature = "cli")]
-pub mod registry;
 pub mod runner;
-pub mod secret;
+
+/// The engine toolkit (`wardlock-backend`), where it used to live: the
+/// [`LockBackend`] trait, the memory engine, hand-off and the rest.
+pub use wardlock_backend as backend;
+pub use wardlock_backend::{name, secret};
 
 pub use backend::memory::MemoryBackend;
 pub use backend::{

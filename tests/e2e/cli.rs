@@ -1,6 +1,6 @@
 //! The `wardlock run` command, driven in-process through its argument parser.
 
-use wardlock_host::cli::{Invocation, Registry, execute};
+use wardlock::{Invocation, Registry, execute};
 use wardlock_tests::Guest;
 use wardlock_tests::serve::cache_flags;
 

@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::probe::{HandoffProbe, ZkProbe};
 use wardlock_tests::zookeeper::ZkServer;
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 use crate::zookeeper::{ROOT, assert_no_lock_nodes, start};
 

@@ -9,13 +9,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::RunnerConfig;
 use wardlock_host::{BackendError, LockBackend, Mode};
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::serve::spinning_holder;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, hold, lines, name, run_instances, runner_with};
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock";
 const WAITERS: usize = 8;

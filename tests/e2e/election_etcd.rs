@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wardlock_host::backend::etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
+use wardlock_etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
 use wardlock_host::backend::{GuardedKey, LockSession};
 use wardlock_host::name::LockName;
 use wardlock_host::{BackendError, Grant, GrantStatus, LockBackend, Mode};

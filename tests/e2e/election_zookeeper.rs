@@ -8,12 +8,12 @@
 
 use std::time::Duration;
 
-use wardlock_host::backend::zookeeper::ZooKeeperBackend;
 use wardlock_host::{LockBackend, Mode};
 use wardlock_tests::interop::Foreign;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
+use wardlock_zookeeper::ZooKeeperBackend;
 
 use crate::zookeeper::ROOT;
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
+use wardlock_etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
 use wardlock_host::{GrantStatus, LockBackend, LockSession, Mode};
 use wardlock_tests::chaos::Contention;
 use wardlock_tests::conformance::{self, Subject};

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use etcd_client::{Client, GetOptions};
-use wardlock_host::backend::etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
+use wardlock_etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
 use wardlock_host::backend::guarded::MAX_VALUE_BYTES;
 use wardlock_host::backend::{GuardedEntry, GuardedKey};
 use wardlock_host::{BackendError, GrantStatus, LockBackend, LockName, Mode};

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wardlock_host::LockBackend;
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_tests::chaos::Contention;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::zookeeper::ensemble::Ensemble;
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock-failover";
 const CHAOS: Duration = Duration::from_secs(40);

@@ -26,13 +26,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wardlock_host::backend::memory::Fault as MemoryFault;
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{InstanceReport, Outcome, RunnerConfig};
 use wardlock_host::{Grant, GrantStatus, LockBackend, LockSession, MemoryBackend, Mode};
 use wardlock_tests::probe::{MemoryProbe, Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, lines, name, runner_with, spawn_run};
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock";
 const WAITERS: usize = 8;

@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{GrantStatus, LockBackend, Mode};
 use wardlock_tests::interop::Foreign;
 use wardlock_tests::probe::{HandoffProbe, Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, assert_success, name, run_instances, runner_in};
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock";
 

@@ -5,12 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{LockBackend, LockName, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::interop::Foreign;
 use wardlock_tests::name;
 use wardlock_tests::zookeeper::ZkServer;
+use wardlock_zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock-hostile";
 

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wardlock_host::backend::zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{BackendError, LockBackend, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::interop::Foreign;
@@ -15,6 +14,7 @@ use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{
     Guest, assert_success, lockctl_runner, name, run_instances, runner_in, spawn_acquire, spawn_run,
 };
+use wardlock_zookeeper::{Dialect, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock";
 
@@ -297,7 +297,7 @@ async fn status_shows_curator_holder_and_queued_guests() {
         "watched",
     ])
     .expect("flags");
-    assert_eq!(wardlock_host::cli::execute(cli).await.expect("status"), 0);
+    assert_eq!(wardlock::execute(cli).await.expect("status"), 0);
     curator.release().await;
     for guest in guests {
         assert!(guest.await.expect("guest").outcome.is_success());

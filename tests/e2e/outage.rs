@@ -5,11 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{BackendError, GrantStatus, Health, LockBackend, Mode};
 use wardlock_tests::serve::{Server, get, post};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, name};
+use wardlock_zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock";
 const SESSION_TIMEOUT: Duration = Duration::from_secs(4);

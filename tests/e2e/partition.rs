@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{GrantStatus, LockBackend, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::fenced::FencedStore;
@@ -13,6 +12,7 @@ use wardlock_tests::name;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::ZkServer;
+use wardlock_zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock-partition";
 const SESSION_TIMEOUT: Duration = Duration::from_secs(4);

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedReceiver;
-use wardlock_host::backend::zookeeper::{Dialect, LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{InstanceReport, Runner, RunnerConfig};
 use wardlock_host::{LockBackend, LockPolicy, MemoryBackend};
 use wardlock_tests::interop::Foreign;
 use wardlock_tests::tap::{self, Tap, Tapped};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, assert_success, lines, runner_with, spawn_run};
+use wardlock_zookeeper::{Dialect, LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 use crate::zookeeper::ROOT;
 

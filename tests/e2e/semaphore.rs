@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{BackendError, GrantStatus, LockBackend};
 use wardlock_tests::holds::{self, Replay};
 use wardlock_tests::interop::Foreign;
@@ -19,6 +18,7 @@ use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
+use wardlock_zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 pub(crate) const ROOT: &str = "/wardlock";

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use wardlock_host::backend::BackendError;
-use wardlock_host::backend::zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{GrantStatus, LockBackend, LockPolicy, Mode};
 use wardlock_tests::TEST_WAIT_LIMIT;
@@ -22,6 +21,7 @@ use wardlock_tests::{
     Acquired, Guest, assert_outcome, granted, hold, lockctl_runner, name, runner_with,
     spawn_acquire,
 };
+use wardlock_zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use zookeeper_client::{Acls, Client, CreateMode, SessionState};
 
 use crate::cli::{run_counters, wardlock};

@@ -7,10 +7,10 @@
 //! deletes leaves no node behind.
 
 use wardlock_host::backend::GuardedKey;
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_host::{BackendError, LockBackend, LockName, Mode};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use zookeeper_client::Client;
 
 const ROOT: &str = "/wardlock-guarded";

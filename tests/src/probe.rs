@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use wardlock_etcd::EtcdBackend;
 use wardlock_host::LockName;
-use wardlock_host::backend::etcd::EtcdBackend;
-use wardlock_host::backend::zookeeper::ZooKeeperBackend;
+use wardlock_zookeeper::ZooKeeperBackend;
 use zookeeper_client::{Client, Error as ZkError};
 
 use crate::{TEST_WAIT_LIMIT, name};

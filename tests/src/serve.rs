@@ -34,7 +34,7 @@ pub fn wardlock_bin() -> &'static PathBuf {
 /// When cargo cannot build it.
 pub fn host_target(target: &[&str], file: &str) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../host/Cargo.toml");
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../host/cli/Cargo.toml");
     let release = !cfg!(debug_assertions);
     let status = Command::new(cargo)
         .args(["build", "--quiet", "--manifest-path", manifest])

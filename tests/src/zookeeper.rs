@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wardlock_host::backend::zookeeper::ZooKeeperBackend;
+use wardlock_zookeeper::ZooKeeperBackend;
 
 use crate::proxy::Proxy;
 use crate::serve::free_port;

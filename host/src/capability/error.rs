@@ -57,6 +57,9 @@ impl From<BackendError> for LockError {
                 LockError::Unavailable(why)
             }
             BackendError::LimitExceeded(why) => LockError::LimitExceeded(why),
+            // A kind added to the toolkit after this host was written: the
+            // service failed in a way this host cannot name better.
+            other => LockError::Unavailable(other.to_string()),
         }
     }
 }

@@ -34,7 +34,7 @@ use wardlock_guest::{Error, Lock};
 use event::Event;
 
 wit_bindgen::generate!({
-    path: ["../../wit", "../../host/examples/wit"],
+    path: ["../../wit", "../../host/cli/examples/wit"],
     world: "acme:platform/plugin",
     // The SDK's bindings of wardlock:lock, so its `Lock` and `Guard` serve
     // this world's imports.

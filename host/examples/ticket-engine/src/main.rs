@@ -2,9 +2,9 @@
 //! registered beside the built-in ones — `wardlock-ticket run --backend ticket
 //! counter.wasm -- …` runs guests on it.
 
-use wardlock_host::cli::Registry;
+use wardlock::Registry;
 use wardlock_ticket_engine::TicketEngine;
 
 fn main() {
-    wardlock_host::cli::main(Registry::builtin().with(TicketEngine))
+    wardlock::main(Registry::builtin().with(TicketEngine))
 }

@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use clap::{Args, FromArgMatches};
 use serde::Deserialize;
+use wardlock_backend::registry::{
+    CommonFlags, ConnectFuture, Engine, EngineConfig, Entry, Mistake,
+};
 use wardlock_host::LockBackend;
-use wardlock_host::registry::{CommonFlags, ConnectFuture, Engine, EngineConfig, Entry, Mistake};
 
 use crate::{TicketBackend, TicketConfig};
 

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use wardlock_host::backend::etcd::{EtcdBackend, EtcdConfig};
-use wardlock_host::backend::zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_etcd::{EtcdBackend, EtcdConfig};
 use wardlock_host::runner::{Preopen, Runner, RunnerConfig, Runtime, Stdio};
 use wardlock_host::{LockBackend, MemoryBackend};
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 use super::cli::Args;
 use super::systems::System;

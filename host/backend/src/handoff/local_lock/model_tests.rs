@@ -1,0 +1,583 @@
+//! Model-based tests of the host-local lock task: random sequences of guest
+//! requests (wait or try, with or without a deadline), cancellations,
+//! releases, revocations and lock-service events (another client takes,
+//! queues behind, or releases the lock; the session ends), run on a paused
+//! clock against a fake engine, and checked against a small reference model:
+//! - never an exclusive grant beside another grant, and no local grant while
+//!   the host's node is not held;
+//! - every request that was not cancelled is answered exactly once, with the
+//!   case it deserves: `timeout` only at or after its own deadline, `None`
+//!   only for a try, no other error (the fake engine fails nothing);
+//! - FIFO: requests that wait are granted in the order they were made, and
+//!   none is passed over by a later one and then left to time out.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::super::node::{Health, OwnedNode, until};
+use super::super::request::{LocalHeld, ask};
+use super::super::{LocalHandoff, LocalLocks};
+use super::LocalLock;
+use super::engine::{NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
+use crate::name::LockName;
+use crate::{BackendError, Mode};
+
+/// Who holds the lock at the (fake) lock service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Service {
+    Free,
+    /// The host's node, by its token.
+    Ours(u64),
+    /// A client of another host.
+    Remote,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ServiceState {
+    holder: Service,
+    /// Another client queues behind the host's node.
+    remote_waiting: bool,
+    generation: u64,
+}
+
+/// A lock service that holds one lock, one session at a time.
+struct FakeService {
+    state: watch::Sender<ServiceState>,
+    next_token: Mutex<u64>,
+}
+
+impl FakeService {
+    /// Takes the lock for the host if it is free.
+    fn take(&self) -> Option<OwnedNode> {
+        let mut taken = None;
+        self.state.send_if_modified(|state| {
+            if state.holder != Service::Free {
+                return false;
+            }
+            let mut next = self.next_token.lock().expect("token");
+            *next += 1;
+            state.holder = Service::Ours(*next);
+            taken = Some(OwnedNode {
+                path: format!("/lock/node-{next}"),
+                prefix: String::new(),
+                generation: state.generation,
+                token: *next,
+            });
+            true
+        });
+        taken
+    }
+
+    /// Gives the lock on after the host (or its session) let go of it.
+    fn hand_on(state: &mut ServiceState) {
+        state.holder = if state.remote_waiting {
+            Service::Remote
+        } else {
+            Service::Free
+        };
+        state.remote_waiting = false;
+    }
+
+    fn remote_takes(&self) {
+        self.state.send_modify(|state| match state.holder {
+            Service::Free => state.holder = Service::Remote,
+            Service::Ours(_) => state.remote_waiting = true,
+            Service::Remote => {}
+        });
+    }
+
+    fn remote_releases(&self) {
+        self.state.send_modify(|state| {
+            if state.holder == Service::Remote {
+                state.holder = Service::Free;
+            }
+        });
+    }
+}
+
+struct FakeSession {
+    over: watch::Sender<bool>,
+}
+
+impl NodeSession for FakeSession {
+    fn health(&self) -> Health {
+        if *self.over.borrow() {
+            Health::Ended
+        } else {
+            Health::Live
+        }
+    }
+
+    fn until_over(self: Arc<Self>) -> WatchFuture {
+        let mut over = self.over.subscribe();
+        Box::pin(async move {
+            let _ = over.wait_for(|over| *over).await;
+        })
+    }
+}
+
+/// The fake engine of one host: the service and the host's sessions.
+struct FakeEngine {
+    locks: LocalLocks,
+    service: Arc<FakeService>,
+    sessions: Mutex<HashMap<u64, Arc<FakeSession>>>,
+}
+
+impl FakeEngine {
+    fn new() -> Arc<FakeEngine> {
+        let engine = FakeEngine {
+            locks: LocalLocks::default(),
+            service: Arc::new(FakeService {
+                state: watch::Sender::new(ServiceState {
+                    holder: Service::Free,
+                    remote_waiting: false,
+                    generation: 1,
+                }),
+                next_token: Mutex::new(100),
+            }),
+            sessions: Mutex::new(HashMap::new()),
+        };
+        Arc::new(engine)
+    }
+
+    fn session_entry(&self, generation: u64) -> Arc<FakeSession> {
+        let mut sessions = self.sessions.lock().expect("sessions");
+        sessions
+            .entry(generation)
+            .or_insert_with(|| {
+                Arc::new(FakeSession {
+                    over: watch::Sender::new(false),
+                })
+            })
+            .clone()
+    }
+
+    fn state(&self) -> ServiceState {
+        *self.service.state.borrow()
+    }
+
+    /// The session ends: its node is gone, a new session replaces it.
+    fn end_session(&self) {
+        let ended = self.state().generation;
+        self.service.state.send_modify(|state| {
+            if matches!(state.holder, Service::Ours(_)) {
+                FakeService::hand_on(state);
+            }
+            state.generation += 1;
+        });
+        self.session_entry(ended).over.send_replace(true);
+    }
+}
+
+impl NodeEngine for FakeEngine {
+    fn local_locks(&self) -> &LocalLocks {
+        &self.locks
+    }
+
+    fn acquire_node(&self, request: NodeRequest) -> NodeFuture {
+        let NodeRequest { deadline, wait, .. } = request;
+        let service = self.service.clone();
+        Box::pin(async move {
+            if !wait {
+                return Ok(service.take());
+            }
+            let mut state = service.state.subscribe();
+            until(deadline, async {
+                loop {
+                    if let Some(node) = service.take() {
+                        return node;
+                    }
+                    if state.changed().await.is_err() {
+                        return std::future::pending().await;
+                    }
+                }
+            })
+            .await
+            .map(Some)
+        })
+    }
+
+    fn session(&self, generation: u64) -> Option<Arc<dyn NodeSession>> {
+        if generation != self.state().generation {
+            return None;
+        }
+        let session: Arc<dyn NodeSession> = self.session_entry(generation);
+        Some(session)
+    }
+
+    fn release_node(&self, node: OwnedNode) {
+        self.service.state.send_if_modified(|state| {
+            if state.holder != Service::Ours(node.token) {
+                return false;
+            }
+            FakeService::hand_on(state);
+            true
+        });
+    }
+
+    fn remote_contender(&self, _name: &LockName, node: &OwnedNode, _mode: Mode) -> WatchFuture {
+        let mut state = self.service.state.subscribe();
+        let generation = node.generation;
+        Box::pin(async move {
+            let seen = state
+                .wait_for(|s| s.remote_waiting || s.generation != generation)
+                .await
+                .map(|s| s.generation == generation);
+            if seen.ok() != Some(true) {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
+}
+
+/// One step of a scenario.
+#[derive(Debug, Clone)]
+enum Op {
+    /// A guest asks for the lock (`wait: false`: a try), with a timeout in ms.
+    Request {
+        mode: Mode,
+        wait: bool,
+        timeout: Option<u64>,
+    },
+    /// The guest of request `n` (modulo those made) gives up its wait.
+    Cancel(usize),
+    /// The guest of request `n` (modulo the grants held) releases it.
+    Release(usize),
+    /// A holder of grant `n` (modulo the grants held) sees a revocation request.
+    Revoke(usize),
+    RemoteTakes,
+    RemoteReleases,
+    SessionEnds,
+    /// Time passes (ms).
+    Advance(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let mode = prop_oneof![Just(Mode::Exclusive), Just(Mode::Shared)];
+    // Few distinct timeouts, so deadlines often fall on the same instant.
+    let timeout = prop_oneof![Just(None), Just(Some(10)), Just(Some(20)), Just(Some(30))];
+    prop_oneof![
+        6 => (mode, prop::bool::weighted(0.8), timeout)
+            .prop_map(|(mode, wait, timeout)| Op::Request { mode, wait, timeout }),
+        1 => any::<usize>().prop_map(Op::Cancel),
+        4 => any::<usize>().prop_map(Op::Release),
+        1 => any::<usize>().prop_map(Op::Revoke),
+        2 => Just(Op::RemoteTakes),
+        2 => Just(Op::RemoteReleases),
+        1 => Just(Op::SessionEnds),
+        4 => prop_oneof![Just(0u64), Just(5), Just(10), Just(20)].prop_map(Op::Advance),
+    ]
+}
+
+/// What became of a request.
+enum Answer {
+    Granted(LocalHeld),
+    NotNow,
+    Failed(BackendError),
+}
+
+struct Requested {
+    mode: Mode,
+    wait: bool,
+    deadline: Option<Instant>,
+    task: Option<JoinHandle<Result<Option<LocalHeld>, BackendError>>>,
+    cancelled: bool,
+    answer: Option<(Answer, Instant)>,
+    released: bool,
+}
+
+/// Runs a scenario; returns the first broken rule, if any.
+struct Scenario {
+    engine: Arc<FakeEngine>,
+    limits: LocalHandoff,
+    name: LockName,
+    requests: Vec<Requested>,
+}
+
+impl Scenario {
+    fn new(linger: u64) -> Scenario {
+        Scenario {
+            engine: FakeEngine::new(),
+            limits: LocalHandoff {
+                max_handoffs: 2,
+                max_time: Duration::from_millis(15),
+                linger: Duration::from_millis(linger),
+            },
+            name: LockName::new("model").expect("name"),
+            requests: Vec::new(),
+        }
+    }
+
+    /// Lets every task run until none can make progress (the clock is paused,
+    /// so no deadline passes meanwhile).
+    async fn settle() {
+        for _ in 0..64 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    fn request(&mut self, mode: Mode, wait: bool, timeout: Option<u64>) {
+        let deadline = timeout.map(|ms| Instant::now() + Duration::from_millis(ms));
+        let engine = self.engine.clone();
+        let name = self.name.clone();
+        let limits = self.limits;
+        let task = tokio::spawn(async move {
+            let start = |number, receiver| {
+                let task_engine: Arc<dyn NodeEngine> = engine.clone();
+                let lock = LocalLock::new(task_engine, name.clone(), number, limits, receiver);
+                tokio::spawn(lock.run());
+            };
+            ask(&engine.locks, &name, mode, deadline, wait, start).await
+        });
+        self.requests.push(Requested {
+            mode,
+            wait,
+            deadline,
+            task: Some(task),
+            cancelled: false,
+            answer: None,
+            released: false,
+        });
+    }
+
+    /// Collects the answers of finished requests.
+    async fn collect(&mut self) {
+        for request in &mut self.requests {
+            if request.task.as_ref().is_some_and(JoinHandle::is_finished)
+                && let Some(task) = request.task.take()
+            {
+                let answer = match task.await.expect("request task") {
+                    Ok(Some(held)) => Answer::Granted(held),
+                    Ok(None) => Answer::NotNow,
+                    Err(error) => Answer::Failed(error),
+                };
+                request.answer = Some((answer, Instant::now()));
+            }
+        }
+    }
+
+    fn held(&mut self) -> Vec<&mut Requested> {
+        self.requests
+            .iter_mut()
+            .filter(|r| !r.released && matches!(r.answer, Some((Answer::Granted(_), _))))
+            .collect()
+    }
+
+    async fn apply(&mut self, op: &Op) {
+        match *op {
+            Op::Request {
+                mode,
+                wait,
+                timeout,
+            } => self.request(mode, wait, timeout),
+            Op::Cancel(n) => {
+                let waiting: Vec<_> = self
+                    .requests
+                    .iter_mut()
+                    .filter(|r| r.task.is_some())
+                    .collect();
+                if !waiting.is_empty() {
+                    let len = waiting.len();
+                    if let Some(request) = waiting.into_iter().nth(n % len)
+                        && let Some(task) = request.task.take()
+                    {
+                        task.abort();
+                        request.cancelled = true;
+                    }
+                }
+            }
+            Op::Release(n) => {
+                let mut held = self.held();
+                if !held.is_empty() {
+                    let len = held.len();
+                    let request = &mut held[n % len];
+                    if let Some((Answer::Granted(grant), _)) = &request.answer {
+                        grant.release();
+                    }
+                    request.released = true;
+                }
+            }
+            Op::Revoke(n) => {
+                let held = self.held();
+                if !held.is_empty() {
+                    let len = held.len();
+                    if let Some((Answer::Granted(grant), _)) = &held[n % len].answer {
+                        grant.node_revoked(&grant.path);
+                    }
+                }
+            }
+            Op::RemoteTakes => self.engine.service.remote_takes(),
+            Op::RemoteReleases => self.engine.service.remote_releases(),
+            Op::SessionEnds => self.engine.end_session(),
+            Op::Advance(ms) => tokio::time::advance(Duration::from_millis(ms)).await,
+        }
+        Self::settle().await;
+        self.collect().await;
+    }
+
+    /// The rules that hold at every moment.
+    fn check_now(&self) -> Result<(), String> {
+        let state = self.engine.state();
+        let live: Vec<&Requested> = self
+            .requests
+            .iter()
+            .filter(|r| !r.released)
+            .filter(|r| match &r.answer {
+                Some((Answer::Granted(grant), _)) => grant.generation == state.generation,
+                _ => false,
+            })
+            .collect();
+        let exclusive = live.iter().filter(|r| r.mode == Mode::Exclusive).count();
+        if exclusive > 1 || (exclusive == 1 && live.len() > 1) {
+            return Err(format!(
+                "{exclusive} exclusive grant(s) among {} live grants",
+                live.len()
+            ));
+        }
+        if !live.is_empty() && !matches!(state.holder, Service::Ours(_)) {
+            return Err(format!(
+                "{} live local grant(s) while the service says {:?}",
+                live.len(),
+                state.holder
+            ));
+        }
+        for (i, request) in self.requests.iter().enumerate() {
+            let Some((answer, at)) = &request.answer else {
+                continue;
+            };
+            match answer {
+                Answer::Failed(BackendError::Timeout) => match request.deadline {
+                    Some(deadline) if *at >= deadline => {}
+                    _ => return Err(format!("request {i}: timeout before its deadline")),
+                },
+                Answer::Failed(error) => return Err(format!("request {i}: {error:?}")),
+                Answer::NotNow if request.wait => {
+                    return Err(format!("request {i}: a wait answered `None`"));
+                }
+                _ => {}
+            }
+        }
+        self.check_fifo()
+    }
+
+    /// Waits are granted in the order made, and no wait is passed over by a
+    /// later one and then left to time out.
+    fn check_fifo(&self) -> Result<(), String> {
+        let waits: Vec<(usize, &Requested)> = self
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.wait && !r.cancelled)
+            .collect();
+        for (a, (i, earlier)) in waits.iter().enumerate() {
+            for (j, later) in &waits[a + 1..] {
+                let (Some((first, _)), Some((Answer::Granted(second), second_at))) =
+                    (&earlier.answer, &later.answer)
+                else {
+                    continue;
+                };
+                match first {
+                    Answer::Granted(first) if first.token > second.token => {
+                        return Err(format!("request {j} was granted before request {i}"));
+                    }
+                    Answer::Failed(BackendError::Timeout)
+                        if earlier.deadline.is_some_and(|d| *second_at < d) =>
+                    {
+                        return Err(format!(
+                            "request {j} was granted while earlier request {i} waited, which then timed out"
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees everything, lets the clock run, and checks that every request
+    /// that was not cancelled got its answer.
+    async fn drain(&mut self) -> Result<(), String> {
+        for _ in 0..64 {
+            for request in self.held() {
+                if let Some((Answer::Granted(grant), _)) = &request.answer {
+                    grant.release();
+                }
+                request.released = true;
+            }
+            self.engine.service.remote_releases();
+            tokio::time::advance(Duration::from_millis(10)).await;
+            Self::settle().await;
+            self.collect().await;
+            self.check_now()?;
+            if self.requests.iter().all(|r| r.task.is_none()) {
+                return Ok(());
+            }
+        }
+        let unanswered = self.requests.iter().filter(|r| r.task.is_some()).count();
+        Err(format!("{unanswered} request(s) never answered"))
+    }
+}
+
+fn run_scenario(ops: &[Op], linger: u64) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut scenario = Scenario::new(linger);
+        for (step, op) in ops.iter().enumerate() {
+            scenario.apply(op).await;
+            scenario
+                .check_now()
+                .map_err(|broken| format!("after step {step} ({op:?}): {broken}"))?;
+        }
+        scenario.drain().await
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_hand_off_task_keeps_the_model_rules(
+        ops in prop::collection::vec(op(), 1..48),
+        linger in prop_oneof![Just(0u64), Just(5)],
+    ) {
+        if let Err(broken) = run_scenario(&ops, linger) {
+            prop_assert!(false, "{}", broken);
+        }
+    }
+}
+
+/// The deadline race of issue 22, as one fixed scenario: three waits with
+/// the same deadline behind another client's hold.
+#[test]
+fn waits_that_expire_with_the_node_wait_answer_timeout() {
+    let ops = [
+        Op::RemoteTakes,
+        Op::Request {
+            mode: Mode::Exclusive,
+            wait: true,
+            timeout: Some(20),
+        },
+        Op::Request {
+            mode: Mode::Shared,
+            wait: true,
+            timeout: Some(20),
+        },
+        Op::Request {
+            mode: Mode::Exclusive,
+            wait: true,
+            timeout: Some(20),
+        },
+        Op::Advance(20),
+    ];
+    assert_eq!(run_scenario(&ops, 0), Ok(()));
+}

@@ -1,0 +1,214 @@
+//! Host-local hand-off, for every remote engine: the guests of one host that
+//! want the same lock queue once in the lock service (one node or key, in the
+//! engine's layout) and pass the grant among themselves in memory, in FIFO
+//! order, without a write between them. One [`local_lock`] task per (host, lock
+//! name) owns the node; an engine plugs in through [`NodeEngine`].
+//!
+//! Fair to other hosts: while a remote contender queues behind the host's node,
+//! the host hands off locally at most [`LocalHandoff::max_handoffs`] more times
+//! or for [`LocalHandoff::max_time`], then releases its node so the remote
+//! contender goes next.
+//!
+//! Fencing tokens: every grant's token is `node << 16 | k`, where `node` is the
+//! node's own token (ZooKeeper: a zxid; etcd: a create revision) and `k` counts
+//! the grants made under that node (0 for the first). Tokens therefore rise
+//! across local hand-offs and across hosts. Limits: `k` < 65,536 per node (the
+//! host then queues a new node) and the node's token below 2^48 (ZooKeeper:
+//! fewer than 65,536 leader epochs).
+
+mod local_lock;
+mod node;
+mod request;
+
+pub use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
+pub use node::{Health, OwnedNode, until};
+pub use request::{LocalHeld, ask, downgrade};
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::name::LockName;
+use crate::{BackendError, Mode};
+
+/// Bits of a fencing token that count grants under one node.
+pub const LOCAL_BITS: u32 = 16;
+
+/// Grants one node may carry before the host queues a new one.
+pub const GRANTS_PER_NODE: u64 = 1 << LOCAL_BITS;
+
+/// The fencing token of grant `k` under a node whose own token is `node_token`.
+pub fn local_token(node_token: u64, k: u64) -> u64 {
+    (node_token << LOCAL_BITS) | k
+}
+
+/// How far one host may hand a lock among its own guests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalHandoff {
+    /// Local grants still made after a remote contender was seen queueing.
+    pub max_handoffs: u32,
+    /// How long after a remote contender was seen local grants may still be made.
+    pub max_time: Duration,
+    /// How long the host keeps its node after the last local release, so an
+    /// immediate re-acquire on this host costs no round trip (zero: release at
+    /// once). A remote contender ends the linger at once.
+    pub linger: Duration,
+}
+
+impl LocalHandoff {
+    /// No hand-off while another host waits: the host's node goes after every
+    /// local holder (etcd with `--no-local-handoff`).
+    pub const NONE: LocalHandoff = LocalHandoff {
+        max_handoffs: 0,
+        max_time: Duration::ZERO,
+        linger: Duration::ZERO,
+    };
+}
+
+impl Default for LocalHandoff {
+    /// 32 hand-offs or 10 ms once a remote contender waits; no linger.
+    ///
+    /// The time bound is the fairness guarantee; the count only ends a turn
+    /// early when grants are fast. At 8, a host's turn of fast grants (~0.1 ms
+    /// each) lasted ~1 ms against a ~2 ms hand-over to the next host, so most
+    /// of the lock's time went to hand-overs: `wardlock-bench --workloads hosts
+    /// --hosts 4 --clients 16 --handoff-max N` measured 3,051 grants/s at 8,
+    /// 3,746 at 16, 4,816 at 32 and 5,793 at 64, with the longest wait 37.5,
+    /// 28.8, 39.9 and 51.5 ms (tests/BENCHMARKS.md, `hosts`).
+    fn default() -> Self {
+        LocalHandoff {
+            max_handoffs: 32,
+            max_time: Duration::from_millis(10),
+            linger: Duration::ZERO,
+        }
+    }
+}
+
+/// A grant made by a host-local lock.
+#[derive(Debug)]
+pub struct LocalGrant {
+    /// The session generation of the host's node.
+    pub generation: u64,
+    pub token: u64,
+    /// The host's node (revocation watches it).
+    pub path: String,
+}
+
+/// What a guest asks of a host-local lock.
+pub enum Message {
+    Acquire {
+        id: u64,
+        mode: Mode,
+        /// False for try-acquire: answer `None` rather than wait.
+        wait: bool,
+        /// When the guest gives up (for the node's own wait).
+        deadline: Option<tokio::time::Instant>,
+        reply: oneshot::Sender<Result<Option<LocalGrant>, BackendError>>,
+    },
+    /// Release grant `id`, or withdraw its wait (a cancelled acquire).
+    Release { id: u64 },
+    /// A shared grant `new_id` for the holder of exclusive grant `id` (a
+    /// downgrade: the host's node keeps covering both).
+    Downgrade {
+        id: u64,
+        new_id: u64,
+        reply: oneshot::Sender<Result<LocalGrant, BackendError>>,
+    },
+    /// How many guests hold or wait (for status tools and tests).
+    Count { reply: oneshot::Sender<usize> },
+    /// A holder saw `__REVOKE__` on the node at `path` (see `revoke`): no
+    /// more local grants under it, so it goes once its holders gave up.
+    Revoked { path: String },
+}
+
+/// The host-local locks of one backend, by name.
+#[derive(Default)]
+pub struct LocalLocks {
+    /// Each running task's number and sender.
+    running: Mutex<HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>>,
+    next_id: AtomicU64,
+}
+
+type Running = HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>;
+
+impl LocalLocks {
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new id, for a request or a task.
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Sends `message` to `name`'s task, starting one with `start(task number,
+    /// receiver)` when none runs. Returns the task's sender (releases go to it
+    /// directly).
+    pub fn send(
+        &self,
+        name: &LockName,
+        message: Message,
+        start: impl FnOnce(u64, mpsc::UnboundedReceiver<Message>),
+    ) -> mpsc::UnboundedSender<Message> {
+        let mut running = self.running();
+        let message = match running.get(name) {
+            Some((_, sender)) => match sender.send(message) {
+                Ok(()) => return sender.clone(),
+                // The task ended between its retirement check and now.
+                Err(mpsc::error::SendError(message)) => message,
+            },
+            None => message,
+        };
+        let (sender, receiver) = mpsc::unbounded_channel();
+        // A fresh channel whose receiver is alive accepts the message.
+        let _ = sender.send(message);
+        let task = self.next_id();
+        running.insert(name.clone(), (task, sender.clone()));
+        start(task, receiver);
+        sender
+    }
+
+    /// The running task of `name`, if any.
+    pub fn task(&self, name: &LockName) -> Option<mpsc::UnboundedSender<Message>> {
+        self.running().get(name).map(|(_, sender)| sender.clone())
+    }
+
+    /// How many guests hold or wait for `name` at its task (0 when none runs).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub async fn contenders(&self, name: &LockName) -> usize {
+        let Some(task) = self.task(name) else {
+            return 0;
+        };
+        let (reply, answer) = oneshot::channel();
+        if task.send(Message::Count { reply }).is_err() {
+            return 0;
+        }
+        answer.await.unwrap_or(0)
+    }
+
+    /// Called by task `task` of `name` when it has nothing left to do: true when
+    /// it may end (no message waits for it); no sender finds it afterwards.
+    pub fn retire(
+        &self,
+        name: &LockName,
+        task: u64,
+        receiver: &mpsc::UnboundedReceiver<Message>,
+    ) -> bool {
+        let mut running = self.running();
+        if !receiver.is_empty() {
+            return false;
+        }
+        if running
+            .get(name)
+            .is_some_and(|(running, _)| *running == task)
+        {
+            running.remove(name);
+        }
+        true
+    }
+}

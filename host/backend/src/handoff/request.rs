@@ -1,0 +1,165 @@
+//! A guest's side of host-local hand-off: asking the lock's task for a grant
+//! (or a downgrade), cancel safe (see `handoff`).
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::node::until;
+use super::{LocalGrant, LocalLocks, Message};
+use crate::name::LockName;
+use crate::{BackendError, Mode};
+
+/// A grant made by a host-local lock task, as its guest keeps it.
+#[derive(Clone)]
+pub struct LocalHeld {
+    /// The request's id at the task.
+    pub id: u64,
+    pub generation: u64,
+    pub token: u64,
+    /// The host's node that covers the grant.
+    pub path: String,
+    /// The task, which hands the lock on when this grant is released.
+    pub task: mpsc::UnboundedSender<Message>,
+}
+
+impl LocalHeld {
+    /// Releases the grant: the task hands the lock on (or releases its node).
+    pub fn release(&self) {
+        let _ = self.task.send(Message::Release { id: self.id });
+    }
+
+    /// Tells the task that someone asked the holders of the node at `path` to
+    /// give it up: it makes no more local grants under it, so the node goes
+    /// once its holders are gone (see the engine's revocation).
+    pub fn node_revoked(&self, path: &str) {
+        let _ = self.task.send(Message::Revoked {
+            path: path.to_owned(),
+        });
+    }
+}
+
+/// Withdraws a request from its task unless disarmed (the acquire was
+/// cancelled, timed out or failed).
+struct Withdraw<'a> {
+    task: &'a mpsc::UnboundedSender<Message>,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.task.send(Message::Release { id: self.id });
+        }
+    }
+}
+
+fn task_ended() -> BackendError {
+    BackendError::Unavailable("the host-local lock task ended".into())
+}
+
+/// What a request whose answer channel closed unanswered reports: the task
+/// answers every request it drops (`timeout` to those past their deadline), so
+/// this is reached only when the task itself is gone (the host shutting down);
+/// past the deadline it is a `timeout` all the same.
+fn unanswered(deadline: Option<Instant>) -> BackendError {
+    match deadline {
+        Some(deadline) if deadline <= Instant::now() => BackendError::Timeout,
+        _ => task_ended(),
+    }
+}
+
+/// Asks `name`'s task in `locks` for a grant in `mode` (`wait: false`
+/// answers `None` rather than wait), starting the task with `start(task
+/// number, receiver)` when none runs.
+///
+/// # Errors
+/// `Timeout` past `deadline`; what the task's node acquisition reported.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped request is withdrawn from the task (or its grant
+/// released at once).
+pub async fn ask(
+    locks: &LocalLocks,
+    name: &LockName,
+    mode: Mode,
+    deadline: Option<Instant>,
+    wait: bool,
+    start: impl FnOnce(u64, mpsc::UnboundedReceiver<Message>),
+) -> Result<Option<LocalHeld>, BackendError> {
+    let id = locks.next_id();
+    let (reply, answer) = oneshot::channel();
+    let message = Message::Acquire {
+        id,
+        mode,
+        wait,
+        deadline,
+        reply,
+    };
+    let task = locks.send(name, message, start);
+    let mut withdraw = Withdraw {
+        task: &task,
+        id,
+        armed: true,
+    };
+    let answer = until(deadline, answer)
+        .await?
+        .map_err(|_| unanswered(deadline))??;
+    let Some(LocalGrant {
+        generation,
+        token,
+        path,
+    }) = answer
+    else {
+        return Ok(None);
+    };
+    withdraw.armed = false;
+    Ok(Some(LocalHeld {
+        id,
+        generation,
+        token,
+        path,
+        task: task.clone(),
+    }))
+}
+
+/// Asks the task of `exclusive` for a shared grant beside it (a downgrade; the
+/// host's node keeps covering both).
+///
+/// # Errors
+/// `UnknownGrant` when `exclusive` is not an exclusive grant held at the task.
+///
+/// # Cancellation safety
+/// Cancel safe, as [`ask`].
+pub async fn downgrade(
+    locks: &LocalLocks,
+    exclusive: &LocalHeld,
+) -> Result<LocalHeld, BackendError> {
+    let new_id = locks.next_id();
+    let (reply, answer) = oneshot::channel();
+    let task = &exclusive.task;
+    let message = Message::Downgrade {
+        id: exclusive.id,
+        new_id,
+        reply,
+    };
+    task.send(message).map_err(|_| task_ended())?;
+    let mut withdraw = Withdraw {
+        task,
+        id: new_id,
+        armed: true,
+    };
+    let LocalGrant {
+        generation,
+        token,
+        path,
+    } = answer.await.map_err(|_| task_ended())??;
+    withdraw.armed = false;
+    Ok(LocalHeld {
+        id: new_id,
+        generation,
+        token,
+        path,
+        task: task.clone(),
+    })
+}

@@ -1,0 +1,438 @@
+//! The lock recipe on etcd, as `etcdctl lock` and Go's `concurrency.Mutex` run
+//! it (see `layout`): put the host's key under its lease if absent, then wait
+//! until no conflicting key with a smaller create revision is left, watching
+//! only the deletion of the nearest such key (no herd).
+//!
+//! Uncontended acquire is one round trip: one transaction puts the key and
+//! lists the lock's contenders. After a wait, the grant is confirmed before it
+//! is reported: etcd 3.4 can let a waiter through whose lease expired
+//! meanwhile (etcd-io/etcd#11456), so the key must still exist under the live
+//! lease.
+//!
+//! Fencing token: the key's create revision. Revisions are cluster-wide and
+//! never reset (ZooKeeper's sequence suffixes restart when a lock's directory
+//! is re-created): every grant after a conflicting one was created after that
+//! one was, so it has a greater revision.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use etcd_client::{
+    Compare, CompareOp, EventType, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn,
+    TxnOp, TxnOpResponse, WatchOptions,
+};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::Shared;
+use super::errors::{classify, retryable};
+use super::layout::{conflicts, contender_key, mode_of, prefix, value_of};
+use super::lease::Lease;
+use wardlock_backend::handoff::{OwnedNode, until};
+use wardlock_backend::liveness::Health;
+use wardlock_backend::name::LockName;
+use wardlock_backend::{BackendError, Mode};
+
+/// Pause before repeating a request that failed on a live lease.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// How one attempt (on one lease) ended, when not with a result.
+pub(super) enum Attempt {
+    /// The lease ended: start over on the next one.
+    LeaseGone,
+    Failed(BackendError),
+}
+
+impl From<BackendError> for Attempt {
+    fn from(error: BackendError) -> Self {
+        Attempt::Failed(error)
+    }
+}
+
+/// Queues this host's key for `name` in `mode` and waits for the turn (until
+/// `deadline`), or only tries (`wait: false`, `None` when taken).
+///
+/// # Errors
+/// `Timeout` past `deadline`; `Unavailable` when etcd cannot be reached;
+/// `Refused` when etcd refused this host.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped call deletes its key (in the background).
+pub(super) async fn acquire(
+    shared: &Arc<Shared>,
+    name: &LockName,
+    mode: Mode,
+    deadline: Option<Instant>,
+    wait: bool,
+) -> Result<Option<OwnedNode>, BackendError> {
+    let prefix = prefix(&shared.leases.config().root, name);
+    loop {
+        let lease = until(deadline, shared.leases.lease()).await??;
+        let key = contender_key(&prefix, lease.id);
+        until(deadline, shared.deletes.finished(&key)).await?;
+        let mut withdraw = Withdraw {
+            shared,
+            key: Some(key.clone()),
+            generation: lease.generation,
+        };
+        let attempt = attempt(shared, &lease, &prefix, &key, mode, value_of(mode), wait);
+        match until(deadline, attempt).await? {
+            Ok(Some(node)) => {
+                withdraw.key = None;
+                return Ok(Some(node));
+            }
+            Ok(None) => return Ok(None),
+            Err(Attempt::LeaseGone) => continue,
+            Err(Attempt::Failed(error)) => return Err(error),
+        }
+    }
+}
+
+/// Deletes the key of an acquisition that did not end in a grant (clear
+/// `key` once granted).
+pub(super) struct Withdraw<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub key: Option<String>,
+    pub generation: u64,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            delete_key(self.shared, self.generation, key);
+        }
+    }
+}
+
+/// One attempt on `lease`: puts `key` holding `value` (a lock's
+/// [`value_of`] its mode; an election candidate's value, exclusive), then
+/// waits for the turn (or only tries, `wait: false`).
+pub(super) async fn attempt(
+    shared: &Arc<Shared>,
+    lease: &Arc<Lease>,
+    prefix: &str,
+    key: &str,
+    mode: Mode,
+    value: &[u8],
+    wait: bool,
+) -> Result<Option<OwnedNode>, Attempt> {
+    let (mine, mut contenders, mut revision) =
+        put_and_list(shared, lease, prefix, key, value).await?;
+    let mut waited = false;
+    loop {
+        let blocker = contenders
+            .iter()
+            .filter(|kv| kv.create_revision() < mine && kv.key() != key.as_bytes())
+            .filter(|kv| conflicts(mode, mode_of(kv.value())))
+            .max_by_key(|kv| kv.create_revision())
+            .map(|kv| kv.key().to_vec());
+        let Some(blocker) = blocker else {
+            if waited {
+                confirm(shared, lease, key).await?;
+            }
+            return Ok(Some(owned(key, lease, mine)));
+        };
+        if !wait {
+            return Ok(None);
+        }
+        deleted(shared, lease, blocker, revision + 1).await?;
+        waited = true;
+        (contenders, revision) = list(shared, lease, prefix, mine).await?;
+    }
+}
+
+/// The node of a grant: `key`, put under `lease` at create revision `revision`.
+pub(super) fn owned(key: &str, lease: &Lease, revision: i64) -> OwnedNode {
+    OwnedNode {
+        path: key.to_owned(),
+        prefix: key.to_owned(),
+        generation: lease.generation,
+        token: u64::try_from(revision).unwrap_or(0),
+    }
+}
+
+/// Runs `request` (a closure making one etcd request) until it succeeds, the
+/// lease ends, or it fails for good.
+async fn retried<T, F, Fut>(lease: &Lease, what: &str, mut request: F) -> Result<T, Attempt>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, etcd_client::Error>>,
+{
+    loop {
+        match request().await {
+            Ok(answer) => return Ok(answer),
+            Err(error) if retryable(&error) => {
+                if lease.health() == Health::Ended {
+                    return Err(Attempt::LeaseGone);
+                }
+                tracing::debug!(%error, what, "etcd request failed; repeating");
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Err(error) => return Err(Attempt::Failed(classify(&error, what))),
+        }
+    }
+}
+
+/// Puts `key` (holding `value`) under `lease` if absent, in one transaction
+/// with the listing of every key under `prefix` by create revision. Returns
+/// the key's create revision, the listing and the listing's revision.
+pub(super) async fn put_and_list(
+    shared: &Arc<Shared>,
+    lease: &Arc<Lease>,
+    prefix: &str,
+    key: &str,
+    value: &[u8],
+) -> Result<(i64, Vec<KeyValue>, i64), Attempt> {
+    let client = shared.leases.client().await?;
+    let contenders = || {
+        GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+    };
+    let put = PutOptions::new().with_lease(lease.id);
+    let answer = retried(lease, "queue for a lock", || {
+        let mut client = client.clone();
+        let txn = Txn::new()
+            .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+            .and_then([
+                TxnOp::put(key, value, Some(put.clone())),
+                TxnOp::get(prefix, Some(contenders())),
+            ])
+            .or_else([TxnOp::get(prefix, Some(contenders()))]);
+        async move { client.txn(txn).await }
+    })
+    .await?;
+    let revision = answer.header().map_or(0, |h| h.revision());
+    let mut listed = Vec::new();
+    for op in answer.op_responses() {
+        if let TxnOpResponse::Get(mut got) = op {
+            listed = got.take_kvs();
+        }
+    }
+    let Some(own) = listed.iter().find(|kv| kv.key() == key.as_bytes()) else {
+        // Neither put nor found: the lease is gone.
+        return Err(Attempt::LeaseGone);
+    };
+    if own.lease() != lease.id {
+        return Err(Attempt::LeaseGone);
+    }
+    Ok((own.create_revision(), listed, revision))
+}
+
+/// The contenders created before `mine`, and the listing's revision.
+async fn list(
+    shared: &Arc<Shared>,
+    lease: &Arc<Lease>,
+    prefix: &str,
+    mine: i64,
+) -> Result<(Vec<KeyValue>, i64), Attempt> {
+    let client = shared.leases.client().await?;
+    let mut answer = retried(lease, "list a lock's contenders", || {
+        let mut client = client.clone();
+        let options = GetOptions::new()
+            .with_prefix()
+            .with_max_create_revision(mine - 1)
+            .with_sort(SortTarget::Create, SortOrder::Ascend);
+        async move { client.get(prefix, Some(options)).await }
+    })
+    .await?;
+    let revision = answer.header().map_or(0, |h| h.revision());
+    Ok((answer.take_kvs(), revision))
+}
+
+/// Waits until `key` is deleted (watching from `from`, so a deletion after
+/// the listing is not missed), or the lease ends.
+async fn deleted(
+    shared: &Arc<Shared>,
+    lease: &Arc<Lease>,
+    key: Vec<u8>,
+    from: i64,
+) -> Result<(), Attempt> {
+    let client = shared.leases.client().await?;
+    let wait = async {
+        loop {
+            let mut stream = retried(lease, "watch a lock's contender", || {
+                let mut client = client.clone();
+                let options = WatchOptions::new().with_start_revision(from);
+                let key = key.clone();
+                async move { client.watch(key, Some(options)).await }
+            })
+            .await?;
+            // A broken stream (a leader change, a reconnect) ends the loop:
+            // watch again from the same revision.
+            while let Ok(Some(answer)) = stream.message().await {
+                if answer.canceled() {
+                    // Compacted past `from`: the key may be gone; the caller
+                    // lists again.
+                    return Ok(());
+                }
+                if answer
+                    .events()
+                    .iter()
+                    .any(|e| e.event_type() == EventType::Delete)
+                {
+                    return Ok(());
+                }
+            }
+            if lease.health() == Health::Ended {
+                return Err(Attempt::LeaseGone);
+            }
+            tokio::time::sleep(RETRY_PAUSE).await;
+        }
+    };
+    tokio::select! {
+        done = wait => done,
+        () = lease.liveness.until_ended() => Err(Attempt::LeaseGone),
+    }
+}
+
+/// Confirms that `key` still exists under `lease` and the lease lives (see the
+/// module docs: etcd 3.4 may let an expired waiter through).
+async fn confirm(shared: &Arc<Shared>, lease: &Arc<Lease>, key: &str) -> Result<(), Attempt> {
+    let client = shared.leases.client().await?;
+    let answer = retried(lease, "confirm a grant", || {
+        let mut client = client.clone();
+        async move { client.get(key, None).await }
+    })
+    .await?;
+    let ours = answer
+        .kvs()
+        .first()
+        .is_some_and(|kv| kv.lease() == lease.id);
+    if ours && lease.health() == Health::Live {
+        Ok(())
+    } else {
+        Err(Attempt::LeaseGone)
+    }
+}
+
+/// Deletes `key` of lease `generation` in the background, repeating until it
+/// is gone or the lease ended (then etcd deleted it). An acquisition of the
+/// same key waits for it ([`Deletes::finished`]).
+pub(super) fn delete_key(shared: &Arc<Shared>, generation: u64, key: String) {
+    let done = shared.deletes.start(&key);
+    let shared = shared.clone();
+    shared.runtime.clone().spawn(async move {
+        loop {
+            let Some(lease) = shared.leases.lease_of(generation) else {
+                break;
+            };
+            if lease.health() == Health::Ended {
+                break;
+            }
+            let Ok(mut client) = shared.leases.client().await else {
+                break;
+            };
+            // A lock key goes with its revocation marker (if any), at once.
+            let marker = super::revoke::marker_of_key(&shared.leases.config().root, &key);
+            let mut deletes = vec![TxnOp::delete(key.as_str(), None)];
+            deletes.extend(marker.map(|m| TxnOp::delete(m, None)));
+            match client.txn(Txn::new().and_then(deletes)).await {
+                Ok(_) => break,
+                Err(error) if retryable(&error) => tokio::time::sleep(RETRY_PAUSE).await,
+                Err(error) => {
+                    tracing::warn!(%error, key, "could not delete an etcd lock key; it goes with the lease");
+                    break;
+                }
+            }
+        }
+        shared.deletes.finish(&key, done);
+    });
+}
+
+/// Deletions in flight, by key: a key is put again only once its deletion
+/// finished (the host's key for a lock is the same on one lease).
+#[derive(Default)]
+pub(super) struct Deletes {
+    running: Mutex<HashMap<String, (u64, watch::Sender<bool>)>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Deletes {
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, watch::Sender<bool>)>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn start(&self, key: &str) -> u64 {
+        let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.running()
+            .insert(key.to_owned(), (number, watch::Sender::new(false)));
+        number
+    }
+
+    fn finish(&self, key: &str, number: u64) {
+        let mut running = self.running();
+        if running.get(key).is_some_and(|(n, _)| *n == number)
+            && let Some((_, done)) = running.remove(key)
+        {
+            let _ = done.send(true);
+        }
+    }
+
+    /// Resolves once no deletion of `key` is in flight.
+    pub async fn finished(&self, key: &str) {
+        let pending = self.running().get(key).map(|(_, done)| done.subscribe());
+        if let Some(mut done) = pending {
+            let _ = done.wait_for(|done| *done).await;
+        }
+    }
+}
+
+/// Resolves when a contender of another host that conflicts with `node`
+/// (held in `mode`) queues behind it; never if the lease ends first.
+pub(super) async fn remote_contender(
+    shared: Arc<Shared>,
+    name: LockName,
+    node: OwnedNode,
+    mode: Mode,
+) {
+    let Some(lease) = shared.leases.lease_of(node.generation) else {
+        return std::future::pending().await;
+    };
+    let prefix = prefix(&shared.leases.config().root, &name);
+    let mine = i64::try_from(node.token).unwrap_or(i64::MAX);
+    let behind = |kv: &KeyValue| {
+        kv.key() != node.path.as_bytes()
+            && kv.create_revision() > mine
+            && conflicts(mode, mode_of(kv.value()))
+    };
+    let search = async {
+        loop {
+            let Ok(mut client) = shared.leases.client().await else {
+                return;
+            };
+            let options = GetOptions::new()
+                .with_prefix()
+                .with_min_create_revision(mine + 1);
+            let revision = match client.get(prefix.as_str(), Some(options)).await {
+                Ok(answer) if answer.kvs().iter().any(behind) => return,
+                Ok(answer) => answer.header().map_or(0, |h| h.revision()),
+                Err(_) => {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                    continue;
+                }
+            };
+            let options = WatchOptions::new()
+                .with_prefix()
+                .with_start_revision(revision + 1);
+            let Ok(mut stream) = client.watch(prefix.as_str(), Some(options)).await else {
+                tokio::time::sleep(RETRY_PAUSE).await;
+                continue;
+            };
+            while let Ok(Some(answer)) = stream.message().await {
+                let queued = answer
+                    .events()
+                    .iter()
+                    .any(|e| e.event_type() == EventType::Put && e.kv().is_some_and(&behind));
+                if queued {
+                    return;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = search => {}
+        () = lease.liveness.until_ended() => std::future::pending().await,
+    }
+}

@@ -1,0 +1,393 @@
+//! A guest's lock session on etcd: every lock goes through the host's
+//! hand-off task for its name (one key per host and lock, under the host's
+//! lease; see `keys`); every semaphore permit and every election candidate
+//! has a key of its own (see `semaphore`, `election`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::guarded::{self, Holder, Writer};
+use super::keys::EtcdKeys;
+use super::{Shared, election, inspect, recipe, revoke, semaphore};
+use wardlock_backend::guarded::check_value;
+use wardlock_backend::handoff::{self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, local_token};
+use wardlock_backend::liveness;
+use wardlock_backend::name::LockName;
+use wardlock_backend::revocation::{self, Seen};
+use wardlock_backend::{
+    BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, Leader, LeaderChange,
+    LockSession, Mode, Request, RequestKind, StatusChange, settled,
+};
+use wardlock_backend::{GuardedEntry, GuardedKey, Revoked, never_revoked};
+
+/// What a grant holds.
+#[derive(Clone)]
+enum HeldKind {
+    /// A lock in a mode, through the host's hand-off task (its name names
+    /// the revocation marker and the guarded store).
+    Local(LocalHeld, LockName, Mode),
+    /// A semaphore permit: a key of its own.
+    Permit(OwnedNode),
+    /// A leadership of an election: the candidate's key of its own.
+    Leader(OwnedNode, LockName),
+}
+
+/// A grant and what ends it.
+struct Held {
+    kind: HeldKind,
+    /// Dropped with the grant: wakes its status subscribers and ends its
+    /// revocation watch.
+    alive: watch::Sender<()>,
+    /// The revocation watch, started on first use (locks only).
+    revocation: Option<watch::Receiver<Seen>>,
+}
+
+impl Held {
+    fn generation(&self) -> u64 {
+        match &self.kind {
+            HeldKind::Local(local, ..) => local.generation,
+            HeldKind::Permit(node) | HeldKind::Leader(node, _) => node.generation,
+        }
+    }
+
+    fn release(self, shared: &Arc<Shared>) {
+        match self.kind {
+            HeldKind::Local(local, ..) => local.release(),
+            HeldKind::Permit(node) => semaphore::release(shared, node),
+            // Resigning: the next candidate leads once the key is gone.
+            HeldKind::Leader(node, _) => recipe::delete_key(shared, node.generation, node.path),
+        }
+    }
+}
+
+/// A session of [`super::EtcdBackend`].
+pub(super) struct EtcdLockSession {
+    shared: Arc<Shared>,
+    held: Mutex<HashMap<u64, Held>>,
+    next_grant: AtomicU64,
+}
+
+impl EtcdLockSession {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        EtcdLockSession {
+            shared,
+            held: Mutex::new(HashMap::new()),
+            next_grant: AtomicU64::new(0),
+        }
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashMap<u64, Held>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, kind: HeldKind) -> Grant {
+        let token = match &kind {
+            HeldKind::Local(local, ..) => local.token,
+            // A key of its own is grant 0 under it (see `handoff`).
+            HeldKind::Permit(node) | HeldKind::Leader(node, _) => local_token(node.token, 0),
+        };
+        let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
+        let held = Held {
+            kind,
+            alive: watch::Sender::new(()),
+            revocation: None,
+        };
+        self.held().insert(id, held);
+        Grant {
+            id: GrantId(id),
+            token,
+        }
+    }
+
+    /// The revocation watch of `grant`, started on first use; `None` for a
+    /// permit or a grant not held here.
+    fn revocation_of(&self, grant: GrantId) -> Option<watch::Receiver<Seen>> {
+        let mut held = self.held();
+        let held = held.get_mut(&grant.0)?;
+        if let Some(seen) = &held.revocation {
+            return Some(seen.clone());
+        }
+        let HeldKind::Local(local, name, _) = &held.kind else {
+            return None;
+        };
+        let lease = self.shared.leases.lease_of(local.generation)?;
+        let marker = revoke::marker_key(&self.shared.leases.config().root, name, lease.id);
+        let revision = i64::try_from(local.token >> LOCAL_BITS).unwrap_or(i64::MAX);
+        let task = local.clone();
+        let seen = revoke::watch_marker(
+            &self.shared,
+            marker,
+            local.path.clone(),
+            revision,
+            held.alive.subscribe(),
+            Box::new(move |path: &str| task.node_revoked(path)),
+        );
+        held.revocation = Some(seen.clone());
+        Some(seen)
+    }
+
+    /// What `grant` is to a guarded write.
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when this session does not hold it
+    /// (under hand-off, the local grant is no longer this session's).
+    fn writer(&self, grant: GrantId) -> Result<Writer, BackendError> {
+        let held = self.held();
+        let held = held
+            .get(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        Ok(match &held.kind {
+            HeldKind::Local(local, name, Mode::Exclusive) => Writer::Exclusive(Holder {
+                name: name.clone(),
+                key: local.path.clone(),
+                token: local.token,
+                generation: local.generation,
+            }),
+            HeldKind::Local(_, name, Mode::Shared) => {
+                Writer::Other(format!("a shared holder of \"{name}\""))
+            }
+            HeldKind::Permit(_) => Writer::Other("a semaphore permit".into()),
+            // The candidate's key stands exactly while it leads.
+            HeldKind::Leader(node, name) => Writer::Exclusive(Holder {
+                name: name.clone(),
+                key: node.path.clone(),
+                token: local_token(node.token, 0),
+                generation: node.generation,
+            }),
+        })
+    }
+
+    /// The candidate key of leadership `grant`.
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when this session does not hold it;
+    /// [`BackendError::InvalidRequest`] for a lock or a permit.
+    fn leadership(&self, grant: GrantId) -> Result<OwnedNode, BackendError> {
+        let held = self.held();
+        let held = held
+            .get(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        match &held.kind {
+            HeldKind::Leader(node, _) => Ok(node.clone()),
+            HeldKind::Local(_, name, _) => Err(BackendError::InvalidRequest(format!(
+                "a grant of the lock \"{name}\" is no leadership: only a leader proclaims"
+            ))),
+            HeldKind::Permit(_) => Err(BackendError::InvalidRequest(
+                "a semaphore permit is no leadership: only a leader proclaims".into(),
+            )),
+        }
+    }
+
+    async fn take(
+        &self,
+        request: Request<'_>,
+        deadline: Option<Instant>,
+        wait: bool,
+    ) -> Result<Option<Grant>, BackendError> {
+        let shared = &self.shared;
+        let name: &LockName = request.name;
+        let mode = match request.kind {
+            RequestKind::Lock(mode) => mode,
+            RequestKind::Permit(permits) => {
+                let node = semaphore::acquire(shared, name, permits, deadline, wait).await?;
+                return Ok(node.map(|node| self.record(HeldKind::Permit(node))));
+            }
+        };
+        let start = |number, receiver| {
+            let engine = Arc::new(EtcdKeys {
+                shared: shared.clone(),
+            });
+            let limits = shared.leases.config().local_handoff;
+            let lock = LocalLock::new(engine, name.clone(), number, limits, receiver);
+            shared.runtime.spawn(lock.run());
+        };
+        let held = handoff::ask(&shared.local_locks, name, mode, deadline, wait, start).await?;
+        Ok(held.map(|local| self.record(HeldKind::Local(local, name.clone(), mode))))
+    }
+}
+
+#[async_trait]
+impl LockSession for EtcdLockSession {
+    async fn acquire_request(
+        &self,
+        request: Request<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        self.take(request, deadline, true).await?.ok_or_else(|| {
+            BackendError::Unavailable("the hand-off task ended without a grant".into())
+        })
+    }
+
+    async fn try_acquire_request(
+        &self,
+        request: Request<'_>,
+    ) -> Result<Option<Grant>, BackendError> {
+        self.take(request, None, false).await
+    }
+
+    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+        let held = self
+            .held()
+            .remove(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        held.release(&self.shared);
+        Ok(())
+    }
+
+    fn status(&self, grant: GrantId) -> GrantStatus {
+        let Some(generation) = self.held().get(&grant.0).map(Held::generation) else {
+            return GrantStatus::Released;
+        };
+        match self.shared.leases.lease_of(generation) {
+            Some(lease) => liveness::grant_status(lease.health()),
+            None => GrantStatus::Lost,
+        }
+    }
+
+    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
+        let watched = self
+            .held()
+            .get(&grant.0)
+            .map(|h| (h.alive.subscribe(), h.generation()));
+        let Some((alive, generation)) = watched else {
+            return settled(GrantStatus::Released, seen);
+        };
+        let health = self.shared.leases.lease_of(generation).map(|lease| {
+            let _ = lease.health();
+            lease.liveness.watch_health()
+        });
+        liveness::status_change(alive, health, seen)
+    }
+
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+        let kind = self
+            .held()
+            .get(&exclusive.0)
+            .map(|h| h.kind.clone())
+            .ok_or(BackendError::UnknownGrant(exclusive.0))?;
+        let (local, name) = match kind {
+            HeldKind::Local(local, name, _) => (local, name),
+            HeldKind::Permit(_) => {
+                return Err(BackendError::InvalidRequest(
+                    "a semaphore permit cannot be downgraded".into(),
+                ));
+            }
+            HeldKind::Leader(..) => {
+                return Err(BackendError::InvalidRequest(
+                    "a leadership cannot be downgraded".into(),
+                ));
+            }
+        };
+        let shared = handoff::downgrade(&self.shared.local_locks, &local).await?;
+        Ok(self.record(HeldKind::Local(shared, name, Mode::Shared)))
+    }
+
+    async fn revocation_requested(&self, grant: GrantId) -> bool {
+        let Some(seen) = self.revocation_of(grant) else {
+            return false;
+        };
+        revocation::asked(seen, self.shared.leases.config().lease_ttl).await
+    }
+
+    fn revoked(&self, grant: GrantId) -> Revoked {
+        match self.revocation_of(grant) {
+            Some(seen) => revocation::revoked(seen),
+            None => never_revoked(),
+        }
+    }
+
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+        revoke::request(&self.shared, name).await
+    }
+
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+        let all = inspect::contenders(&self.shared, name).await?;
+        let all = all.into_iter().map(|contender| Contender {
+            owner: format!("lease {:x}", contender.lease),
+            mode: contender.mode,
+            holds: contender.holds,
+            token: contender
+                .holds
+                .then(|| u64::try_from(contender.revision).ok())
+                .flatten(),
+        });
+        Ok(Contenders::head(all, limit))
+    }
+
+    async fn guarded_get(
+        &self,
+        name: &LockName,
+        key: &GuardedKey,
+    ) -> Result<Option<GuardedEntry>, BackendError> {
+        guarded::get(&self.shared, name, key).await
+    }
+
+    async fn guarded_put(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+        value: &[u8],
+    ) -> Result<u64, BackendError> {
+        let writer = self.writer(holder)?;
+        check_value(value)?;
+        guarded::put(&self.shared, &writer.exclusive()?, key, value).await
+    }
+
+    async fn guarded_delete(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+    ) -> Result<bool, BackendError> {
+        let holder = self.writer(holder)?.exclusive()?;
+        guarded::delete(&self.shared, &holder, key).await
+    }
+
+    async fn guarded_keys(
+        &self,
+        name: &LockName,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, BackendError> {
+        guarded::keys(&self.shared, name, prefix, limit).await
+    }
+
+    async fn campaign(
+        &self,
+        name: &LockName,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let node = election::campaign(&self.shared, name, value, deadline).await?;
+        Ok(self.record(HeldKind::Leader(node, name.clone())))
+    }
+
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+        let node = self.leadership(leadership)?;
+        election::proclaim(&self.shared, &node, value).await
+    }
+
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+        election::leader(&self.shared, name).await
+    }
+
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        election::leader_changed(self.shared.clone(), name, seen)
+    }
+}
+
+impl Drop for EtcdLockSession {
+    fn drop(&mut self) {
+        let held: Vec<Held> = self.held().drain().map(|(_, held)| held).collect();
+        for held in held {
+            held.release(&self.shared);
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! How this host opens a ZooKeeper session: timeouts, digest credentials,
+//! TLS and SASL into the client's connector, and a failed connection into an
+//! error that names its cause and the flag to fix.
+
+use std::time::Duration;
+
+use zookeeper_client::{Client, Connector, Error as ZkError, SaslOptions, TlsOptions};
+
+use crate::config::ZooKeeperConfig;
+use wardlock_backend::BackendError;
+use wardlock_backend::tls::{error_chain, install_crypto_provider, setting, tls_flags_hint};
+use wardlock_backend::tls_probe::{handshake_failure, tls_without_settings};
+
+/// Connects one session as `config` says, giving up after the session
+/// timeout.
+///
+/// # Errors
+/// [`BackendError::InvalidConfig`] for unreadable TLS files;
+/// [`BackendError::Refused`] for a refusal retrying cannot fix (see
+/// [`connect_error`]); otherwise `Unavailable`.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped attempt leaves no session.
+pub(super) async fn connect(config: &ZooKeeperConfig) -> Result<Client, BackendError> {
+    let connector = connector(config)?;
+    let hosts = &config.hosts;
+    let attempt = async {
+        if config.tls.is_some() {
+            connector.secure_connect(hosts).await
+        } else {
+            connector.connect(hosts).await
+        }
+    };
+    let attempt = tokio::time::timeout(config.session_timeout, attempt);
+    let outcome = if config.tls.is_none() {
+        // A plaintext client at a TLS port the server keeps silent on would
+        // wait out the session timeout: notice the TLS within a second or
+        // two instead. (One that closes at once is asked in `diagnose`.)
+        tokio::select! {
+            outcome = attempt => outcome,
+            refusal = tls_port(first_host(hosts)) => return Err(refusal),
+        }
+    } else {
+        attempt.await
+    };
+    match outcome {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(error)) => Err(diagnose(config, Some(&error)).await),
+        Err(_) => Err(diagnose(config, None).await),
+    }
+}
+
+/// Why connecting failed (`error`: what the client said; `None`: the
+/// session timeout passed): a handshake of our own tells a certificate
+/// problem (TLS configured) or a TLS port (none configured) from an
+/// unreachable ensemble.
+async fn diagnose(config: &ZooKeeperConfig, error: Option<&ZkError>) -> BackendError {
+    if config.tls.is_none()
+        && let Some(refusal) =
+            tls_without_settings("ZooKeeper", first_host(&config.hosts), "--zk").await
+    {
+        return refusal;
+    }
+    if let Some(tls) = &config.tls
+        && let Ok(pem) = tls.read()
+        && let Some(cause) = handshake_failure(first_host(&config.hosts), &pem).await
+    {
+        return BackendError::Refused(format!(
+            "TLS to ZooKeeper at {} failed ({cause}): {}",
+            config.hosts,
+            tls_flags_hint("--zk-tls")
+        ));
+    }
+    match error {
+        Some(error) => connect_error(config, error),
+        None => BackendError::Unavailable(format!(
+            "cannot connect to ZooKeeper at {}: no session within {:?}",
+            config.hosts, config.session_timeout
+        )),
+    }
+}
+
+/// The refusal for a TLS port given no TLS settings, once `host` is seen to
+/// speak TLS, a second after it is called (a plaintext session is usually up
+/// by then); never otherwise.
+async fn tls_port(host: &str) -> BackendError {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    match tls_without_settings("ZooKeeper", host, "--zk").await {
+        Some(refusal) => refusal,
+        None => std::future::pending().await,
+    }
+}
+
+/// The first `HOST:PORT` of a connect string (`HOST:PORT[,...][/chroot]`,
+/// hosts possibly prefixed `tcp://` or `tcp+tls://`).
+fn first_host(hosts: &str) -> &str {
+    let first = hosts.split(',').next().unwrap_or_default().trim();
+    let first = (first.strip_prefix("tcp://"))
+        .or_else(|| first.strip_prefix("tcp+tls://"))
+        .unwrap_or(first);
+    first.split('/').next().unwrap_or(first)
+}
+
+fn connector(config: &ZooKeeperConfig) -> Result<Connector, BackendError> {
+    let mut connector = Client::connector()
+        .with_session_timeout(config.session_timeout)
+        .with_connection_timeout(config.session_timeout.min(Duration::from_secs(5)));
+    if let Some(credentials) = &config.digest_auth {
+        connector = connector.with_auth("digest", credentials.expose().as_bytes());
+    }
+    if let Some(tls) = &config.tls {
+        install_crypto_provider();
+        let pem = tls.read()?;
+        let bad = |which: &str, e: ZkError| {
+            BackendError::InvalidConfig(format!("{}: {e}", setting(&tls.flag, which)))
+        };
+        let mut options = TlsOptions::new()
+            .with_pem_ca(&pem.ca)
+            .map_err(|e| bad("ca", e))?;
+        if let Some((cert, key)) = &pem.identity {
+            options = options
+                .with_pem_identity(cert, key.expose())
+                .map_err(|e| bad("cert", e))?;
+        }
+        connector = connector.with_tls(options);
+    }
+    if let Some(sasl) = &config.sasl {
+        connector = connector.with_sasl(SaslOptions::digest_md5(
+            sasl.user.clone(),
+            sasl.password.expose().to_owned(),
+        ));
+    }
+    if config.tls.is_some() || config.sasl.is_some() {
+        // A refused handshake or login is reported with its cause after one
+        // round of the hosts, not retried silently until the session timeout.
+        connector = connector.with_fail_eagerly();
+    }
+    Ok(connector)
+}
+
+/// What the client's error means: a refused login (a wrong SASL user or
+/// password) is [`BackendError::Refused`], one line naming the flags to
+/// check; anything else is `Unavailable`.
+pub(super) fn connect_error(config: &ZooKeeperConfig, error: &ZkError) -> BackendError {
+    let hosts = &config.hosts;
+    let chain = error_chain(error);
+    let lower = chain.to_lowercase();
+    if matches!(error, ZkError::AuthFailed) && config.sasl.is_none() {
+        return BackendError::Refused(format!(
+            "ZooKeeper at {hosts} requires a SASL login ({chain}): give --zk-sasl-user USER --zk-sasl-password-file FILE"
+        ));
+    }
+    if matches!(error, ZkError::AuthFailed) || lower.contains("sasl") {
+        let user = config.sasl.as_ref().map_or("", |c| c.user.as_str());
+        return BackendError::Refused(format!(
+            "ZooKeeper at {hosts} refused the login of SASL user {user:?} ({chain}): check --zk-sasl-user and --zk-sasl-password-file"
+        ));
+    }
+    BackendError::Unavailable(format!("cannot connect to ZooKeeper at {hosts}: {chain}"))
+}

@@ -1,0 +1,460 @@
+//! One guest's lock session on the host's ZooKeeper session(s).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::recipe::{self, OwnedNode, Waiting};
+use super::{Shards, Shared, downgrade, inspect, release, revoke, semaphore, shard_for};
+use super::{election, guarded, handoff_nodes};
+use wardlock_backend::guarded::{check_value, not_exclusive};
+use wardlock_backend::handoff::{self, LocalHeld, local_token};
+use wardlock_backend::liveness;
+use wardlock_backend::name::LockName;
+use wardlock_backend::{
+    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, Leader,
+    LeaderChange, LockSession, Mode, Request, RequestKind, Revoked, StatusChange, check_permits,
+    never_revoked, settled,
+};
+
+/// One guest's [`LockSession`] (a *lock session*: its grants and waits). Every
+/// lock session of the host runs on the host's *ZooKeeper sessions*
+/// ([`super::connection::ZkSession`]; one per shard, a lock name always on the
+/// same one); ending a lock session deletes its nodes, ending a ZooKeeper
+/// session loses the grants made on it.
+pub(super) struct ZkLockSession {
+    shards: Shards,
+    /// Written into every node: who holds or waits (for status tools).
+    data: Vec<u8>,
+    held: Mutex<HashMap<u64, Held>>,
+    next_grant: AtomicU64,
+}
+
+/// One grant of a lock session, with the shard it was made on.
+struct Held {
+    shared: Arc<Shared>,
+    kind: HeldKind,
+    /// The lock (or semaphore) name and the mode granted (a permit's is
+    /// `Shared`): a guarded write needs an exclusive lock.
+    name: LockName,
+    mode: Mode,
+    /// Dropped with the grant (released, or the lock session dropped): its
+    /// status subscribers then see `released`.
+    alive: tokio::sync::watch::Sender<()>,
+    /// The watch on the grant's node for `__REVOKE__`, once someone asked
+    /// (see `revoke`).
+    revocation: Option<tokio::sync::watch::Receiver<revoke::Seen>>,
+}
+
+#[derive(Clone)]
+enum HeldKind {
+    /// A node of its own in the lock's queue.
+    Node(OwnedNode),
+    /// A share of this host's node, handed over by the host-local lock task.
+    Local(LocalHeld),
+    /// A semaphore permit: its lease node (see `semaphore`).
+    Permit(OwnedNode),
+    /// A leadership: its candidate node, the lowest of its election (see
+    /// `election`); exclusive for guarded writes, never handed off.
+    Leader(OwnedNode),
+}
+
+/// What to do when the revocation watch of a hand-off grant sees
+/// `__REVOKE__`: tell the task, which drains the node (see `revoke`).
+fn on_revoked(local: &LocalHeld) -> revoke::OnAsked {
+    let local = local.clone();
+    Box::new(move |path: &str| local.node_revoked(path))
+}
+
+impl Held {
+    fn generation(&self) -> u64 {
+        match &self.kind {
+            HeldKind::Node(node) | HeldKind::Permit(node) | HeldKind::Leader(node) => {
+                node.generation
+            }
+            HeldKind::Local(local) => local.generation,
+        }
+    }
+
+    /// The revocation watch of this grant, started on first use; `None` for
+    /// a permit or a leadership (revocation is for locks).
+    fn revocation(&mut self) -> Option<tokio::sync::watch::Receiver<revoke::Seen>> {
+        let (path, on_asked) = match &self.kind {
+            HeldKind::Node(node) => (node.path.clone(), None),
+            HeldKind::Local(local) => (local.path.clone(), Some(on_revoked(local))),
+            HeldKind::Permit(_) | HeldKind::Leader(_) => return None,
+        };
+        let (shared, generation, alive) = (&self.shared, self.generation(), &self.alive);
+        let seen = self.revocation.get_or_insert_with(|| {
+            revoke::watch_node(shared, generation, path, alive.subscribe(), on_asked)
+        });
+        Some(seen.clone())
+    }
+
+    fn release(self) {
+        match self.kind {
+            HeldKind::Node(node) | HeldKind::Permit(node) | HeldKind::Leader(node) => {
+                release::delete_node(&self.shared, node.generation, node.prefix, node.path);
+            }
+            HeldKind::Local(local) => local.release(),
+        }
+    }
+}
+
+impl ZkLockSession {
+    pub(super) fn new(shards: Shards, data: String) -> Self {
+        ZkLockSession {
+            shards,
+            data: data.into_bytes(),
+            held: Mutex::new(HashMap::new()),
+            next_grant: AtomicU64::new(0),
+        }
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashMap<u64, Held>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, shared: &Arc<Shared>, name: &LockName, mode: Mode, kind: HeldKind) -> Grant {
+        let token = match &kind {
+            // A node of its own is grant 0 under it (see `handoff`).
+            HeldKind::Node(node) | HeldKind::Permit(node) | HeldKind::Leader(node) => {
+                local_token(node.token, 0)
+            }
+            HeldKind::Local(local) => local.token,
+        };
+        let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
+        let shared = shared.clone();
+        let alive = tokio::sync::watch::Sender::new(());
+        self.held().insert(
+            id,
+            Held {
+                shared,
+                kind,
+                name: name.clone(),
+                mode,
+                alive,
+                revocation: None,
+            },
+        );
+        Grant {
+            id: GrantId(id),
+            token,
+        }
+    }
+
+    /// Takes `name` on its shard: through the host-local task when hand-off is
+    /// on, else with a node of its own.
+    async fn take(
+        &self,
+        name: &LockName,
+        mode: Mode,
+        deadline: Option<tokio::time::Instant>,
+        waiting: Waiting,
+    ) -> Result<Option<Grant>, BackendError> {
+        let shared = shard_for(&self.shards, name);
+        let kind = match shared.connection.config().local_handoff {
+            Some(limits) => {
+                let wait = waiting == Waiting::Wait;
+                handoff_nodes::acquire(shared, limits, name, mode, deadline, wait)
+                    .await?
+                    .map(HeldKind::Local)
+            }
+            None => recipe::acquire(shared, name, mode, &self.data, deadline, waiting)
+                .await?
+                .map(HeldKind::Node),
+        };
+        Ok(kind.map(|kind| self.record(shared, name, mode, kind)))
+    }
+}
+
+impl ZkLockSession {
+    /// Takes what `request` asks for: a lock ([`Self::take`]) or a permit.
+    ///
+    /// A permit has a lease node of its own, even with host-local hand-off
+    /// on (hand-off shares one node among exclusive or shared holders; a
+    /// lease is neither).
+    async fn take_request(
+        &self,
+        request: Request<'_>,
+        deadline: Option<tokio::time::Instant>,
+        waiting: Waiting,
+    ) -> Result<Option<Grant>, BackendError> {
+        match request.kind {
+            RequestKind::Lock(mode) => self.take(request.name, mode, deadline, waiting).await,
+            RequestKind::Permit(permits) => {
+                check_permits(request.name, permits)?;
+                self.take_permit(request.name, permits, deadline, waiting)
+                    .await
+            }
+        }
+    }
+
+    /// Takes a permit of semaphore `name` on its shard (see `semaphore`).
+    async fn take_permit(
+        &self,
+        name: &LockName,
+        permits: u32,
+        deadline: Option<tokio::time::Instant>,
+        waiting: Waiting,
+    ) -> Result<Option<Grant>, BackendError> {
+        let shared = shard_for(&self.shards, name);
+        let node = semaphore::acquire(shared, name, permits, &self.data, deadline, waiting).await?;
+        Ok(node.map(|node| self.record(shared, name, Mode::Shared, HeldKind::Permit(node))))
+    }
+}
+
+#[async_trait]
+impl LockSession for ZkLockSession {
+    async fn acquire_request(
+        &self,
+        request: Request<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        self.take_request(request, deadline, Waiting::Wait)
+            .await?
+            .ok_or_else(|| BackendError::Unavailable("lock recipe ended without a grant".into()))
+    }
+
+    async fn try_acquire_request(
+        &self,
+        request: Request<'_>,
+    ) -> Result<Option<Grant>, BackendError> {
+        self.take_request(request, None, Waiting::DontWait).await
+    }
+
+    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+        let held = self
+            .held()
+            .remove(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        held.release();
+        Ok(())
+    }
+
+    fn status(&self, grant: GrantId) -> GrantStatus {
+        let Some((shared, generation)) = self
+            .held()
+            .get(&grant.0)
+            .map(|held| (held.shared.clone(), held.generation()))
+        else {
+            return GrantStatus::Released;
+        };
+        match shared.connection.session_of(generation) {
+            None => GrantStatus::Lost,
+            Some(session) => liveness::grant_status(session.health()),
+        }
+    }
+
+    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
+        let watched = self.held().get(&grant.0).map(|held| {
+            let session = held.shared.connection.session_of(held.generation());
+            (held.alive.subscribe(), session)
+        });
+        let Some((alive, session)) = watched else {
+            return settled(GrantStatus::Released, seen);
+        };
+        // The health the session's own computations publish (see `liveness`):
+        // the monitor's heartbeat ticks and client state changes wake us.
+        let health = session.map(|s| {
+            // Compute once now, so the published value is current.
+            let _ = s.health();
+            s.liveness.watch_health()
+        });
+        liveness::status_change(alive, health, seen)
+    }
+
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+        // Copied out: the map's lock is not held across the await below.
+        let (shared, kind, name) = self
+            .held()
+            .get(&exclusive.0)
+            .map(|held| (held.shared.clone(), held.kind.clone(), held.name.clone()))
+            .ok_or(BackendError::UnknownGrant(exclusive.0))?;
+        let kind = match kind {
+            HeldKind::Node(node) => {
+                HeldKind::Node(downgrade::downgrade(&shared, &node, &self.data).await?)
+            }
+            HeldKind::Local(local) => {
+                HeldKind::Local(handoff::downgrade(&shared.local_locks, &local).await?)
+            }
+            HeldKind::Permit(_) => {
+                return Err(BackendError::InvalidRequest(
+                    "a semaphore permit cannot be downgraded".into(),
+                ));
+            }
+            HeldKind::Leader(_) => {
+                return Err(BackendError::InvalidRequest(
+                    "a leadership cannot be downgraded".into(),
+                ));
+            }
+        };
+        Ok(self.record(&shared, &name, Mode::Shared, kind))
+    }
+
+    async fn revocation_requested(&self, grant: GrantId) -> bool {
+        let Some((seen, shared)) = self.revocation_of(grant) else {
+            return false;
+        };
+        revoke::asked(seen, shared.connection.config().session_timeout).await
+    }
+
+    fn revoked(&self, grant: GrantId) -> Revoked {
+        match self.revocation_of(grant) {
+            Some((seen, _)) => revoke::revoked(seen),
+            None => never_revoked(),
+        }
+    }
+
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+        revoke::request(shard_for(&self.shards, name), name).await
+    }
+
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+        inspect::contenders(shard_for(&self.shards, name), name, limit).await
+    }
+
+    async fn guarded_get(
+        &self,
+        name: &LockName,
+        key: &GuardedKey,
+    ) -> Result<Option<GuardedEntry>, BackendError> {
+        guarded::get(shard_for(&self.shards, name), name, key).await
+    }
+
+    async fn guarded_put(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+        value: &[u8],
+    ) -> Result<u64, BackendError> {
+        check_value(value)?;
+        let (shared, name, holder) = self.guard(holder)?;
+        guarded::put(&shared, &name, &holder, key, value).await
+    }
+
+    async fn guarded_delete(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+    ) -> Result<bool, BackendError> {
+        let (shared, name, holder) = self.guard(holder)?;
+        guarded::delete(&shared, &name, &holder, key).await
+    }
+
+    async fn guarded_keys(
+        &self,
+        name: &LockName,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, BackendError> {
+        guarded::keys(shard_for(&self.shards, name), name, prefix, limit).await
+    }
+
+    /// A candidate node of its own (Curator's `LeaderLatch` layout, see
+    /// `election`), never through host-local hand-off: a leadership is one
+    /// guest's.
+    async fn campaign(
+        &self,
+        name: &LockName,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError> {
+        wardlock_backend::election::check_value(value)?;
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let shared = shard_for(&self.shards, name);
+        let node = election::campaign(shared, name, value, deadline).await?;
+        Ok(self.record(shared, name, Mode::Exclusive, HeldKind::Leader(node)))
+    }
+
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+        wardlock_backend::election::check_value(value)?;
+        let (shared, node) = {
+            let held = self.held();
+            let held = held
+                .get(&leadership.0)
+                .ok_or(BackendError::UnknownGrant(leadership.0))?;
+            let HeldKind::Leader(node) = &held.kind else {
+                return Err(BackendError::InvalidRequest(format!(
+                    "a grant of \"{}\" is a lock, not a leadership: only a leader proclaims",
+                    held.name
+                )));
+            };
+            (held.shared.clone(), node.clone())
+        };
+        election::proclaim(&shared, &node, value).await
+    }
+
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+        election::leader(shard_for(&self.shards, name), name).await
+    }
+
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        election::leader_changed(shard_for(&self.shards, name).clone(), name, seen)
+    }
+}
+
+impl ZkLockSession {
+    /// What a guarded write through `grant` checks: its shard, its name and
+    /// the node that must still exist (the guest's own, or this host's under
+    /// hand-off, whose local grant `held` vouches for).
+    fn guard(
+        &self,
+        grant: GrantId,
+    ) -> Result<(Arc<Shared>, LockName, guarded::Holder), BackendError> {
+        let held = self.held();
+        let held = held
+            .get(&grant.0)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        let holder = match &held.kind {
+            HeldKind::Permit(_) => {
+                return Err(not_exclusive(&format!(
+                    "a permit of semaphore \"{}\"",
+                    held.name
+                )));
+            }
+            _ if held.mode != Mode::Exclusive => {
+                return Err(not_exclusive(&format!(
+                    "a shared holder of \"{}\"",
+                    held.name
+                )));
+            }
+            HeldKind::Node(node) | HeldKind::Leader(node) => guarded::Holder {
+                path: node.path.clone(),
+                generation: node.generation,
+                token: local_token(node.token, 0),
+            },
+            HeldKind::Local(local) => guarded::Holder {
+                path: local.path.clone(),
+                generation: local.generation,
+                token: local.token,
+            },
+        };
+        Ok((held.shared.clone(), held.name.clone(), holder))
+    }
+}
+
+impl ZkLockSession {
+    /// The revocation watch of `grant` (started on first use) and its shard.
+    fn revocation_of(
+        &self,
+        grant: GrantId,
+    ) -> Option<(tokio::sync::watch::Receiver<revoke::Seen>, Arc<Shared>)> {
+        let mut held = self.held();
+        let held = held.get_mut(&grant.0)?;
+        Some((held.revocation()?, held.shared.clone()))
+    }
+}
+
+impl Drop for ZkLockSession {
+    fn drop(&mut self) {
+        let held: Vec<Held> = self.held().drain().map(|(_, held)| held).collect();
+        for held in held {
+            held.release();
+        }
+    }
+}
