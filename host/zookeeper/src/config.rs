@@ -10,7 +10,7 @@ use wardlock_backend::secret::Secret;
 use wardlock_backend::tls::{Credentials, TlsFiles};
 
 /// Most ZooKeeper sessions one host may spread its locks over.
-pub const MAX_SESSIONS: usize = 64;
+pub(crate) const MAX_SESSIONS: usize = 64;
 
 /// Default ZooKeeper session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
