@@ -163,7 +163,7 @@ pub enum ConfigError {
     /// `digest_auth` is not `user:password`.
     #[error("digest auth must be user:password")]
     DigestAuth,
-    /// `sessions` is 0 or above [`MAX_SESSIONS`].
+    /// `sessions` is 0 or above 64.
     #[error("sessions must be 1 to {MAX_SESSIONS}, got {0}")]
     Sessions(usize),
 }
