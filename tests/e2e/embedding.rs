@@ -1,7 +1,7 @@
 //! Embedding wardlock in a platform's own world (`acme:platform/plugin`,
 //! the `acme-plugin` guest): a synchronous host on six threads with no tokio,
 //! its wait limit and interrupt, tenants kept apart, the async host dropping a
-//! Store mid-wait, and the two shipped examples (`host/examples/embed.rs`,
+//! Store mid-wait, and the two shipped examples (`host/cli/examples/embed.rs`,
 //! `embed_sync.rs`) on memory and on a real ZooKeeper.
 
 use std::sync::Arc;

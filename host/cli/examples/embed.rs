@@ -6,7 +6,7 @@
 //! Store at the end of the event ends the plugin's lock session: any lock the plugin
 //! forgot, or held when it trapped, is released at once.
 //!
-//! Run: `cargo run -p wardlock-host --example embed -- [--zookeeper HOST:PORT]
+//! Run: `cargo run -p wardlock --example embed -- [--zookeeper HOST:PORT]
 //! PLUGIN.wasm [EVENT...]` with a component targeting `acme:platform/plugin`
 //! (see `examples/wit/platform.wit`), e.g. `plugins/build.sh acme-plugin`'s
 //! `acme-plugin.wasm` and the events `"hold acme/a 50" "wait acme/a 300"`.
@@ -21,7 +21,9 @@ use common::{PluginState, interrupt_later, parse_args, report};
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: ["../../wit", "examples/wit"],
+        // The platform's world and, in `deps/`, a copy of wardlock's
+        // `wit/lock.wit`: the example builds from this package alone.
+        path: "examples/wit",
         world: "acme:platform/plugin",
         imports: { default: async | trappable },
         exports: { default: async },

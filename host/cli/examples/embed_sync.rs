@@ -8,7 +8,7 @@
 //! plugin's waits through their `WaitInterrupt` handles (the plugins get
 //! `timeout`, and nothing stays queued).
 //!
-//! Run: `cargo run -p wardlock-host --example embed_sync -- [--zookeeper
+//! Run: `cargo run -p wardlock --example embed_sync -- [--zookeeper
 //! HOST:PORT] [--concurrent] PLUGIN.wasm [EVENT...]`.
 
 mod common;

@@ -7,7 +7,7 @@
 //! a timer and a stream in one `poll`.
 
 wasmtime::component::bindgen!({
-    path: "../wit/v0.2",
+    path: "wit/v0.2",
     world: "wardlock:lock/guest",
     imports: { default: async | trappable },
     with: {

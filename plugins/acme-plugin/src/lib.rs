@@ -1,7 +1,7 @@
 //! `acme-plugin`: a plugin for a made-up plugin platform's own world,
-//! `acme:platform/plugin` (`host/examples/wit/platform.wit`), which imports
+//! `acme:platform/plugin` (`host/cli/examples/wit/platform.wit`), which imports
 //! wardlock's `locks` beside the platform's export. The embedding examples
-//! (`host/examples/embed.rs`, `embed_sync.rs`) and their tests run it.
+//! (`host/cli/examples/embed.rs`, `embed_sync.rs`) and their tests run it.
 //!
 //! It takes locks with the Rust guest SDK (`wardlock-guest`), whose generated
 //! `wardlock:lock` bindings the platform's bindings reuse. Each call of
@@ -38,7 +38,8 @@ use wardlock_guest::{Error, Lock};
 use event::Event;
 
 wit_bindgen::generate!({
-    path: ["../../wit", "../../host/cli/examples/wit"],
+    // The platform's world, with wardlock's WIT in its `deps/`.
+    path: "../../host/cli/examples/wit",
     world: "acme:platform/plugin",
     // The SDK's bindings of wardlock:lock, so its `Lock` and `Guard` serve
     // this world's imports.

@@ -4,7 +4,8 @@
 //! compile for the host against `wardlock-guest` (its WIT imports are stubs
 //! there, hence `no_run`); a chapter's `# ` lines, hidden in the book as in
 //! rustdoc, supply what a snippet leaves out. `tests/e2e/book.rs` checks that
-//! every chapter with a Rust block is listed here.
+//! every chapter with a Rust block is listed here. The published crates'
+//! READMEs are modules too, so their snippets compile as well.
 
 #[doc = include_str!("../../../docs/embedding.md")]
 pub mod embedding {}
@@ -20,3 +21,24 @@ pub mod guest_sdks {}
 
 #[doc = include_str!("../../../docs/wit.md")]
 pub mod wit {}
+
+// The READMEs of the published crates (what crates.io shows): their Rust
+// blocks compile here as well.
+
+#[doc = include_str!("../../../host/backend/README.md")]
+pub mod readme_wardlock_backend {}
+
+#[doc = include_str!("../../../host/zookeeper/README.md")]
+pub mod readme_wardlock_zookeeper {}
+
+#[doc = include_str!("../../../host/etcd/README.md")]
+pub mod readme_wardlock_etcd {}
+
+#[doc = include_str!("../../../host/README.md")]
+pub mod readme_wardlock_host {}
+
+#[doc = include_str!("../../../host/cli/README.md")]
+pub mod readme_wardlock {}
+
+#[doc = include_str!("../../../guest-sdk/README.md")]
+pub mod readme_wardlock_guest {}
