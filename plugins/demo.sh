@@ -14,7 +14,7 @@ HOST_TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 echo "demo: building the counter guest (wasm32-wasip2)..." >&2
 COUNTER="$(bash "$ROOT/plugins/build.sh" --rust-only counter)"
 echo "demo: building the wardlock host..." >&2
-(cd "$ROOT" && cargo build -q -p wardlock-host --bin wardlock)
+(cd "$ROOT" && cargo build -q -p wardlock --bin wardlock)
 
 DATA="$(mktemp -d)"
 trap 'rm -rf "$DATA"' EXIT

@@ -27,7 +27,7 @@ pub enum BackendError {
     Refused(String),
     /// The backend's configuration cannot work (the text names the setting);
     /// retrying does not help. Backends describe their own configuration errors
-    /// (e.g. `zookeeper::ConfigError`) and convert them into this.
+    /// (e.g. `wardlock_zookeeper::ConfigError`) and convert them into this.
     #[error("invalid lock backend configuration: {0}")]
     InvalidConfig(String),
     /// The request itself is malformed (the text names what is wrong, e.g. a

@@ -1,10 +1,19 @@
-//! The pluggable lock backend: what a lock service must provide to wardlock.
+//! The engine toolkit of wardlock: what a lock service must provide
+//! ([`LockBackend`], [`LockSession`]), lock names ([`name`]), the in-memory
+//! engine ([`memory`], the embedded default), and what a remote engine is built
+//! from: host-local hand-off ([`handoff`]), the session clock ([`liveness`]),
+//! back-off ([`backoff`]) and TLS ([`tls`], [`tls_probe`]).
 //!
-//! The trait is free of wasmtime types so a backend compiles, and is tested, without
-//! the Wasm runtime. A backend hands out [`LockSession`]s; everything acquired through
-//! a session belongs to it and is released when the session is dropped. The host
-//! opens one session per guest instance, so a guest's locks live exactly as long as
-//! the guest.
+//! Every engine implements these traits: the memory engine here, ZooKeeper
+//! (`wardlock-zookeeper`) and etcd (`wardlock-etcd`) in crates of their own, and
+//! engines written outside wardlock, which pass the conformance kit
+//! (`wardlock-conformance`). The host (`wardlock-host`) calls them and names none.
+//!
+//! The traits are free of wasmtime types so an engine compiles, and is tested,
+//! without the Wasm runtime. A backend hands out [`LockSession`]s; everything
+//! acquired through a session belongs to it and is released when the session is
+//! dropped. The host opens one session per guest instance, so a guest's locks
+//! live exactly as long as the guest.
 
 pub mod backoff;
 mod contenders;
@@ -113,7 +122,7 @@ pub trait LockBackend: Send + Sync + 'static {
     /// Opening is cheap and does no I/O: backends connect lazily.
     fn open_session(&self, owner: &str) -> Box<dyn LockSession>;
 
-    /// A short name for logs and summaries (`memory`, `zookeeper`).
+    /// A short name for logs and summaries (`memory`, `zookeeper`, `etcd`).
     fn kind(&self) -> &'static str;
 
     /// Whether the backend can serve lock requests now (for health checks).
@@ -127,7 +136,7 @@ pub trait LockBackend: Send + Sync + 'static {
     ///
     /// # Cancellation safety
     /// Cancel safe; a dropped shutdown leaves cleanup to the lock service
-    /// (ZooKeeper: the session timeout).
+    /// (ZooKeeper: the session timeout; etcd: the lease's TTL).
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async {})
     }

@@ -7,8 +7,8 @@
 //! - Uncontended acquire is one round trip (pipelined create + list).
 //! - Fencing token: greater than every earlier conflicting grant's (see `recipe`).
 //! - Grants report `Suspended` once contact is interrupted and `Lost` as soon as
-//!   the server may have expired the session (see `liveness`); a session ended
-//!   that way is closed, and new acquisitions use a new session.
+//!   the server may have expired the session (see `wardlock_backend::liveness`);
+//!   a session ended that way is closed, and new acquisitions use a new session.
 //!   Waiters are not told: they re-queue transparently on the new session (they held
 //!   nothing, so nothing was lost), keeping their deadline.
 

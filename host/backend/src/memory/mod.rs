@@ -2,7 +2,8 @@
 //!
 //! Locks live in this process only, so it coordinates the guests of one host (and
 //! native Rust code sharing the backend). It is a product feature, not a mock: the
-//! same fair FIFO semantics as the ZooKeeper recipes, fencing tokens, timeouts, and
+//! same fair FIFO semantics as every other engine (ZooKeeper's and etcd's recipes,
+//! and engines added outside wardlock), fencing tokens, timeouts, and
 //! an observation API ([`MemoryBackend::snapshot`], [`MemoryBackend::changes`]) for
 //! status tools and for tests that must wait for "guest X is queued" as an event,
 //! and fault injection ([`MemoryBackend::inject`], [`Fault`]) for tests of how a
