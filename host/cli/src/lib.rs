@@ -6,6 +6,7 @@ mod fault_args;
 mod guest_args;
 mod instance_args;
 mod run;
+mod seconds;
 mod serve;
 mod signal;
 mod singleton;

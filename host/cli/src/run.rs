@@ -13,9 +13,9 @@ use super::fault_args::FaultArgs;
 use super::instance_args::InstanceArgs;
 use super::signal::{StopSignal, exit_on_second_signal, stop_signal};
 use super::singleton::Singleton;
-use crate::registry::positive_secs;
+use crate::seconds::positive_secs;
 use wardlock_host::backend::LockBackend;
-use wardlock_host::backend::memory::{MemoryBackend, MemoryConfig};
+use wardlock_host::backend::memory::{self, MemoryBackend};
 use wardlock_host::name::LockName;
 
 /// Arguments of `wardlock run`.
@@ -203,7 +203,9 @@ async fn backend(
             None,
         ));
     }
-    if !chosen.as_any().is::<MemoryConfig>() {
+    // Faults are injected through the memory engine's own handle: they
+    // need that engine, whichever the flags chose.
+    if chosen.engine() != memory::NAME {
         anyhow::bail!(
             "--fault and --grant-delay-ms need the memory backend, not {}",
             chosen.engine()

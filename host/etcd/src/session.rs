@@ -317,6 +317,7 @@ impl LockSession for EtcdLockSession {
                 .holds
                 .then(|| u64::try_from(contender.revision).ok())
                 .flatten(),
+            node: Some(contender.key),
         });
         Ok(Contenders::head(all, limit))
     }

@@ -25,7 +25,7 @@ use wardlock_host::runner::{OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
 
 use super::Engines;
 use super::instance_args::InstanceArgs;
-use crate::registry::positive_secs;
+use crate::seconds::positive_secs;
 use metrics::{Metered, Metrics};
 use plan::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,
