@@ -254,6 +254,8 @@ test_per_side!(dead_foreign_holder_hands_over:
 /// `wardlock status` shows a Curator holder first and queued guests behind it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_curator_holder_and_queued_guests() {
+    // Built first: the guests below wait only so long.
+    let wardlock = wardlock_tests::serve::wardlock_bin();
     let (server, backend, probe) = start(Dialect::CuratorRw).await;
     let mut curator = CURATOR_RW.foreign(&server, "watched", "rw-write", &["hold"]);
     curator.expect("holding").await;
