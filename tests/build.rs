@@ -8,6 +8,11 @@
 //! (`build.sh --all`); elsewhere guests whose toolchain is missing are skipped and
 //! the tests that need them fail with a message naming the installer.
 
+#![allow(
+    clippy::expect_used,
+    reason = "a build script: a panic is how it fails the build, with its message"
+)]
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;

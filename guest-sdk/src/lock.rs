@@ -91,6 +91,14 @@ impl Lock {
     /// Waits until the lock is granted (or the timeout passes) and returns a
     /// guard holding it.
     ///
+    /// # Errors
+    /// [`Error::InvalidName`]; [`Error::Denied`] when this component is not
+    /// granted the name; [`Error::Timeout`] when the timeout passes first;
+    /// [`Error::WouldDeadlock`] for exclusive access to a name this instance
+    /// holds only shared; [`Error::LimitExceeded`] at a per-instance limit;
+    /// [`Error::Unavailable`] when the lock service fails. After an error
+    /// nothing is held.
+    ///
     /// ```no_run
     /// use std::time::Duration;
     /// use wardlock_guest::{Error, Lock};
@@ -115,6 +123,10 @@ impl Lock {
     ///
     /// Returns `Ok(None)` when it is currently held in a conflicting way. The
     /// timeout, if any, does not apply.
+    ///
+    /// # Errors
+    /// As [`acquire`](Lock::acquire), but for [`Error::Timeout`]: a lock held
+    /// in a conflicting way is `Ok(None)`.
     ///
     /// ```no_run
     /// if let Some(guard) = wardlock_guest::Lock::exclusive("cron/cleanup").try_acquire()? {

@@ -4,6 +4,11 @@
 //! `WARDLOCK_CONFORMANCE_GUESTS` to a directory holding `counter.wasm` and
 //! `lockctl.wasm` instead.
 
+#![allow(
+    clippy::expect_used,
+    reason = "a build script: a panic is how it fails the build, with its message"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -39,7 +39,7 @@ use zookeeper_client::SessionState;
 
 /// The language a scenario's guest is written in.
 #[derive(Debug, Clone, Copy)]
-pub enum Speaker {
+pub(crate) enum Speaker {
     Rust,
     C,
     Python,
@@ -102,7 +102,7 @@ async fn finished(guest: tokio::task::JoinHandle<InstanceReport>) -> Vec<String>
 /// Two instances take the same three locks as one request, listed in
 /// opposite orders, 50 rounds each, adding one to a shared file under them:
 /// both finish (no deadlock), no update is lost, nothing stays behind.
-pub async fn many_in_opposite_orders(s: &Subject, speaker: Speaker) {
+pub(crate) async fn many_in_opposite_orders(s: &Subject, speaker: Speaker) {
     let dir = tempfile::tempdir().expect("temp dir");
     let [a, b, c] = ["a", "b", "c"].map(|l| speaker.lock(l));
     let runner = runner(s.backend.clone(), speaker, dir.path());
@@ -124,7 +124,7 @@ pub async fn many_in_opposite_orders(s: &Subject, speaker: Speaker) {
 /// An `acquire-many` that times out on its second lock (in canonical order)
 /// leaves nothing held or queued, seen while the guest still lives (parked
 /// behind a gate).
-pub async fn many_timeout_leaves_nothing(s: &Subject, speaker: Speaker) {
+pub(crate) async fn many_timeout_leaves_nothing(s: &Subject, speaker: Speaker) {
     let [a, b, c, gate] = ["a", "b", "c", "gate"].map(|l| speaker.lock(&format!("t/{l}")));
     let parked = Parked::start(
         s,
@@ -190,7 +190,7 @@ impl Parked {
 
 /// Bad lists are typed errors naming the problem, printed by the guest (not
 /// traps); a good list after them is granted.
-pub async fn bad_many_requests_are_typed_errors(s: &Subject, speaker: Speaker) {
+pub(crate) async fn bad_many_requests_are_typed_errors(s: &Subject, speaker: Speaker) {
     let [a, b] = ["bad/a", "bad/b"].map(|l| speaker.lock(l));
     let out = finished(spawn(
         s,
@@ -223,7 +223,7 @@ pub async fn bad_many_requests_are_typed_errors(s: &Subject, speaker: Speaker) {
 /// while the lock is taken, the pending lock once it is granted; its result
 /// comes once. A dropped pending lock leaves nothing queued, while the guest
 /// lives on.
-pub async fn pending_races_a_timer_and_withdraws(s: &Subject, speaker: Speaker) {
+pub(crate) async fn pending_races_a_timer_and_withdraws(s: &Subject, speaker: Speaker) {
     let [p, mark, q, gate] = ["p", "mark", "q", "pgate"].map(|l| speaker.lock(l));
     let (native, held) = hold(&*s.backend, &p, Mode::Exclusive).await;
     let guest = spawn(
@@ -327,7 +327,7 @@ async fn loss_round(
 /// A guest waiting on `lock.subscribe()` learns of an injected expiry: woken,
 /// it sees `lost`; the time from the injection to its reaction (it asks for
 /// ACK), three rounds, has a median within 50 ms.
-pub async fn subscribe_learns_of_an_injected_loss(speaker: Speaker) {
+pub(crate) async fn subscribe_learns_of_an_injected_loss(speaker: Speaker) {
     let memory = MemoryBackend::new();
     let (tapped, mut requests) = Tap::new(Arc::new(memory.clone()));
     let runner = plain_runner(tapped, speaker);
@@ -351,7 +351,7 @@ pub async fn subscribe_learns_of_an_injected_loss(speaker: Speaker) {
 /// `guard.signal.aborted` (`conform2`'s `check-until`) — and stops at its
 /// next step once the lock is expired by fault injection: it sees `lost`
 /// within 100 ms of the injection, in each of three rounds.
-pub async fn check_sees_an_injected_loss(speaker: Speaker) {
+pub(crate) async fn check_sees_an_injected_loss(speaker: Speaker) {
     let memory = MemoryBackend::new();
     let (tapped, mut requests) = Tap::new(Arc::new(memory.clone()));
     let runner = match speaker {
@@ -399,7 +399,10 @@ pub async fn check_sees_an_injected_loss(speaker: Speaker) {
 /// session back): woken by the first change the host sees, then `suspended`
 /// or `lost`. The time from that change, as the client reported it, to the
 /// guest's reaction is printed and bounded by 50 ms.
-pub async fn subscribe_learns_of_a_forced_zookeeper_expiry(server: &ZkServer, speaker: Speaker) {
+pub(crate) async fn subscribe_learns_of_a_forced_zookeeper_expiry(
+    server: &ZkServer,
+    speaker: Speaker,
+) {
     let proxy = Proxy::start(server.address()).await;
     let zk = crate::zookeeper::backend(&proxy.address(), Duration::from_secs(10)).await;
     let (tapped, mut requests) = Tap::new(Arc::new(zk.clone()));
@@ -437,7 +440,7 @@ pub async fn subscribe_learns_of_a_forced_zookeeper_expiry(server: &ZkServer, sp
 /// holding it 20 ms (`loop-permit`, which also checks each token is greater
 /// than the last and the permit `held`): the [`HoldLog`] replay sees never
 /// more than 2 holders, at some point 2 together, all 30 holds, nothing left.
-pub async fn permits_never_exceed_the_semaphore(speaker: Speaker) {
+pub(crate) async fn permits_never_exceed_the_semaphore(speaker: Speaker) {
     let memory = MemoryBackend::new();
     let (sink, log) = holds::memory_sink();
     let runner = runner_with(
@@ -475,7 +478,7 @@ pub async fn permits_never_exceed_the_semaphore(speaker: Speaker) {
 /// Bad permit requests are typed errors printed by the guest (not traps):
 /// 0 permits is `invalid-request` (waiting or not), a second release of a
 /// permit is `released`; a good request between them is granted.
-pub async fn bad_permit_requests_are_typed_errors(s: &Subject, speaker: Speaker) {
+pub(crate) async fn bad_permit_requests_are_typed_errors(s: &Subject, speaker: Speaker) {
     let sem = speaker.lock("bad/pool");
     let out = finished(spawn(
         s,
@@ -502,7 +505,7 @@ pub async fn bad_permit_requests_are_typed_errors(s: &Subject, speaker: Speaker)
 /// takes ARMED (the test's cue) and waits on its revocation pollable; the
 /// asker's `revoke R` reaches one holder, who wakes (`revoked`), releases,
 /// and the asker's waiting `acquire` is granted.
-pub async fn revocation_hands_the_lock_over(s: &Subject, speaker: Speaker) {
+pub(crate) async fn revocation_hands_the_lock_over(s: &Subject, speaker: Speaker) {
     let [r, armed, ack] = ["rv/r", "rv/armed", "rv/ack"].map(|l| speaker.lock(l));
     let holder = spawn(
         s,
@@ -543,7 +546,7 @@ pub async fn revocation_hands_the_lock_over(s: &Subject, speaker: Speaker) {
 /// with their owners, in queue order (the holder's token where the engine
 /// records one); `limit` cuts the list but not the total; an unused lock has
 /// none; a bad name is a typed error.
-pub async fn contenders_list_the_queue(s: &Subject, speaker: Speaker) {
+pub(crate) async fn contenders_list_the_queue(s: &Subject, speaker: Speaker) {
     let lock = speaker.lock("queue");
     let holder = s.backend.open_session("native holder");
     let held = holder
@@ -616,7 +619,7 @@ fn token_of(line: &str) -> u64 {
 /// released guard is `released`, through a shared one `invalid-request`,
 /// and a key over 512 bytes `limit-exceeded`, none of them writing anything;
 /// the next holder reads what the first wrote.
-pub async fn guarded_store_writes_under_the_lock(s: &Subject, speaker: Speaker) {
+pub(crate) async fn guarded_store_writes_under_the_lock(s: &Subject, speaker: Speaker) {
     let [lock, shared] = ["store", "store-shared"].map(|l| speaker.lock(l));
     let long_key = "k".repeat(513);
     let commands = [
@@ -702,7 +705,10 @@ fn number_after(line: &str, key: &str) -> u64 {
 /// (read back with its term as the token), resigns (twice: `released`, as
 /// are calls after it), and nobody leads. The whole output is compared,
 /// so every language prints the same lines.
-pub async fn election_between_a_native_candidate_and_the_guest(s: &Subject, speaker: Speaker) {
+pub(crate) async fn election_between_a_native_candidate_and_the_guest(
+    s: &Subject,
+    speaker: Speaker,
+) {
     let [election, gate1, gate2] = ["election", "egate1", "egate2"].map(|l| speaker.lock(l));
     let native = s.backend.open_session("native");
     let lead = native
@@ -804,7 +810,7 @@ pub async fn election_between_a_native_candidate_and_the_guest(s: &Subject, spea
 /// A put through a guard whose lock was lost (an injected expiry, seen by
 /// the guest through `subscribe`) fails with the language's `lost` error and
 /// writes nothing: `err lost`, then the key reads `none`, as does a delete.
-pub async fn guarded_put_after_a_loss_is_lost(speaker: Speaker) {
+pub(crate) async fn guarded_put_after_a_loss_is_lost(speaker: Speaker) {
     let memory = MemoryBackend::new();
     let (tapped, mut requests) = Tap::new(Arc::new(memory.clone()));
     let runner = plain_runner(tapped, speaker);

@@ -22,7 +22,7 @@ use wardlock_tests::{
 
 /// A guest language other than Rust.
 #[derive(Debug, Clone, Copy)]
-pub enum Language {
+pub(crate) enum Language {
     C,
     Python,
     Js,
@@ -65,7 +65,7 @@ fn runner(s: &Subject, guest: Guest, dir: &Path) -> Arc<Runner> {
 }
 
 /// Four instances of the counter, 25 increments each, lose no update.
-pub async fn counter_is_exact(s: &Subject, language: Language) {
+pub(crate) async fn counter_is_exact(s: &Subject, language: Language) {
     let dir = tempfile::tempdir().expect("temp dir");
     let lock = language.lock("counter");
     let runner = runner(s, language.counter(), dir.path());
@@ -89,7 +89,7 @@ pub async fn counter_is_exact(s: &Subject, language: Language) {
 
 /// Four readers-writers instances on one file see no violation, and every write
 /// added exactly 2.
-pub async fn readers_writers_is_clean(s: &Subject, language: Language) {
+pub(crate) async fn readers_writers_is_clean(s: &Subject, language: Language) {
     let dir = tempfile::tempdir().expect("temp dir");
     let lock = language.lock("rw");
     let runner = runner(s, language.readers_writers(), dir.path());
@@ -111,7 +111,7 @@ pub async fn readers_writers_is_clean(s: &Subject, language: Language) {
 
 /// A reading guest shares the lock with a native reader; a writing guest waits
 /// for that reader, and a reading guest waits for a native writer.
-pub async fn readers_share_writers_wait(s: &Subject, language: Language) {
+pub(crate) async fn readers_share_writers_wait(s: &Subject, language: Language) {
     let dir = tempfile::tempdir().expect("temp dir");
     let lock = language.lock("share");
     let runner = runner(s, language.readers_writers(), dir.path());
@@ -185,7 +185,7 @@ async fn hand_over(s: &Subject, language: Language, mode: &str) -> InstanceRepor
 
 /// A guest that traps while holding its lock loses it: the waiter queued behind
 /// it gets it, and the lock is free afterwards.
-pub async fn trap_releases(s: &Subject, language: Language) {
+pub(crate) async fn trap_releases(s: &Subject, language: Language) {
     let report = hand_over(s, language, "trap").await;
     assert_outcome!(report, Outcome::Trap(_));
     assert_eq!(report.stdout_text().trim(), "holding");
@@ -193,7 +193,7 @@ pub async fn trap_releases(s: &Subject, language: Language) {
 
 /// A guest that returns successfully while still referencing a handle it never
 /// released or dropped loses the lock when the instance ends.
-pub async fn leaked_handle_released_at_end(s: &Subject, language: Language) {
+pub(crate) async fn leaked_handle_released_at_end(s: &Subject, language: Language) {
     let report = hand_over(s, language, "leak").await;
     assert_success(&report);
     assert_eq!(report.stdout_text().trim(), "leaked");
@@ -207,7 +207,7 @@ pub async fn leaked_handle_released_at_end(s: &Subject, language: Language) {
 /// behind a native holder, a native waiter behind it; the waiter gets the lock
 /// while the guest still runs (it asks for the lock again after its scope and
 /// queues behind the waiter), so the guest released it, not its end.
-pub async fn error_in_scope_releases(s: &Subject, language: Language) {
+pub(crate) async fn error_in_scope_releases(s: &Subject, language: Language) {
     let dir = tempfile::tempdir().expect("temp dir");
     let lock = language.lock("error");
     let runner = runner(s, language.counter(), dir.path());
@@ -240,7 +240,7 @@ pub async fn error_in_scope_releases(s: &Subject, language: Language) {
 }
 
 /// Bad arguments end the guest with an error and a usage line, taking no lock.
-pub async fn bad_arguments_are_refused(s: &Subject, language: Language) {
+pub(crate) async fn bad_arguments_are_refused(s: &Subject, language: Language) {
     let dir = tempfile::tempdir().expect("temp dir");
     let lock = language.lock("args");
     let counter = runner(s, language.counter(), dir.path());
@@ -300,7 +300,7 @@ macro_rules! language_checks {
 }
 
 /// Every check for every language, in order, each named on stderr first.
-pub async fn all(s: &Subject) {
+pub(crate) async fn all(s: &Subject) {
     for language in Language::ALL {
         macro_rules! check {
             ($($check:ident),* $(,)?) => {$(

@@ -15,6 +15,12 @@
 //! real binary over HTTP); `book`: the README's and the book's commands, config
 //! files and WIT quotes, run and checked as printed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test crate: a failed expectation is a test failure, with its message"
+)]
+
 mod async_guests;
 mod book;
 mod cli;

@@ -8,6 +8,16 @@
 //! act ([`tap`]); one logging who holds semaphore permits ([`holds`]); how
 //! soon a guest learns of an injected loss ([`loss`]).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test harness: a failed expectation is a test failure, with its message"
+)]
+#![allow(
+    missing_docs,
+    reason = "a test harness, not published: its API serves wardlock's own tests and benchmarks"
+)]
+
 pub mod chaos;
 /// The conformance kit (its own crate, `tests/conformance`), under the name
 /// the suite has always used.

@@ -40,9 +40,9 @@ pub trait Reestablish: Send + Sync + 'static {
 }
 
 /// Starts the reconnect loop of `owner` on `runtime` unless one runs or the
-/// backend was shut down: attempts at once, then after each failure waits
-/// [`jittered`] back-off, doubling from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`];
-/// ends when an attempt succeeds, the backend closes or goes.
+/// backend was shut down: attempts at once, then after each failure waits a
+/// back-off doubling from 100 ms to 2 s, each wait jittered (a random half to
+/// all of it); ends when an attempt succeeds, the backend closes or goes.
 pub fn start_reconnect<S: Reestablish>(owner: &Arc<S>, runtime: &tokio::runtime::Handle) {
     if owner.is_closed() || owner.reconnecting().swap(true, Ordering::AcqRel) {
         return;

@@ -36,6 +36,9 @@ pub enum Seen {
 
 /// Whether the watch `seen` saw a request, waiting for its first read at most
 /// `limit` (false when no answer came by then).
+///
+/// # Cancellation safety
+/// Cancel safe: it only reads its own receiver of the watch.
 pub async fn asked(mut seen: watch::Receiver<Seen>, limit: std::time::Duration) -> bool {
     let answered = tokio::time::timeout(limit, seen.wait_for(|s| *s != Seen::Unknown)).await;
     matches!(answered, Ok(Ok(s)) if *s == Seen::Asked)

@@ -22,6 +22,9 @@ const STEP: Duration = Duration::from_secs(2);
 
 /// Why a TLS connection to `host` (`HOST:PORT`) with `pem` fails, or `None`
 /// when it succeeds or the host does not answer (no TLS verdict).
+///
+/// # Cancellation safety
+/// Cancel safe: it only connects and reads; dropping it closes the connection.
 pub async fn handshake_failure(host: &str, pem: &TlsPem) -> Option<String> {
     let config = match client_config(Some(pem)) {
         Ok(config) => config,
@@ -48,6 +51,9 @@ pub async fn handshake_failure(host: &str, pem: &TlsPem) -> Option<String> {
 
 /// Whether `host` answers a TLS handshake (with a certificate this probe
 /// does not trust: it trusts none).
+///
+/// # Cancellation safety
+/// Cancel safe, as [`handshake_failure`].
 pub async fn speaks_tls(host: &str) -> bool {
     let Ok(config) = client_config(None) else {
         return false;

@@ -47,7 +47,11 @@ pub struct GuestArgs {
 ///
 /// # Errors
 /// A prefix that is not a valid lock name, named with `what` (the flag or key).
-pub fn policy(grants: &[String], max_handles: usize, what: &str) -> anyhow::Result<LockPolicy> {
+pub(crate) fn policy(
+    grants: &[String],
+    max_handles: usize,
+    what: &str,
+) -> anyhow::Result<LockPolicy> {
     let mut policy = LockPolicy::new().with_max_handles(max_handles);
     for prefix in grants {
         policy = policy
@@ -61,7 +65,7 @@ pub fn policy(grants: &[String], max_handles: usize, what: &str) -> anyhow::Resu
 ///
 /// # Errors
 /// A host path that is not a directory, named with `what` (the flag or key).
-pub fn preopens(specs: &[String], what: &str) -> anyhow::Result<Vec<Preopen>> {
+pub(crate) fn preopens(specs: &[String], what: &str) -> anyhow::Result<Vec<Preopen>> {
     let mut preopens = Vec::new();
     for spec in specs {
         let preopen = Preopen::parse(spec);
@@ -80,7 +84,7 @@ pub fn preopens(specs: &[String], what: &str) -> anyhow::Result<Vec<Preopen>> {
 ///
 /// # Errors
 /// When `mib` MiB does not fit in memory addresses.
-pub fn memory_limit(mib: usize, what: &str) -> anyhow::Result<usize> {
+pub(crate) fn memory_limit(mib: usize, what: &str) -> anyhow::Result<usize> {
     mib.checked_mul(1 << 20)
         .with_context(|| format!("{what} {mib} is too large"))
 }

@@ -104,6 +104,13 @@ impl Invocation {
 ///
 /// # Errors
 /// A one-line description of what was wrong (bad flags, unreadable component…).
+///
+/// # Cancellation safety
+/// Not cancel safe: it is the whole command, which ends in order (instances
+/// stopped, their locks released, the engine shut down) only when it runs to
+/// its end; a stop signal (SIGINT, SIGTERM) ends it early that way. Dropping
+/// it aborts the instances, whose lock sessions release what they hold, but
+/// skips the engine's [`shutdown`](wardlock_backend::LockBackend::shutdown).
 pub async fn execute(invocation: Invocation) -> anyhow::Result<i32> {
     let engines = Engines {
         registry: &invocation.registry,

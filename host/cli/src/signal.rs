@@ -14,7 +14,7 @@ pub(super) enum StopSignal {
 
 impl StopSignal {
     /// The signal's name, for messages.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             StopSignal::Terminate => "SIGTERM",
             StopSignal::Interrupt => "SIGINT",
@@ -23,7 +23,7 @@ impl StopSignal {
 
     /// The shell's exit code for a process ended by this signal (128 + its
     /// number).
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         match self {
             StopSignal::Terminate => 128 + 15,
             StopSignal::Interrupt => 128 + 2,

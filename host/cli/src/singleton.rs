@@ -67,7 +67,7 @@ impl Singleton {
     /// # Cancellation safety
     /// Not cancel safe: a dropped run abandons its leadership to the
     /// session's end (the plugin's instances are aborted with it).
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         config: &RunnerConfig,
         stop: impl Future<Output = StopSignal>,

@@ -67,7 +67,7 @@ impl Writer {
     ///
     /// # Errors
     /// [`BackendError::InvalidRequest`] for a shared grant or a permit.
-    pub fn exclusive(self) -> Result<Holder, BackendError> {
+    pub(crate) fn exclusive(self) -> Result<Holder, BackendError> {
         match self {
             Writer::Exclusive(holder) => Ok(holder),
             Writer::Other(what) => Err(not_exclusive(&what)),

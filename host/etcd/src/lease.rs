@@ -44,7 +44,7 @@ pub(crate) struct Lease {
 impl Lease {
     /// What may be claimed about the lease now (ends it locally once etcd may
     /// have expired it).
-    pub fn health(&self) -> Health {
+    pub(crate) fn health(&self) -> Health {
         self.liveness
             .health(self.connected.load(Ordering::Acquire), Instant::now())
     }
@@ -76,7 +76,7 @@ pub(crate) struct Leases {
 }
 
 impl Leases {
-    pub fn new(config: EtcdConfig, runtime: tokio::runtime::Handle) -> Self {
+    pub(crate) fn new(config: EtcdConfig, runtime: tokio::runtime::Handle) -> Self {
         Leases {
             config,
             client: tokio::sync::OnceCell::new(),
@@ -90,7 +90,7 @@ impl Leases {
         }
     }
 
-    pub fn config(&self) -> &EtcdConfig {
+    pub(crate) fn config(&self) -> &EtcdConfig {
         &self.config
     }
 
@@ -101,7 +101,7 @@ impl Leases {
     ///
     /// # Cancellation safety
     /// Cancel safe.
-    pub async fn client(&self) -> Result<Client, BackendError> {
+    pub(crate) async fn client(&self) -> Result<Client, BackendError> {
         let client = self
             .client
             .get_or_try_init(|| async {
@@ -126,12 +126,12 @@ impl Leases {
     }
 
     /// The lease of `generation` while it is the current one.
-    pub fn lease_of(&self, generation: u64) -> Option<Arc<Lease>> {
+    pub(crate) fn lease_of(&self, generation: u64) -> Option<Arc<Lease>> {
         self.current().filter(|l| l.generation == generation)
     }
 
     /// The current lease, if one lives (for status and health).
-    pub fn latest(&self) -> Option<Arc<Lease>> {
+    pub(crate) fn latest(&self) -> Option<Arc<Lease>> {
         self.current().filter(|l| !l.liveness.is_ended())
     }
 
@@ -147,7 +147,7 @@ impl Leases {
     }
 
     /// Whether the last attempt to reach etcd failed.
-    pub fn is_unreachable(&self) -> bool {
+    pub(crate) fn is_unreachable(&self) -> bool {
         self.unreachable_reason().is_some()
     }
 
@@ -159,7 +159,7 @@ impl Leases {
     ///
     /// # Cancellation safety
     /// Cancel safe: a lease granted for a dropped call stays the current one.
-    pub async fn lease(self: &Arc<Self>) -> Result<Arc<Lease>, BackendError> {
+    pub(crate) async fn lease(self: &Arc<Self>) -> Result<Arc<Lease>, BackendError> {
         if let Some(lease) = self.latest() {
             return Ok(lease);
         }
@@ -180,7 +180,7 @@ impl Leases {
     ///
     /// # Cancellation safety
     /// Cancel safe.
-    pub async fn establish(self: &Arc<Self>) -> Result<Arc<Lease>, BackendError> {
+    pub(crate) async fn establish(self: &Arc<Self>) -> Result<Arc<Lease>, BackendError> {
         let _one = self.granting.lock().await;
         if let Some(lease) = self.latest() {
             return Ok(lease);
@@ -274,7 +274,7 @@ impl Leases {
     }
 
     /// Starts the background loop that makes a new lease, unless one runs.
-    pub fn start_reconnect(self: &Arc<Self>) {
+    pub(crate) fn start_reconnect(self: &Arc<Self>) {
         start_reconnect(self, &self.runtime);
     }
 
@@ -283,7 +283,7 @@ impl Leases {
     ///
     /// # Cancellation safety
     /// Cancel safe: a dropped call leaves the lease to expire by its TTL.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         self.closed.store(true, Ordering::Release);
         let Some(lease) = self
             .current
@@ -307,7 +307,7 @@ impl Leases {
         }
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
 

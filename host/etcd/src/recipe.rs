@@ -371,7 +371,7 @@ impl Deletes {
     }
 
     /// Resolves once no deletion of `key` is in flight.
-    pub async fn finished(&self, key: &str) {
+    pub(crate) async fn finished(&self, key: &str) {
         let pending = self.running().get(key).map(|(_, done)| done.subscribe());
         if let Some(mut done) = pending {
             let _ = done.wait_for(|done| *done).await;

@@ -74,7 +74,7 @@ pub(super) struct EtcdLockSession {
 }
 
 impl EtcdLockSession {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
         EtcdLockSession {
             shared,
             held: Mutex::new(HashMap::new()),

@@ -10,7 +10,7 @@ use wardlock_backend::secret::Secret;
 use wardlock_backend::tls::{Credentials, TlsFiles};
 
 /// Most ZooKeeper sessions one host may spread its locks over.
-pub const MAX_SESSIONS: usize = 64;
+pub(crate) const MAX_SESSIONS: usize = 64;
 
 /// Default ZooKeeper session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -163,7 +163,7 @@ pub enum ConfigError {
     /// `digest_auth` is not `user:password`.
     #[error("digest auth must be user:password")]
     DigestAuth,
-    /// `sessions` is 0 or above [`MAX_SESSIONS`].
+    /// `sessions` is 0 or above 64.
     #[error("sessions must be 1 to {MAX_SESSIONS}, got {0}")]
     Sessions(usize),
 }

@@ -52,7 +52,7 @@ pub(super) struct ZooKeeperNodes {
 }
 
 impl ZooKeeperNodes {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
         let data = format!(
             "{} (host-local hand-off)",
             shared.connection.config().host_description

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// One parsed event.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     Hold {
         name: String,
         hold: Duration,
@@ -28,7 +28,7 @@ impl Event {
     ///
     /// # Errors
     /// An unknown event or a bad argument, named.
-    pub fn parse(text: &str) -> Result<Event, String> {
+    pub(crate) fn parse(text: &str) -> Result<Event, String> {
         let words: Vec<&str> = text.split_whitespace().collect();
         match words.as_slice() {
             ["hold", name, ms] => Ok(Event::Hold {

@@ -5,6 +5,11 @@
 //! would not even be made until the first was granted; awaited, both queue at
 //! once and either may be served first.
 
+#![allow(
+    missing_docs,
+    reason = "a guest: its interface is its command line; `#[wstd::main]` expands to an undocumented `pub fn main`"
+)]
+
 use wardlock_guest::v2::Lock;
 
 /// Awaits `lock` exclusively, says so as `task`, releases.

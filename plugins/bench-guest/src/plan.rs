@@ -7,7 +7,7 @@
 
 /// How each op of a loop picks its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     Exclusive,
     Shared,
     /// Each op is a write with probability `write_percent` %, drawn from `seed`
@@ -21,7 +21,7 @@ pub enum Plan {
 impl Plan {
     /// Parses the guest's MODE argument: `exclusive`, `shared` or
     /// `rw:PERCENT:SEED`.
-    pub fn parse(text: &str) -> Option<Plan> {
+    pub(crate) fn parse(text: &str) -> Option<Plan> {
         match text {
             "exclusive" => Some(Plan::Exclusive),
             "shared" => Some(Plan::Shared),
@@ -38,7 +38,7 @@ impl Plan {
     }
 
     /// The guest's MODE argument for this plan ([`Plan::parse`] reads it back).
-    pub fn arg(self) -> String {
+    pub(crate) fn arg(self) -> String {
         match self {
             Plan::Exclusive => "exclusive".to_owned(),
             Plan::Shared => "shared".to_owned(),
@@ -51,7 +51,7 @@ impl Plan {
 
     /// True when op `index` writes (takes the lock exclusively), false when it
     /// reads (shared).
-    pub fn writes(self, index: u64) -> bool {
+    pub(crate) fn writes(self, index: u64) -> bool {
         match self {
             Plan::Exclusive => true,
             Plan::Shared => false,

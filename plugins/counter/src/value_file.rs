@@ -6,7 +6,7 @@ use std::fs;
 use std::io::ErrorKind;
 
 /// Reads the value; a missing or empty (whitespace-only) file is 0.
-pub fn read_value(path: &str) -> Result<u64, String> {
+pub(crate) fn read_value(path: &str) -> Result<u64, String> {
     let text = match fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
@@ -21,6 +21,6 @@ pub fn read_value(path: &str) -> Result<u64, String> {
 }
 
 /// Replaces the file's contents with `value`.
-pub fn write_value(path: &str, value: u64) -> Result<(), String> {
+pub(crate) fn write_value(path: &str, value: u64) -> Result<(), String> {
     fs::write(path, value.to_string()).map_err(|e| format!("writing {path}: {e}"))
 }

@@ -1,7 +1,7 @@
 //! Parsing `POST /<name>[?hold-ms=N]`.
 
 /// One increment request.
-pub struct Counter {
+pub(crate) struct Counter {
     /// The lock name (and the counter's name).
     pub name: String,
     /// How long to hold the lock before writing, if asked.
@@ -12,7 +12,7 @@ pub struct Counter {
 }
 
 /// Parses a request target such as `/orders?hold-ms=20`.
-pub fn parse(target: &str) -> Result<Counter, String> {
+pub(crate) fn parse(target: &str) -> Result<Counter, String> {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let name = path.trim_start_matches('/');
     if name.is_empty() {

@@ -6,7 +6,7 @@ use wasip2::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme}
 use wasip2::io::streams::StreamError;
 
 /// The configured store.
-pub enum Store {
+pub(crate) enum Store {
     /// `/data/<name>`.
     Files,
     /// `http://<authority>/<name>` (from `COUNTER_STORE`).
@@ -15,7 +15,7 @@ pub enum Store {
 
 impl Store {
     /// `COUNTER_STORE=http://HOST:PORT` selects the HTTP store; files otherwise.
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         match std::env::var("COUNTER_STORE") {
             Ok(url) => Store::Http {
                 authority: url
@@ -28,7 +28,7 @@ impl Store {
     }
 
     /// The value stored for `name` (0 when there is none).
-    pub fn read(&self, name: &str) -> Result<u64, String> {
+    pub(crate) fn read(&self, name: &str) -> Result<u64, String> {
         let text = match self {
             Store::Files => match std::fs::read_to_string(file(name)) {
                 Ok(text) => text,
@@ -58,7 +58,7 @@ impl Store {
     }
 
     /// Stores `value` for `name`, presenting the fencing `token`.
-    pub fn write(&self, name: &str, value: u64, token: u64) -> Result<(), String> {
+    pub(crate) fn write(&self, name: &str, value: u64, token: u64) -> Result<(), String> {
         match self {
             Store::Files => {
                 let path = file(name);

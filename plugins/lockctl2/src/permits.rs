@@ -22,7 +22,7 @@ use super::bindings::wardlock::lock::types::Status;
 use super::{State, error_line, notify, status_name, timeout_of};
 
 /// Runs one permit command; `None` when it is not one, or malformed.
-pub fn execute(words: &[&str], state: &mut State) -> Option<String> {
+pub(crate) fn execute(words: &[&str], state: &mut State) -> Option<String> {
     let line = match words {
         ["permit", permits, timeout, name] => {
             match locks::acquire_permit(name, permits.parse().ok()?, timeout_of(timeout)?) {

@@ -27,6 +27,12 @@
 //! A [`Probe`] tells the kit how many contenders (holders and waiters) a lock
 //! has, so checks wait for "queued" as an event instead of sleeping.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test library: a check fails by panicking, with its message, as a test does"
+)]
+
 mod guests;
 mod probe;
 mod suite;

@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 
 /// Info-string languages that are shell blocks: each one runs or is marked an
 /// excerpt.
-pub const SHELL: &[&str] = &["sh", "bash", "shell", "console"];
+pub(super) const SHELL: &[&str] = &["sh", "bash", "shell", "console"];
 
 /// One fenced block.
 #[derive(Debug, Clone)]
-pub struct Block {
+pub(super) struct Block {
     /// The file, relative to the repository (`docs/etcd.md`).
     pub file: String,
     /// The 1-based line of the opening fence.
@@ -33,7 +33,7 @@ pub struct Block {
 
 /// A runner's mark before a block.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mark {
+pub(super) enum Mark {
     /// Not meant to run as printed, and why.
     Excerpt(String),
     /// Runs in a fresh empty directory.
@@ -42,22 +42,22 @@ pub enum Mark {
 
 impl Block {
     /// The document line of body line `index` (0-based).
-    pub fn line_of(&self, index: usize) -> usize {
+    pub(super) fn line_of(&self, index: usize) -> usize {
         self.line + 1 + index
     }
 
     /// `file:line` of the fence, as failures name it.
-    pub fn place(&self) -> String {
+    pub(super) fn place(&self) -> String {
         format!("{}:{}", self.file, self.line)
     }
 
     /// Whether this is a shell block.
-    pub fn is_shell(&self) -> bool {
+    pub(super) fn is_shell(&self) -> bool {
         SHELL.contains(&self.lang.as_str())
     }
 
     /// The body as one text, lines joined with newlines.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         self.body.join("\n") + "\n"
     }
 }
@@ -67,7 +67,7 @@ impl Block {
 ///
 /// # Panics
 /// When `docs/` cannot be listed.
-pub fn book_files(root: &Path) -> Vec<String> {
+pub(super) fn book_files(root: &Path) -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir(root.join("docs"))
         .expect("list docs/")
         .filter_map(Result::ok)
@@ -87,7 +87,7 @@ pub fn book_files(root: &Path) -> Vec<String> {
 ///
 /// # Panics
 /// When a file cannot be read.
-pub fn book_blocks(root: &Path) -> Vec<Block> {
+pub(super) fn book_blocks(root: &Path) -> Vec<Block> {
     book_files(root)
         .iter()
         .flat_map(|file| {
@@ -100,7 +100,7 @@ pub fn book_blocks(root: &Path) -> Vec<Block> {
 }
 
 /// The fenced blocks of one Markdown text (`file` names it in each block).
-pub fn blocks(file: &str, text: &str) -> Vec<Block> {
+pub(super) fn blocks(file: &str, text: &str) -> Vec<Block> {
     let lines: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
     let mut index = 0;

@@ -61,7 +61,7 @@ fn plugins_for(text: &str) -> String {
 ///
 /// # Errors
 /// `FILE:LINE: why` when serve's loader refuses it, or it never started.
-pub fn check_config(block: &Block) -> Result<(), String> {
+pub(super) fn check_config(block: &Block) -> Result<(), String> {
     let servers = super::run::Servers::start(&block.body);
     let mut ports: BTreeMap<u16, u16> = servers.ports();
     for port in PORTS {

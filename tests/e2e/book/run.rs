@@ -36,7 +36,7 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 ///
 /// # Errors
 /// `FILE:LINE: what failed`, with the output of what failed.
-pub fn run_shell(block: &Block) -> Result<(), String> {
+pub(super) fn run_shell(block: &Block) -> Result<(), String> {
     let steps = shell::steps(block.line_of(0), &block.body, block.lang == "console")
         .map_err(|why| format!("{}: {why}", block.file))?;
     // Declared before the services, so they outlive them.
@@ -80,14 +80,14 @@ pub fn run_shell(block: &Block) -> Result<(), String> {
 }
 
 /// The harness's servers a block needs ([`shell::servers`]), stopped on drop.
-pub struct Servers {
+pub(super) struct Servers {
     zookeeper: Option<ZkServer>,
     etcd: Option<EtcdServer>,
 }
 
 impl Servers {
     /// Starts the servers `body` names.
-    pub fn start(body: &[String]) -> Servers {
+    pub(super) fn start(body: &[String]) -> Servers {
         let mut servers = Servers {
             zookeeper: None,
             etcd: None,
@@ -102,7 +102,7 @@ impl Servers {
     }
 
     /// The book's ports of the started servers, each with the real one.
-    pub fn ports(&self) -> BTreeMap<u16, u16> {
+    pub(super) fn ports(&self) -> BTreeMap<u16, u16> {
         let mut ports = BTreeMap::new();
         if let Some(server) = &self.zookeeper {
             ports.insert(ZOOKEEPER_PORT, port_of(&server.address()));
@@ -115,7 +115,7 @@ impl Servers {
 }
 
 /// Where a block's processes run.
-pub struct Context {
+pub(super) struct Context {
     root: PathBuf,
     cwd: PathBuf,
     /// Where services write their output.
@@ -127,7 +127,7 @@ impl Context {
     ///
     /// # Errors
     /// `logs` cannot be made.
-    pub fn new(cwd: &Path, logs: &Path) -> Result<Context, String> {
+    pub(super) fn new(cwd: &Path, logs: &Path) -> Result<Context, String> {
         std::fs::create_dir_all(logs).map_err(|e| format!("log dir: {e}"))?;
         Ok(Context {
             root: super::root(),
@@ -215,7 +215,7 @@ fn run_commands(
 
 /// Why a service's port did not open, with its output.
 #[derive(Debug)]
-pub enum NotOpen {
+pub(super) enum NotOpen {
     /// The service ended first.
     Exited(String),
     /// It still runs, its port still closed.
@@ -231,7 +231,7 @@ impl std::fmt::Display for NotOpen {
 }
 
 /// A command the runner keeps in the background, stopped on drop.
-pub struct Service {
+pub(super) struct Service {
     child: Child,
     log: PathBuf,
 }
@@ -242,7 +242,7 @@ impl Service {
     ///
     /// # Errors
     /// It cannot be started.
-    pub fn start(context: &Context, command: &str, index: usize) -> Result<Service, String> {
+    pub(super) fn start(context: &Context, command: &str, index: usize) -> Result<Service, String> {
         let log = context.logs.join(format!("service-{index}.log"));
         let file = std::fs::File::create(&log).map_err(|e| format!("log file: {e}"))?;
         let stderr = file.try_clone().map_err(|e| format!("log file: {e}"))?;
@@ -259,7 +259,7 @@ impl Service {
     ///
     /// # Errors
     /// It exited first, or the port stayed closed for `limit`; with its output.
-    pub fn await_port(&mut self, port: u16, limit: Duration) -> Result<(), NotOpen> {
+    pub(super) fn await_port(&mut self, port: u16, limit: Duration) -> Result<(), NotOpen> {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let started = Instant::now();
         loop {

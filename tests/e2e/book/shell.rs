@@ -19,16 +19,16 @@
 use std::collections::BTreeMap;
 
 /// The well-known ports the book's commands may use, replaced by the runner.
-pub const PORTS: &[u16] = &[ZOOKEEPER_PORT, ETCD_PORT, 8080, 9000, 9090];
+pub(super) const PORTS: &[u16] = &[ZOOKEEPER_PORT, ETCD_PORT, 8080, 9000, 9090];
 
 /// ZooKeeper's client port in the book's commands.
-pub const ZOOKEEPER_PORT: u16 = 2181;
+pub(super) const ZOOKEEPER_PORT: u16 = 2181;
 /// etcd's client port in the book's commands.
-pub const ETCD_PORT: u16 = 2379;
+pub(super) const ETCD_PORT: u16 = 2379;
 
 /// A server the harness starts for a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Server {
+pub(super) enum Server {
     /// `tests/src/zookeeper.rs`.
     ZooKeeper,
     /// `tests/src/etcd.rs`.
@@ -37,7 +37,7 @@ pub enum Server {
 
 /// One thing the runner does for a block.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(super) enum Step {
     /// A line the harness's server stands in for (not run).
     Harness { line: usize, server: Server },
     /// A command kept in the background; `port` (a book port, before
@@ -77,7 +77,7 @@ impl Logical {
 }
 
 /// The servers a block needs: those whose lines or ports it names.
-pub fn servers(body: &[String]) -> Vec<Server> {
+pub(super) fn servers(body: &[String]) -> Vec<Server> {
     let mut needed = Vec::new();
     let text = body.join("\n");
     let numbers = numbers(&text);
@@ -96,7 +96,7 @@ pub fn servers(body: &[String]) -> Vec<Server> {
 }
 
 /// `text` with each whole number that is a key of `ports` replaced by its value.
-pub fn replace_ports(text: &str, ports: &BTreeMap<u16, u16>) -> String {
+pub(super) fn replace_ports(text: &str, ports: &BTreeMap<u16, u16>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut digits = String::new();
     let flush = |digits: &mut String, out: &mut String| {
@@ -131,7 +131,11 @@ fn numbers(text: &str) -> Vec<u16> {
 ///
 /// # Errors
 /// A service whose port the runner cannot tell.
-pub fn steps(first_line: usize, body: &[String], console: bool) -> Result<Vec<Step>, String> {
+pub(super) fn steps(
+    first_line: usize,
+    body: &[String],
+    console: bool,
+) -> Result<Vec<Step>, String> {
     let mut steps = Vec::new();
     let mut pending: Option<Vec<(usize, String)>> = None;
     for logical in logical_lines(first_line, body, console) {

@@ -10,7 +10,7 @@ use super::blocks::Block;
 ///
 /// # Panics
 /// When `wit/v0.2/` cannot be listed.
-pub fn wit_files(root: &Path) -> Vec<String> {
+pub(super) fn wit_files(root: &Path) -> Vec<String> {
     let mut files = vec!["wit/lock.wit".to_owned()];
     let mut versioned: Vec<String> = std::fs::read_dir(root.join("wit/v0.2"))
         .expect("list wit/v0.2")
@@ -28,7 +28,7 @@ pub fn wit_files(root: &Path) -> Vec<String> {
 ///
 /// # Errors
 /// `FILE:LINE: …` naming the first line no WIT file has in that order.
-pub fn check_wit(block: &Block, root: &Path) -> Result<(), String> {
+pub(super) fn check_wit(block: &Block, root: &Path) -> Result<(), String> {
     let sources: Vec<(String, String)> = wit_files(root)
         .into_iter()
         .map(|file| {

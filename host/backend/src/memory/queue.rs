@@ -30,7 +30,7 @@ pub(super) struct Queue {
 
 impl Queue {
     /// A semaphore's queue, of `permits` permits.
-    pub fn semaphore(permits: u32) -> Self {
+    pub(super) fn semaphore(permits: u32) -> Self {
         Queue {
             entries: VecDeque::new(),
             permits: Some(permits),
@@ -38,29 +38,29 @@ impl Queue {
     }
 
     /// `Some(n)` for a semaphore of `n` permits, `None` for a lock.
-    pub fn permits(&self) -> Option<u32> {
+    pub(super) fn permits(&self) -> Option<u32> {
         self.permits
     }
 
-    pub fn push(&mut self, entry: Entry) {
+    pub(super) fn push(&mut self, entry: Entry) {
         self.entries.push_back(entry);
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+    pub(super) fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter()
     }
 
-    pub fn get(&self, id: u64) -> Option<&Entry> {
+    pub(super) fn get(&self, id: u64) -> Option<&Entry> {
         self.entries.iter().find(|e| e.id == id)
     }
 
     /// Puts `entry` right behind request `after` (a downgrade's shared grant beside
     /// its exclusive one). False when `after` is not queued.
-    pub fn insert_after(&mut self, after: u64, entry: Entry) -> bool {
+    pub(super) fn insert_after(&mut self, after: u64, entry: Entry) -> bool {
         let Some(at) = self.entries.iter().position(|e| e.id == after) else {
             return false;
         };
@@ -69,7 +69,7 @@ impl Queue {
     }
 
     /// Removes request `id`; returns it if it was there.
-    pub fn remove(&mut self, id: u64) -> Option<Entry> {
+    pub(super) fn remove(&mut self, id: u64) -> Option<Entry> {
         let at = self.entries.iter().position(|e| e.id == id)?;
         self.entries.remove(at)
     }
@@ -83,7 +83,7 @@ impl Queue {
     ///
     /// A semaphore of `n` permits grants waiters in arrival order while fewer
     /// than `n` hold a permit.
-    pub fn grant_ready(&mut self, next_token: &mut u64) -> Vec<u64> {
+    pub(super) fn grant_ready(&mut self, next_token: &mut u64) -> Vec<u64> {
         if let Some(permits) = self.permits {
             return self.grant_permits(permits, next_token);
         }

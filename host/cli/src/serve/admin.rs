@@ -20,7 +20,7 @@ use super::metrics::Metrics;
 
 /// What the admin endpoints report on.
 #[derive(Clone)]
-pub struct AdminState {
+pub(super) struct AdminState {
     metrics: Arc<Metrics>,
     backends: BTreeMap<String, Arc<dyn LockBackend>>,
     token: Option<Secret>,
@@ -29,7 +29,7 @@ pub struct AdminState {
 impl AdminState {
     /// Reports `metrics` and the health of `backends`, to requests bearing
     /// `token` if there is one.
-    pub fn new(
+    pub(super) fn new(
         metrics: Arc<Metrics>,
         backends: BTreeMap<String, Arc<dyn LockBackend>>,
         token: Option<Secret>,
@@ -133,7 +133,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 ///
 /// # Errors
 /// Neither form, named.
-pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+pub(super) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = text.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
@@ -145,14 +145,18 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 ///
 /// # Errors
 /// The address cannot be bound.
-pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+pub(super) async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
     TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on --admin {addr}: {e}"))
 }
 
 /// Serves the admin endpoints until `stop` turns true.
-pub async fn serve(listener: TcpListener, state: AdminState, mut stop: watch::Receiver<bool>) {
+pub(super) async fn serve(
+    listener: TcpListener,
+    state: AdminState,
+    mut stop: watch::Receiver<bool>,
+) {
     let state = Arc::new(state);
     loop {
         let accepted = tokio::select! {

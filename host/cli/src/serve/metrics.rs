@@ -61,7 +61,7 @@ fn as_written(bound: f64) -> f64 {
 }
 
 /// Every metric `wardlock serve` exports.
-pub struct Metrics {
+pub(super) struct Metrics {
     registry: Registry,
     grants: Family<LockLabels, Counter>,
     acquire_wait: Family<LockLabels, Histogram, fn() -> Histogram>,
@@ -78,7 +78,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// A registry with every metric registered (and none observed yet).
-    pub fn new() -> Arc<Self> {
+    pub(super) fn new() -> Arc<Self> {
         let mut registry = Registry::default();
         let grants = Family::<LockLabels, Counter>::default();
         let acquire_wait = Family::<LockLabels, Histogram, fn() -> Histogram>::new_with_constructor(
@@ -163,7 +163,7 @@ impl Metrics {
     }
 
     /// The metrics in the OpenMetrics text format.
-    pub fn encode(&self) -> String {
+    pub(super) fn encode(&self) -> String {
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::warn!(%error, "cannot encode metrics");
@@ -172,7 +172,7 @@ impl Metrics {
     }
 
     /// Counts a finished request.
-    pub fn request_ended(&self, plugin: &str, outcome: &str) {
+    pub(super) fn request_ended(&self, plugin: &str, outcome: &str) {
         self.requests
             .get_or_create(&RequestLabels {
                 plugin: plugin.to_owned(),
@@ -189,7 +189,7 @@ impl Metrics {
     }
 
     /// Records that this host now leads (or no longer leads) election `name`.
-    pub fn set_leading(&self, name: &str, leading: bool) {
+    pub(super) fn set_leading(&self, name: &str, leading: bool) {
         let labels = ElectionLabels {
             name: name.to_owned(),
         };
@@ -198,7 +198,7 @@ impl Metrics {
     }
 
     /// Marks election `name` as one this host stands for (not leading yet).
-    pub fn stand_by(&self, name: &str) {
+    pub(super) fn stand_by(&self, name: &str) {
         let labels = ElectionLabels {
             name: name.to_owned(),
         };
@@ -206,7 +206,7 @@ impl Metrics {
     }
 
     /// Records a backend's ZooKeeper session state (see the metric's help).
-    pub fn set_session_state(&self, backend: &str, value: i64) {
+    pub(super) fn set_session_state(&self, backend: &str, value: i64) {
         self.session_state
             .get_or_create(&BackendLabels {
                 backend: backend.to_owned(),
@@ -217,14 +217,14 @@ impl Metrics {
 
 /// Makes the observers that count a plugin's sessions into [`Metrics`]:
 /// `ObservedBackend::new(backend, Metered::new(plugin, metrics))`.
-pub struct Metered {
+pub(super) struct Metered {
     plugin: String,
     metrics: Arc<Metrics>,
 }
 
 impl Metered {
     /// Counts under `plugin`'s label.
-    pub fn new(plugin: &str, metrics: Arc<Metrics>) -> Self {
+    pub(super) fn new(plugin: &str, metrics: Arc<Metrics>) -> Self {
         Metered {
             plugin: plugin.to_owned(),
             metrics,
@@ -232,7 +232,7 @@ impl Metered {
     }
 
     /// `inner`, its sessions counted under `plugin`'s label.
-    pub fn backend(
+    pub(super) fn backend(
         inner: Arc<dyn LockBackend>,
         plugin: &str,
         metrics: Arc<Metrics>,
@@ -260,7 +260,7 @@ struct HeldGrant {
 }
 
 /// Counts one session's requests, grants, holds and losses.
-pub struct MeteredSession {
+pub(super) struct MeteredSession {
     plugin: String,
     metrics: Arc<Metrics>,
     held: Mutex<HashMap<GrantId, HeldGrant>>,

@@ -33,7 +33,7 @@ use plan::{
 };
 
 /// Where `serve` listens unless told otherwise.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// Arguments of `wardlock serve`.
 #[derive(Debug, Args)]

@@ -13,18 +13,18 @@ use std::sync::Arc;
 use crate::registry::EngineConfig;
 
 /// Default per-request timeout.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default number of requests served at once (instances alive); more wait
 /// for a slot.
-pub const DEFAULT_MAX_CONCURRENT: usize = 1000;
+pub(super) const DEFAULT_MAX_CONCURRENT: usize = 1000;
 /// Most requests served at once that `--max-concurrent-requests` accepts.
-pub const MAX_CONCURRENT_LIMIT: usize = 100_000;
+pub(super) const MAX_CONCURRENT_LIMIT: usize = 100_000;
 /// Default time in-flight requests get to finish after SIGTERM/SIGINT.
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+pub(super) const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// The whole server.
 #[derive(Debug)]
-pub struct ServePlan {
+pub(super) struct ServePlan {
     /// Where requests are served.
     pub listen: SocketAddr,
     /// Where `/metrics` and `/healthz` are served, if anywhere.
@@ -50,7 +50,7 @@ pub struct ServePlan {
 /// election: every server configured with the same singleton elects one
 /// leader, which runs the command; the others stand by (and are ready).
 #[derive(Debug)]
-pub struct SingletonPlan {
+pub(super) struct SingletonPlan {
     /// The election's name (a lock name).
     pub name: wardlock_host::name::LockName,
     /// What this host proclaims as its leader.
@@ -71,7 +71,7 @@ pub struct SingletonPlan {
 
 /// One plugin: a component on a route prefix, with its grants and limits.
 #[derive(Debug)]
-pub struct PluginPlan {
+pub(super) struct PluginPlan {
     /// Label in logs, metrics and lock owner descriptions.
     pub name: String,
     /// Requests whose path starts with this prefix (segment-wise) go here.
@@ -98,7 +98,7 @@ pub struct PluginPlan {
 
 /// Whether `path` falls under `route` (segment-wise: `/api` covers `/api` and
 /// `/api/x`, not `/apix`; `/` covers everything).
-pub fn route_matches(route: &str, path: &str) -> bool {
+pub(super) fn route_matches(route: &str, path: &str) -> bool {
     let route = route.trim_end_matches('/');
     route.is_empty()
         || path == route
@@ -111,7 +111,7 @@ pub fn route_matches(route: &str, path: &str) -> bool {
 ///
 /// # Errors
 /// What is wrong with it.
-pub fn check_route(route: &str) -> Result<(), String> {
+pub(super) fn check_route(route: &str) -> Result<(), String> {
     if !route.starts_with('/') {
         return Err(format!("route {route:?} must start with '/'"));
     }

@@ -19,7 +19,7 @@ use super::metrics::Metrics;
 use super::plan::{ServePlan, route_matches};
 
 /// A plugin on a route prefix.
-pub struct Route {
+pub(super) struct Route {
     /// Path prefix (segment-wise).
     pub prefix: String,
     /// The plugin's name, for metrics and logs.
@@ -65,14 +65,14 @@ impl Router {
 
 /// A task run beside the server until it stops (a singleton's campaign and
 /// command).
-pub type Background = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+pub(super) type Background = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// Serves `routes` on the plan's address (and the admin endpoints) until
 /// SIGTERM or SIGINT, then drains: stops accepting, lets in-flight requests
 /// finish within the grace period, stops the rest, and waits for their locks
 /// to be released. `singletons` run beside it and are stopped (resigning)
 /// before the backends close.
-pub async fn run(
+pub(super) async fn run(
     plan: &ServePlan,
     mut routes: Vec<Route>,
     backends: BTreeMap<String, Arc<dyn LockBackend>>,

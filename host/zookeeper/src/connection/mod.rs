@@ -35,12 +35,12 @@ pub(super) struct ZkSession {
 
 impl ZkSession {
     /// The session's current state.
-    pub fn state(&self) -> SessionState {
+    pub(crate) fn state(&self) -> SessionState {
         self.state.peek_state()
     }
 
     /// What may be claimed about the session's grants now (see [`Liveness`]).
-    pub fn health(&self) -> Health {
+    pub(crate) fn health(&self) -> Health {
         let state = self.state();
         if state.is_terminated() {
             self.liveness.end();
@@ -55,12 +55,12 @@ impl ZkSession {
 
     /// True once the session expired, was closed, failed authentication, or went
     /// unheard for its whole timeout (ended locally).
-    pub fn is_terminated(&self) -> bool {
+    pub(crate) fn is_terminated(&self) -> bool {
         self.state().is_terminated() || self.health() == Health::Ended
     }
 
     /// Sends a request and records when it was answered: a heartbeat.
-    pub fn heartbeat(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub(crate) fn heartbeat(&self) -> impl Future<Output = ()> + Send + 'static {
         let sent = Instant::now();
         let request = self.client.check_stat("/");
         let liveness = self.liveness.clone();
@@ -76,7 +76,7 @@ impl ZkSession {
     ///
     /// # Errors
     /// The request's error.
-    pub async fn sync(&self, path: &str) -> Result<(), ZkError> {
+    pub(crate) async fn sync(&self, path: &str) -> Result<(), ZkError> {
         self.client.sync(path).await
     }
 
@@ -85,7 +85,7 @@ impl ZkSession {
     ///
     /// # Cancellation safety
     /// Cancel safe: it only observes.
-    pub async fn until_over(&self) {
+    pub(crate) async fn until_over(&self) {
         let mut watcher = self.state.clone();
         while !(watcher.state().is_terminated() || self.liveness.is_ended()) {
             tokio::select! {
@@ -102,7 +102,7 @@ impl ZkSession {
     ///
     /// # Cancellation safety
     /// Cancel safe: it only observes.
-    pub async fn connected(&self) -> Result<(), BackendError> {
+    pub(crate) async fn connected(&self) -> Result<(), BackendError> {
         let mut watcher = self.state.clone();
         loop {
             if self.liveness.is_ended() {
@@ -147,7 +147,7 @@ pub(super) struct Connection {
 }
 
 impl Connection {
-    pub fn new(config: ZooKeeperConfig) -> Self {
+    pub(crate) fn new(config: ZooKeeperConfig) -> Self {
         Connection {
             config,
             generation: AtomicU64::new(0),
@@ -160,7 +160,7 @@ impl Connection {
     }
 
     /// Why and since when the service is judged unreachable, if it is.
-    pub fn unreachable(&self) -> Option<Unreachable> {
+    pub(crate) fn unreachable(&self) -> Option<Unreachable> {
         self.unreachable
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -179,29 +179,29 @@ impl Connection {
     }
 
     /// True once the backend was shut down.
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
 
-    pub fn config(&self) -> &ZooKeeperConfig {
+    pub(crate) fn config(&self) -> &ZooKeeperConfig {
         &self.config
     }
 
     /// The live session, if any (no I/O).
-    pub fn latest(&self) -> Option<Arc<ZkSession>> {
+    pub(crate) fn latest(&self) -> Option<Arc<ZkSession>> {
         let current = self.current.read().unwrap_or_else(|e| e.into_inner());
         current.as_ref().filter(|s| !s.is_terminated()).cloned()
     }
 
     /// The live session of `generation`, if it is still the current one.
-    pub fn session_of(&self, generation: u64) -> Option<Arc<ZkSession>> {
+    pub(crate) fn session_of(&self, generation: u64) -> Option<Arc<ZkSession>> {
         self.latest().filter(|s| s.generation == generation)
     }
 
     /// Forgets session `generation` once it ended locally, so the next call connects
     /// a new one; the old client closes when its last user drops it (deleting its
     /// nodes if the server still knows the session).
-    pub fn forget(&self, generation: u64) {
+    pub(crate) fn forget(&self, generation: u64) {
         let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
         if current.as_ref().is_some_and(|s| s.generation == generation) {
             *current = None;
@@ -210,7 +210,7 @@ impl Connection {
 
     /// Takes the current session out for good, at shutdown (the caller drops it
     /// to close it); later calls connect a new one.
-    pub fn close(&self) -> Option<Arc<ZkSession>> {
+    pub(crate) fn close(&self) -> Option<Arc<ZkSession>> {
         self.closed.store(true, Ordering::Release);
         self.current
             .write()
@@ -230,7 +230,7 @@ impl Connection {
     /// # Cancellation safety
     /// Cancel safe: a connection attempt that is dropped leaves no session behind.
     /// The flag is true when the session was connected by this call.
-    pub async fn session(&self) -> Result<(Arc<ZkSession>, bool), BackendError> {
+    pub(crate) async fn session(&self) -> Result<(Arc<ZkSession>, bool), BackendError> {
         if let Some(session) = self.latest() {
             return Ok((session, false));
         }
@@ -256,7 +256,7 @@ impl Connection {
     ///
     /// # Cancellation safety
     /// As [`Self::session`].
-    pub async fn establish(&self) -> Result<(Arc<ZkSession>, bool), BackendError> {
+    pub(crate) async fn establish(&self) -> Result<(Arc<ZkSession>, bool), BackendError> {
         self.connect_once(true).await
     }
 

@@ -18,7 +18,9 @@ use serde_json::Value;
 /// One bar: who, and how many acquisitions per second.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
+    /// The system, its variant and a curve point's size, written left of the bar.
     pub label: String,
+    /// Acquisitions per second: the bar's length.
     pub ops_per_s: f64,
 }
 

@@ -9,7 +9,7 @@ const ROW: f64 = 26.0;
 const TOP: f64 = 40.0;
 
 /// The chart of `bars` titled with `workload`.
-pub fn bars(workload: &str, bars: &[Bar]) -> String {
+pub(crate) fn bars(workload: &str, bars: &[Bar]) -> String {
     let max = bars
         .iter()
         .map(|b| b.ops_per_s)

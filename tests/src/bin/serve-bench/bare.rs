@@ -73,7 +73,7 @@ struct Served {
 ///
 /// # Errors
 /// When the component cannot be compiled or linked, or the port not bound.
-pub async fn start(component: &Path, data: &Path, capacity: u32) -> anyhow::Result<String> {
+pub(crate) async fn start(component: &Path, data: &Path, capacity: u32) -> anyhow::Result<String> {
     let pool = request_pool(capacity, DEFAULT_MEMORY_LIMIT);
     let runtime = Runtime::with_pooling(pool)?;
     let component = runtime.compile(component)?;
@@ -115,7 +115,7 @@ pub async fn start(component: &Path, data: &Path, capacity: u32) -> anyhow::Resu
 ///
 /// # Errors
 /// When the server cannot start.
-pub async fn serve_forever(data: &Path, capacity: u32) -> anyhow::Result<()> {
+pub(crate) async fn serve_forever(data: &Path, capacity: u32) -> anyhow::Result<()> {
     let addr = start(Path::new(Guest::HttpCounter.path()), data, capacity).await?;
     println!("{addr}");
     std::future::pending().await

@@ -26,6 +26,12 @@
 //! its number of answered requests (`double_granted`: the updates lost to two
 //! holders at once), and each line reports the serving process's peak RSS.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark tool of the test crate: a step that fails ends the run, with its message"
+)]
+
 mod bare;
 
 use std::path::Path;

@@ -24,10 +24,10 @@ use wardlock_host::Mode;
 )]
 mod plan;
 
-pub use plan::Plan;
+pub(crate) use plan::Plan;
 
 /// The mode of op `index` of `plan` (the guest draws the same).
-pub fn mode(plan: Plan, index: u64) -> Mode {
+pub(crate) fn mode(plan: Plan, index: u64) -> Mode {
     if plan.writes(index) {
         Mode::Exclusive
     } else {
@@ -44,7 +44,7 @@ const WIDTH: usize = 20;
 /// Every read and write is one job on tokio's blocking pool, as `tokio::fs`
 /// does and as wasmtime-wasi does for a guest's file operations: native and
 /// guest critical sections do the same work the same way.
-pub struct Counter {
+pub(crate) struct Counter {
     file: Arc<File>,
 }
 
@@ -53,7 +53,7 @@ impl Counter {
     ///
     /// # Errors
     /// When it cannot be opened.
-    pub fn open(path: &Path) -> anyhow::Result<Counter> {
+    pub(crate) fn open(path: &Path) -> anyhow::Result<Counter> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -68,7 +68,7 @@ impl Counter {
     ///
     /// # Errors
     /// When the file cannot be read or written.
-    pub async fn critical_section(&self, mode: Mode) -> anyhow::Result<u64> {
+    pub(crate) async fn critical_section(&self, mode: Mode) -> anyhow::Result<u64> {
         let mut violations = 0;
         let (first, bad) = self.read().await?;
         violations += u64::from(bad) + first % 2;
@@ -123,7 +123,7 @@ fn parse(bytes: &[u8]) -> (u64, bool) {
 ///
 /// # Errors
 /// When it cannot be written.
-pub fn reset(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn reset(path: &Path) -> anyhow::Result<()> {
     std::fs::write(path, format!("{:0WIDTH$}", 0))
         .with_context(|| format!("writing {}", path.display()))
 }
@@ -132,7 +132,7 @@ pub fn reset(path: &Path) -> anyhow::Result<()> {
 ///
 /// # Errors
 /// When the file cannot be read.
-pub fn lost_updates(path: &Path, writes: u64) -> anyhow::Result<u64> {
+pub(crate) fn lost_updates(path: &Path, writes: u64) -> anyhow::Result<u64> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     match parse(&bytes) {
         (_, true) => Ok(writes.max(1)),

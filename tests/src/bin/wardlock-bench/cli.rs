@@ -13,7 +13,7 @@ use super::workloads::Workload;
 /// JSON lines with --json); progress goes to stderr. See tests/BENCHMARKS.md.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "wardlock-bench", version)]
-pub struct Args {
+pub(crate) struct Args {
     /// ZooKeeper server to measure on (one server: its `mntr` counters are
     /// read). Without it, a private server is started on a free loopback port
     /// and stopped at the end.
@@ -108,18 +108,18 @@ pub struct Args {
 
 impl Args {
     /// The session timeout as a duration.
-    pub fn session_timeout(&self) -> Duration {
+    pub(crate) fn session_timeout(&self) -> Duration {
         Duration::from_secs(self.session_timeout)
     }
 
     /// The selected workloads, in the canonical order, without repeats.
-    pub fn selected_workloads(&self) -> Vec<Workload> {
+    pub(crate) fn selected_workloads(&self) -> Vec<Workload> {
         selected(&self.workloads)
     }
 
     /// The selected systems, in the canonical order, without repeats; the
     /// etcd systems only with `--etcd`.
-    pub fn selected_systems(&self) -> Vec<System> {
+    pub(crate) fn selected_systems(&self) -> Vec<System> {
         selected(&self.systems)
             .into_iter()
             .filter(|s| self.etcd.is_some() || !s.uses_etcd())
@@ -128,11 +128,11 @@ impl Args {
 }
 
 /// `--etcd` without a value: start a private server.
-pub const PRIVATE: &str = "private";
+pub(crate) const PRIVATE: &str = "private";
 
 /// A `--workloads` or `--systems` item: `all`, or one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pick<T> {
+pub(crate) enum Pick<T> {
     All,
     One(T),
 }
@@ -158,7 +158,7 @@ fn selected<T: ValueEnum + Copy + PartialEq>(picks: &[Pick<T>]) -> Vec<T> {
 }
 
 /// `value`'s name on the command line, which is also its name in the output.
-pub fn value_name<T: ValueEnum>(value: &T) -> String {
+pub(crate) fn value_name<T: ValueEnum>(value: &T) -> String {
     value
         .to_possible_value()
         .expect("no value is skipped")

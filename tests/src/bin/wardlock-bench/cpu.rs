@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// CPU time used by this process so far (`CLOCK_PROCESS_CPUTIME_ID`).
-pub fn process_cpu() -> Option<Duration> {
+pub(crate) fn process_cpu() -> Option<Duration> {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -21,7 +21,7 @@ pub fn process_cpu() -> Option<Duration> {
 }
 
 /// CPU time used since `mark`.
-pub fn since(mark: Option<Duration>) -> Option<Duration> {
+pub(crate) fn since(mark: Option<Duration>) -> Option<Duration> {
     Some(process_cpu()?.saturating_sub(mark?))
 }
 

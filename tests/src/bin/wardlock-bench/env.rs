@@ -20,13 +20,13 @@ use super::zk_stats::{ZkDelta, ZkSnapshot, ZkStats};
 use wardlock_tests::{Guest, runner_with};
 
 /// Root of wardlock's lock nodes during a run.
-pub const WARDLOCK_ROOT: &str = "/wardlock-bench";
+pub(crate) const WARDLOCK_ROOT: &str = "/wardlock-bench";
 
 /// Longest any guest instance may run: a hang guard, not a measurement.
-pub const GUEST_RUN_LIMIT: Duration = Duration::from_secs(600);
+pub(crate) const GUEST_RUN_LIMIT: Duration = Duration::from_secs(600);
 
 /// The ZooKeeper side of a run.
-pub struct ZkEnv {
+pub(crate) struct ZkEnv {
     pub address: String,
     pub stats: ZkStats,
     /// wardlock's backend ("this host"): one ZooKeeper session for all clients.
@@ -42,7 +42,7 @@ pub struct ZkEnv {
 /// `wardlock run` and `serve`, unless `--no-local-handoff`) and the session
 /// pool (`--zk-sessions`).
 #[derive(Debug, Clone, Copy)]
-pub struct BackendOptions {
+pub(crate) struct BackendOptions {
     pub local_handoff: bool,
     pub sessions: usize,
     /// The hand-off's bounds (`--handoff-max`, `--handoff-max-ms`).
@@ -51,7 +51,7 @@ pub struct BackendOptions {
 
 impl BackendOptions {
     /// From the command line.
-    pub fn from_args(args: &Args) -> BackendOptions {
+    pub(crate) fn from_args(args: &Args) -> BackendOptions {
         BackendOptions {
             local_handoff: !args.no_local_handoff,
             sessions: usize::try_from(args.zk_sessions).unwrap_or(1),
@@ -62,7 +62,7 @@ impl BackendOptions {
 
 /// The hand-off's bounds: the product's defaults unless `--handoff-max` or
 /// `--handoff-max-ms` say otherwise.
-pub fn limits(args: &Args) -> LocalHandoff {
+pub(crate) fn limits(args: &Args) -> LocalHandoff {
     let defaults = LocalHandoff::default();
     LocalHandoff {
         max_handoffs: args.handoff_max.unwrap_or(defaults.max_handoffs),
@@ -78,7 +78,7 @@ impl ZkEnv {
     ///
     /// # Errors
     /// When ZooKeeper cannot be reached.
-    pub async fn connect(
+    pub(crate) async fn connect(
         address: &str,
         session_timeout: Duration,
         options: BackendOptions,
@@ -107,7 +107,7 @@ impl ZkEnv {
     ///
     /// # Errors
     /// When ZooKeeper cannot be reached.
-    pub async fn backend(
+    pub(crate) async fn backend(
         address: &str,
         session_timeout: Duration,
         options: BackendOptions,
@@ -126,7 +126,7 @@ impl ZkEnv {
 }
 
 /// The etcd side of a run.
-pub struct EtcdEnv {
+pub(crate) struct EtcdEnv {
     pub address: String,
     /// wardlock's backend ("this host"): one lease for all clients.
     pub backend: Arc<EtcdBackend>,
@@ -140,7 +140,7 @@ impl EtcdEnv {
     ///
     /// # Errors
     /// When etcd cannot be reached.
-    pub async fn connect(address: &str, args: &Args) -> anyhow::Result<EtcdEnv> {
+    pub(crate) async fn connect(address: &str, args: &Args) -> anyhow::Result<EtcdEnv> {
         let mut config = EtcdConfig::new(address)
             .root(WARDLOCK_ROOT)
             .lease_ttl(args.session_timeout());
@@ -162,7 +162,7 @@ impl EtcdEnv {
 }
 
 /// Shared state of a run.
-pub struct Env {
+pub(crate) struct Env {
     pub args: Args,
     pub memory: MemoryBackend,
     zk: Option<ZkEnv>,
@@ -181,7 +181,7 @@ impl Env {
     ///
     /// # Errors
     /// When ZooKeeper cannot be reached or the data directory not created.
-    pub async fn new(
+    pub(crate) async fn new(
         args: Args,
         zk_address: Option<&str>,
         etcd_address: Option<&str>,
@@ -228,7 +228,9 @@ impl Env {
     ///
     /// # Errors
     /// When the run has no ZooKeeper or the JVM cannot start.
-    pub async fn curator(&self) -> anyhow::Result<tokio::sync::OwnedMutexGuard<Option<Driver>>> {
+    pub(crate) async fn curator(
+        &self,
+    ) -> anyhow::Result<tokio::sync::OwnedMutexGuard<Option<Driver>>> {
         let mut driver = self.curator.clone().lock_owned().await;
         if driver.is_none() {
             let zk = self.zk()?;
@@ -241,7 +243,7 @@ impl Env {
     ///
     /// # Errors
     /// When the run has no ZooKeeper.
-    pub fn zk(&self) -> anyhow::Result<&ZkEnv> {
+    pub(crate) fn zk(&self) -> anyhow::Result<&ZkEnv> {
         self.zk.as_ref().context("this run has no ZooKeeper")
     }
 
@@ -249,7 +251,7 @@ impl Env {
     ///
     /// # Errors
     /// When the run has no etcd (`--etcd` not given).
-    pub fn etcd(&self) -> anyhow::Result<&EtcdEnv> {
+    pub(crate) fn etcd(&self) -> anyhow::Result<&EtcdEnv> {
         self.etcd
             .as_ref()
             .context("this run has no etcd (pass --etcd)")
@@ -257,7 +259,7 @@ impl Env {
 
     /// The directory counter files live in (guests see it as `/data`); see
     /// [`data_dir`].
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
     }
 
@@ -265,7 +267,7 @@ impl Env {
     ///
     /// # Errors
     /// For a native system, or a ZooKeeper system without ZooKeeper.
-    pub fn guest_runner(&self, system: System) -> anyhow::Result<Arc<Runner>> {
+    pub(crate) fn guest_runner(&self, system: System) -> anyhow::Result<Arc<Runner>> {
         match system {
             System::MemoryGuest => Ok(self.memory_runner.clone()),
             System::ZooKeeperGuest => self.zk_runner.clone().context("this run has no ZooKeeper"),
@@ -275,7 +277,7 @@ impl Env {
     }
 
     /// Server counters now, if `system` uses ZooKeeper and counters work.
-    pub fn zk_mark(&self, system: System) -> Option<ZkSnapshot> {
+    pub(crate) fn zk_mark(&self, system: System) -> Option<ZkSnapshot> {
         let zk = self.zk.as_ref().filter(|zk| zk.counters)?;
         if !system.uses_zookeeper() {
             return None;
@@ -290,7 +292,7 @@ impl Env {
     }
 
     /// Server counter changes since `mark`.
-    pub fn zk_since(&self, mark: Option<ZkSnapshot>) -> Option<ZkDelta> {
+    pub(crate) fn zk_since(&self, mark: Option<ZkSnapshot>) -> Option<ZkDelta> {
         let mark = mark?;
         let now = self.zk.as_ref()?.stats.snapshot().ok()?;
         Some(now.since(&mark))
@@ -313,7 +315,7 @@ fn data_dir() -> anyhow::Result<tempfile::TempDir> {
 }
 
 /// A runner of `bench-guest` on `backend`, with `dir` preopened as `/data`.
-pub fn guest_runner(backend: Arc<dyn LockBackend>, dir: &Path) -> Arc<Runner> {
+pub(crate) fn guest_runner(backend: Arc<dyn LockBackend>, dir: &Path) -> Arc<Runner> {
     runner_with(Guest::BenchGuest, guest_config(backend, dir))
 }
 
@@ -339,7 +341,7 @@ impl Env {
     ///
     /// # Errors
     /// When the pool cannot be reserved or the guest not compiled.
-    pub fn pooled_guest_runner(
+    pub(crate) fn pooled_guest_runner(
         &self,
         system: System,
         instances: u64,

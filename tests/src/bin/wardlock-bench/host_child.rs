@@ -19,7 +19,7 @@ use crate::systems::{LoopSpec, System, guest};
 
 /// Runs the child until its stdin closes: exit 0, or 1 after printing
 /// `error MESSAGE` (also on stderr).
-pub fn main(args: Args, dir: &Path) -> ExitCode {
+pub(crate) fn main(args: Args, dir: &Path) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -17,6 +17,12 @@
 //!   server's counters; [`cpu`]: this process's CPU time; [`report`]: result rows and ratios; [`output`]: JSON
 //!   lines or a table.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark tool of the test crate: a step that fails ends the run, with its message"
+)]
+
 mod check;
 mod cli;
 mod cpu;

@@ -8,7 +8,7 @@ use super::report::Row;
 ///
 /// # Errors
 /// When stdout is gone.
-pub fn json_lines(rows: &[Row], out: &mut impl Write) -> std::io::Result<()> {
+pub(crate) fn json_lines(rows: &[Row], out: &mut impl Write) -> std::io::Result<()> {
     for row in rows {
         writeln!(out, "{}", row.json_line())?;
     }
@@ -37,7 +37,7 @@ const HEADERS: [&str; 15] = [
 ///
 /// # Errors
 /// When stdout is gone.
-pub fn table(rows: &[Row], out: &mut impl Write) -> std::io::Result<()> {
+pub(crate) fn table(rows: &[Row], out: &mut impl Write) -> std::io::Result<()> {
     let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
     let mut widths: Vec<usize> = HEADERS.iter().map(|h| h.chars().count()).collect();
     for row in &cells {

@@ -9,7 +9,7 @@ use super::workloads::Workload;
 
 /// One result.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub system: System,
     pub workload: Workload,
     /// Distinguishes two rows of one system in one workload (`instantiate`:
@@ -39,7 +39,7 @@ pub struct Row {
 
 impl Row {
     /// A row from measured samples.
-    pub fn new(system: System, workload: Workload, clients: u64, samples: &Samples) -> Row {
+    pub(crate) fn new(system: System, workload: Workload, clients: u64, samples: &Samples) -> Row {
         Row {
             system,
             workload,
@@ -61,19 +61,19 @@ impl Row {
     }
 
     /// Adds a workload-specific field.
-    pub fn with(mut self, key: &'static str, value: impl Into<Value>) -> Row {
+    pub(crate) fn with(mut self, key: &'static str, value: impl Into<Value>) -> Row {
         self.extra.push((key, value.into()));
         self
     }
 
     /// Sets the variant.
-    pub fn variant(mut self, variant: &'static str) -> Row {
+    pub(crate) fn variant(mut self, variant: &'static str) -> Row {
         self.variant = Some(variant);
         self
     }
 
     /// The row's fields in output order (numbers rounded for reading).
-    pub fn fields(&self) -> Vec<(&'static str, Value)> {
+    pub(crate) fn fields(&self) -> Vec<(&'static str, Value)> {
         let mut fields = vec![
             ("system", json!(self.system.name())),
             ("workload", json!(self.workload.name())),
@@ -100,7 +100,7 @@ impl Row {
     }
 
     /// The row as one line of JSON, fields in output order.
-    pub fn json_line(&self) -> String {
+    pub(crate) fn json_line(&self) -> String {
         let fields: Vec<String> = self
             .fields()
             .iter()
@@ -111,7 +111,7 @@ impl Row {
 }
 
 /// Rounds to `digits` decimals; `null` for none (or a non-finite number).
-pub fn round(value: Option<f64>, digits: i32) -> Value {
+pub(crate) fn round(value: Option<f64>, digits: i32) -> Value {
     match value {
         Some(v) if v.is_finite() => {
             let scale = 10f64.powi(digits);
@@ -122,7 +122,7 @@ pub fn round(value: Option<f64>, digits: i32) -> Value {
 }
 
 /// Fills in the ratios of one workload's rows.
-pub fn add_ratios(rows: &mut [Row]) {
+pub(crate) fn add_ratios(rows: &mut [Row]) {
     let find = |rows: &[Row], system: System, variant: Option<&str>| {
         rows.iter()
             .find(|r| r.system == system && r.variant == variant)

@@ -6,7 +6,7 @@ use super::systems::Phase;
 use super::zk_stats::ZkDelta;
 
 /// Nearest-rank percentile (`q` in 0..=1) of `sorted`, which must be sorted.
-pub fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
+pub(crate) fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
     if sorted.is_empty() {
         return None;
     }
@@ -17,7 +17,7 @@ pub fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
 /// Everything measured for one (system, workload), possibly over several
 /// phases (interleaved rounds).
 #[derive(Debug, Default, Clone)]
-pub struct Samples {
+pub(crate) struct Samples {
     /// Per-op latencies in nanoseconds.
     pub latencies_ns: Vec<u64>,
     /// Measured time the ops took (sum over phases).
@@ -34,7 +34,7 @@ pub struct Samples {
 
 impl Samples {
     /// Adds a phase's ops, latencies, time, violations and server counters.
-    pub fn add_phase(&mut self, phase: &Phase) {
+    pub(crate) fn add_phase(&mut self, phase: &Phase) {
         self.latencies_ns.extend(phase.latencies());
         self.wall += phase.wall();
         self.ops += phase.ops();
@@ -46,37 +46,37 @@ impl Samples {
     }
 
     /// Adds a ZooKeeper counter delta.
-    pub fn add_zk(&mut self, delta: Option<ZkDelta>) {
+    pub(crate) fn add_zk(&mut self, delta: Option<ZkDelta>) {
         if let Some(delta) = delta {
             self.zk = Some(self.zk.unwrap_or_default() + delta);
         }
     }
 
     /// Latency percentile in microseconds.
-    pub fn percentile_us(&self, q: f64) -> Option<f64> {
+    pub(crate) fn percentile_us(&self, q: f64) -> Option<f64> {
         let mut sorted = self.latencies_ns.clone();
         sorted.sort_unstable();
         percentile(&sorted, q).map(|ns| ns as f64 / 1000.0)
     }
 
     /// Ops per second over the measured time.
-    pub fn ops_per_s(&self) -> Option<f64> {
+    pub(crate) fn ops_per_s(&self) -> Option<f64> {
         let secs = self.wall.as_secs_f64();
         (secs > 0.0).then(|| self.ops as f64 / secs)
     }
 
     /// ZooKeeper requests per op.
-    pub fn zk_requests_per_op(&self) -> Option<f64> {
+    pub(crate) fn zk_requests_per_op(&self) -> Option<f64> {
         self.per_op(self.zk.map(|z| z.requests))
     }
 
     /// Watch notifications per op.
-    pub fn notifications_per_op(&self) -> Option<f64> {
+    pub(crate) fn notifications_per_op(&self) -> Option<f64> {
         self.per_op(self.zk.map(|z| z.notifications))
     }
 
     /// This process's CPU time per op, in microseconds.
-    pub fn cpu_us_per_op(&self) -> Option<f64> {
+    pub(crate) fn cpu_us_per_op(&self) -> Option<f64> {
         let cpu = self.cpu?;
         (self.ops > 0).then(|| cpu.as_secs_f64() * 1e6 / self.ops as f64)
     }

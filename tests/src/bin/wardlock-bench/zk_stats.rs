@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 /// The `mntr` keys whose sum is the number of watch notifications.
-pub const NOTIFICATION_COUNTERS: [&str; 4] = [
+pub(crate) const NOTIFICATION_COUNTERS: [&str; 4] = [
     "zk_sum_node_created_watch_count",
     "zk_sum_node_deleted_watch_count",
     "zk_sum_node_changed_watch_count",
@@ -29,10 +29,10 @@ pub const NOTIFICATION_COUNTERS: [&str; 4] = [
 ];
 
 /// The `mntr` key counting request packets.
-pub const REQUEST_COUNTER: &str = "zk_packets_received";
+pub(crate) const REQUEST_COUNTER: &str = "zk_packets_received";
 
 /// Reads one server's counters.
-pub struct ZkStats {
+pub(crate) struct ZkStats {
     /// `HOST:PORT` of the server.
     address: String,
     /// Four-letter words sent so far (each is one packet on the server).
@@ -41,7 +41,7 @@ pub struct ZkStats {
 
 /// Counters at one moment.
 #[derive(Debug, Clone, Copy)]
-pub struct ZkSnapshot {
+pub(crate) struct ZkSnapshot {
     packets_received: u64,
     notifications: u64,
     /// Four-letter words sent up to and including the one that read this.
@@ -50,7 +50,7 @@ pub struct ZkSnapshot {
 
 /// Counter differences over a phase.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ZkDelta {
+pub(crate) struct ZkDelta {
     pub requests: u64,
     pub notifications: u64,
 }
@@ -68,7 +68,7 @@ impl Add for ZkDelta {
 
 impl ZkSnapshot {
     /// What happened between `before` and this snapshot.
-    pub fn since(&self, before: &ZkSnapshot) -> ZkDelta {
+    pub(crate) fn since(&self, before: &ZkSnapshot) -> ZkDelta {
         let words = self.words - before.words;
         ZkDelta {
             requests: (self.packets_received - before.packets_received).saturating_sub(words),
@@ -79,7 +79,7 @@ impl ZkSnapshot {
 
 impl ZkStats {
     /// Counters of the server at `address` (the first of a `HOST:PORT,...` list).
-    pub fn new(address: &str) -> ZkStats {
+    pub(crate) fn new(address: &str) -> ZkStats {
         ZkStats {
             address: address
                 .split(',')
@@ -96,7 +96,7 @@ impl ZkStats {
     /// # Errors
     /// When the server cannot be reached or does not answer `mntr` (it must be
     /// in `4lw.commands.whitelist`).
-    pub fn snapshot(&self) -> anyhow::Result<ZkSnapshot> {
+    pub(crate) fn snapshot(&self) -> anyhow::Result<ZkSnapshot> {
         let (answer, words) = self.four_letter("mntr")?;
         let value = |key: &str| -> anyhow::Result<u64> {
             answer
@@ -122,7 +122,7 @@ impl ZkStats {
     ///
     /// # Errors
     /// As [`ZkStats::snapshot`].
-    pub fn watch_count(&self) -> anyhow::Result<u64> {
+    pub(crate) fn watch_count(&self) -> anyhow::Result<u64> {
         let (answer, _) = self.four_letter("wchs")?;
         answer
             .lines()
@@ -138,7 +138,7 @@ impl ZkStats {
     ///
     /// # Errors
     /// When the count is not reached within `limit`.
-    pub async fn wait_watches(&self, count: u64, limit: Duration) -> anyhow::Result<()> {
+    pub(crate) async fn wait_watches(&self, count: u64, limit: Duration) -> anyhow::Result<()> {
         let started = tokio::time::Instant::now();
         loop {
             let now = self.watch_count()?;

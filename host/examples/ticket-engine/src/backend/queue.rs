@@ -32,7 +32,7 @@ impl Queue {
     /// means nobody may wait ahead of it, and every holder must be compatible
     /// (an exclusive request needs an empty queue; a shared one needs only
     /// shared holders and no waiter).
-    pub fn grantable_now(&self, mode: Mode) -> bool {
+    pub(super) fn grantable_now(&self, mode: Mode) -> bool {
         match mode {
             Mode::Exclusive => self.tickets.is_empty(),
             Mode::Shared => self
@@ -43,27 +43,27 @@ impl Queue {
     }
 
     /// Appends a ticket (granted already when `token` is `Some`).
-    pub fn push(&mut self, ticket: Ticket) {
+    pub(super) fn push(&mut self, ticket: Ticket) {
         self.tickets.push_back(ticket);
     }
 
     /// Removes ticket `id`, held or waiting; returns it if it was there.
-    pub fn remove(&mut self, id: u64) -> Option<Ticket> {
+    pub(super) fn remove(&mut self, id: u64) -> Option<Ticket> {
         let at = self.tickets.iter().position(|t| t.id == id)?;
         self.tickets.remove(at)
     }
 
     /// Holders and waiters together.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.tickets.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.tickets.is_empty()
     }
 
     /// Tickets not granted yet (what `max_waiters` limits).
-    pub fn waiters(&self) -> usize {
+    pub(super) fn waiters(&self) -> usize {
         self.tickets.iter().filter(|t| t.token.is_none()).count()
     }
 
@@ -74,7 +74,7 @@ impl Queue {
     /// An exclusive holder stops the scan; an exclusive waiter is granted only
     /// with nobody ahead and then stops it too, so a queued writer holds back
     /// every reader behind it, and a run of readers is granted together.
-    pub fn grant_ready(&mut self, next_token: &mut u64) -> Vec<(u64, u64)> {
+    pub(super) fn grant_ready(&mut self, next_token: &mut u64) -> Vec<(u64, u64)> {
         let mut granted = Vec::new();
         let mut anyone_ahead = false;
         for ticket in &mut self.tickets {

@@ -33,7 +33,7 @@ const JARS: &[&str] = &[
 ];
 
 /// The running JVM.
-pub struct Driver {
+pub(crate) struct Driver {
     _child: Child,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
@@ -45,7 +45,7 @@ impl Driver {
     ///
     /// # Errors
     /// When Curator's jars or the JDK are missing, or the JVM cannot start.
-    pub fn start(address: &str, session_timeout: Duration) -> anyhow::Result<Driver> {
+    pub(crate) fn start(address: &str, session_timeout: Duration) -> anyhow::Result<Driver> {
         let classpath = compile()?;
         let mut child = Command::new("java")
             .arg("-cp")
@@ -84,7 +84,7 @@ impl Driver {
     ///
     /// # Errors
     /// When the driver fails.
-    pub async fn prepare(&mut self, clients: usize) -> anyhow::Result<()> {
+    pub(crate) async fn prepare(&mut self, clients: usize) -> anyhow::Result<()> {
         if clients > self.connected {
             let answer = self.command(&format!("prepare {clients}")).await?;
             if answer != "ready" {
@@ -100,7 +100,7 @@ impl Driver {
     ///
     /// # Errors
     /// When a client fails.
-    pub async fn run(
+    pub(crate) async fn run(
         &mut self,
         specs: &[LoopSpec],
         dir: &Path,

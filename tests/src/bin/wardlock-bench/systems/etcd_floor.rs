@@ -22,13 +22,13 @@ use wardlock_host::{LockName, Mode};
 use super::native::Locker;
 
 /// Where the floor's keys live.
-pub const FLOOR_ROOT: &str = "/wardlock-bench-etcd-floor";
+pub(crate) const FLOOR_ROOT: &str = "/wardlock-bench-etcd-floor";
 
 /// The value a reader's key holds (as wardlock's etcd backend writes it).
 const SHARED: &[u8] = b"wardlock:shared";
 
 /// One recipe client: one lease.
-pub struct EtcdFloorClient {
+pub(crate) struct EtcdFloorClient {
     client: Client,
     lease: i64,
     held: Option<String>,
@@ -40,7 +40,7 @@ impl EtcdFloorClient {
     ///
     /// # Errors
     /// When etcd cannot be reached.
-    pub async fn connect(address: &str, ttl_secs: i64) -> anyhow::Result<Self> {
+    pub(crate) async fn connect(address: &str, ttl_secs: i64) -> anyhow::Result<Self> {
         let endpoints: Vec<String> = address.split(',').map(|a| format!("http://{a}")).collect();
         let mut client = Client::connect(endpoints, None)
             .await

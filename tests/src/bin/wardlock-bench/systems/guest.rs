@@ -9,10 +9,10 @@ use wardlock_host::runner::{InstanceReport, Runner};
 use super::{LoopResult, LoopSpec, join_all};
 
 /// Where guests see the run's data directory.
-pub const GUEST_DATA_DIR: &str = "/data";
+pub(crate) const GUEST_DATA_DIR: &str = "/data";
 
 /// The guest arguments of `spec`.
-pub fn loop_args(spec: &LoopSpec) -> Vec<String> {
+pub(crate) fn loop_args(spec: &LoopSpec) -> Vec<String> {
     let mut args = vec![
         "loop".to_owned(),
         spec.lock.to_string(),
@@ -32,7 +32,7 @@ pub fn loop_args(spec: &LoopSpec) -> Vec<String> {
 ///
 /// # Errors
 /// When an instance does not succeed or prints something unexpected.
-pub async fn run_all(
+pub(crate) async fn run_all(
     runner: &Arc<Runner>,
     specs: Vec<LoopSpec>,
 ) -> anyhow::Result<Vec<LoopResult>> {
@@ -54,7 +54,7 @@ pub async fn run_all(
 ///
 /// # Errors
 /// Naming the outcome and the guest's stderr.
-pub fn succeeded(report: &InstanceReport) -> anyhow::Result<()> {
+pub(crate) fn succeeded(report: &InstanceReport) -> anyhow::Result<()> {
     if !report.outcome.is_success() {
         bail!(
             "bench-guest instance {} {}: {}",
@@ -70,7 +70,7 @@ pub fn succeeded(report: &InstanceReport) -> anyhow::Result<()> {
 ///
 /// # Errors
 /// When the instance failed or its output is malformed.
-pub fn parse_loop(report: &InstanceReport) -> anyhow::Result<LoopResult> {
+pub(crate) fn parse_loop(report: &InstanceReport) -> anyhow::Result<LoopResult> {
     succeeded(report)?;
     let out = report.stdout_text();
     let mut lines = out.lines();
@@ -110,7 +110,7 @@ pub fn parse_loop(report: &InstanceReport) -> anyhow::Result<LoopResult> {
 ///
 /// # Errors
 /// When the line is missing.
-pub fn parse_trap_time(report: &InstanceReport) -> anyhow::Result<u128> {
+pub(crate) fn parse_trap_time(report: &InstanceReport) -> anyhow::Result<u128> {
     let out = report.stdout_text();
     out.lines()
         .find_map(|l| l.strip_prefix("trap_unix_ns="))

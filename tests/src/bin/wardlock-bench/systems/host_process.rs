@@ -23,7 +23,7 @@ use super::{LoopResult, System};
 use crate::env::Env;
 
 /// One host process.
-pub struct HostProcess {
+pub(crate) struct HostProcess {
     _child: Child,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
@@ -36,7 +36,7 @@ impl HostProcess {
     ///
     /// # Errors
     /// When the process cannot start or does not become ready.
-    pub async fn start(
+    pub(crate) async fn start(
         env: &Env,
         system: System,
         clients: u64,
@@ -100,7 +100,7 @@ impl HostProcess {
     ///
     /// # Errors
     /// When the process is gone.
-    pub async fn start_phase(
+    pub(crate) async fn start_phase(
         &mut self,
         lock: &LockName,
         ops: u64,
@@ -116,7 +116,7 @@ impl HostProcess {
     ///
     /// # Errors
     /// When a guest failed or the answer is malformed.
-    pub async fn results(&mut self) -> anyhow::Result<Vec<LoopResult>> {
+    pub(crate) async fn results(&mut self) -> anyhow::Result<Vec<LoopResult>> {
         let mut results = Vec::new();
         loop {
             let line = self.line().await?;
@@ -135,7 +135,7 @@ impl HostProcess {
 }
 
 /// A guest's result as one line of JSON (the child's side).
-pub fn to_json(result: &LoopResult) -> String {
+pub(crate) fn to_json(result: &LoopResult) -> String {
     json!({
         "lat": result.latencies_ns,
         "writes": result.writes,

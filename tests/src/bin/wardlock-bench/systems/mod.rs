@@ -5,12 +5,12 @@
 //! Native clients run it in Rust ([`native`]); guest clients run it inside
 //! `bench-guest` instances ([`guest`]).
 
-pub mod curator;
-pub mod etcd_floor;
-pub mod guest;
-pub mod host_process;
-pub mod native;
-pub mod zk_floor;
+pub(crate) mod curator;
+pub(crate) mod etcd_floor;
+pub(crate) mod guest;
+pub(crate) mod host_process;
+pub(crate) mod native;
+pub(crate) mod zk_floor;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ use super::zk_stats::ZkDelta;
 /// the variant's name in kebab case, but for the ZooKeeper backend's two,
 /// which keep the names tests/BENCHMARKS.md and recorded results use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
-pub enum System {
+pub(crate) enum System {
     /// Raw `zookeeper-client`: create EPHEMERAL_SEQUENTIAL, get_children,
     /// delete, awaited one after another; each client its own session.
     ZkFloor,
@@ -61,12 +61,12 @@ pub enum System {
 
 impl System {
     /// The name in the output and in `--systems`.
-    pub fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         value_name(&self)
     }
 
     /// True for the systems that lock on ZooKeeper.
-    pub fn uses_zookeeper(self) -> bool {
+    pub(crate) fn uses_zookeeper(self) -> bool {
         matches!(
             self,
             System::ZkFloor | System::ZooKeeperNative | System::ZooKeeperGuest | System::Curator
@@ -74,7 +74,7 @@ impl System {
     }
 
     /// True for the systems that lock on etcd.
-    pub fn uses_etcd(self) -> bool {
+    pub(crate) fn uses_etcd(self) -> bool {
         matches!(
             self,
             System::EtcdFloor | System::EtcdNative | System::EtcdGuest
@@ -82,7 +82,7 @@ impl System {
     }
 
     /// For a guest system, the native system on the same backend.
-    pub fn native_twin(self) -> Option<System> {
+    pub(crate) fn native_twin(self) -> Option<System> {
         match self {
             System::ZooKeeperGuest => Some(System::ZooKeeperNative),
             System::MemoryGuest => Some(System::MemoryNative),
@@ -92,7 +92,7 @@ impl System {
     }
 
     /// The raw-client floor this system's ratios are taken against.
-    pub fn floor(self) -> System {
+    pub(crate) fn floor(self) -> System {
         if self.uses_etcd() {
             System::EtcdFloor
         } else {
@@ -103,7 +103,7 @@ impl System {
 
 /// What one client does.
 #[derive(Debug, Clone)]
-pub struct LoopSpec {
+pub(crate) struct LoopSpec {
     pub lock: LockName,
     pub plan: Plan,
     pub ops: u64,
@@ -119,7 +119,7 @@ pub struct LoopSpec {
 impl LoopSpec {
     /// `ops` exclusive acquisitions of `lock`, each checked on the counter file
     /// `check` (opened once for the loop).
-    pub fn checked(lock: LockName, ops: u64, check: &str) -> LoopSpec {
+    pub(crate) fn checked(lock: LockName, ops: u64, check: &str) -> LoopSpec {
         LoopSpec {
             lock,
             plan: Plan::Exclusive,
@@ -132,7 +132,7 @@ impl LoopSpec {
 
 /// What one client measured.
 #[derive(Debug, Clone, Default)]
-pub struct LoopResult {
+pub(crate) struct LoopResult {
     pub latencies_ns: Vec<u64>,
     pub writes: u64,
     pub violations: u64,
@@ -143,7 +143,7 @@ pub struct LoopResult {
 
 /// The clients of one phase, run concurrently.
 #[derive(Default)]
-pub struct Phase {
+pub(crate) struct Phase {
     pub results: Vec<LoopResult>,
     /// Server counters over the loops.
     pub zk: Option<ZkDelta>,
@@ -156,7 +156,7 @@ pub struct Phase {
 
 impl Phase {
     /// A phase of `results` measured elsewhere (another process).
-    pub fn of(results: Vec<LoopResult>) -> Phase {
+    pub(crate) fn of(results: Vec<LoopResult>) -> Phase {
         Phase {
             results,
             ..Phase::default()
@@ -165,7 +165,7 @@ impl Phase {
 
     /// From the first client's start to the last client's end (wall clock, so
     /// guests and natives are timed alike: the loops only, not instantiation).
-    pub fn wall(&self) -> Duration {
+    pub(crate) fn wall(&self) -> Duration {
         let start = self.results.iter().map(|r| r.start_unix_ns).min();
         let end = self.results.iter().map(|r| r.end_unix_ns).max();
         match (start, end) {
@@ -176,22 +176,22 @@ impl Phase {
         }
     }
 
-    pub fn ops(&self) -> u64 {
+    pub(crate) fn ops(&self) -> u64 {
         self.results
             .iter()
             .map(|r| r.latencies_ns.len() as u64)
             .sum()
     }
 
-    pub fn writes(&self) -> u64 {
+    pub(crate) fn writes(&self) -> u64 {
         self.results.iter().map(|r| r.writes).sum()
     }
 
-    pub fn violations(&self) -> u64 {
+    pub(crate) fn violations(&self) -> u64 {
         self.results.iter().map(|r| r.violations).sum()
     }
 
-    pub fn latencies(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn latencies(&self) -> impl Iterator<Item = u64> + '_ {
         self.results
             .iter()
             .flat_map(|r| r.latencies_ns.iter().copied())
@@ -199,7 +199,7 @@ impl Phase {
 }
 
 /// The clients of a phase, connected (native) and ready to start.
-pub struct Prepared {
+pub(crate) struct Prepared {
     clients: Clients,
     specs: Vec<LoopSpec>,
     dir: PathBuf,
@@ -217,7 +217,7 @@ enum Clients {
 }
 
 /// A started phase.
-pub struct Running {
+pub(crate) struct Running {
     task: tokio::task::JoinHandle<anyhow::Result<(Vec<LoopResult>, Option<Duration>)>>,
     keep_alive: Vec<zookeeper_client::Client>,
 }
@@ -228,7 +228,11 @@ impl Prepared {
     ///
     /// # Errors
     /// When ZooKeeper cannot be reached or the system needs what the run lacks.
-    pub async fn new(env: &Env, system: System, specs: Vec<LoopSpec>) -> anyhow::Result<Prepared> {
+    pub(crate) async fn new(
+        env: &Env,
+        system: System,
+        specs: Vec<LoopSpec>,
+    ) -> anyhow::Result<Prepared> {
         let mut keep_alive = Vec::new();
         let clients = match system {
             System::ZkFloor => {
@@ -283,7 +287,7 @@ impl Prepared {
 
     /// Guests of `runner` (one per spec), for a workload that needs a runner
     /// of its own.
-    pub fn with_guests(env: &Env, runner: Arc<Runner>, specs: Vec<LoopSpec>) -> Prepared {
+    pub(crate) fn with_guests(env: &Env, runner: Arc<Runner>, specs: Vec<LoopSpec>) -> Prepared {
         Prepared {
             clients: Clients::Guests(runner),
             specs,
@@ -293,7 +297,7 @@ impl Prepared {
     }
 
     /// Starts every client's loop at once.
-    pub fn start(self) -> Running {
+    pub(crate) fn start(self) -> Running {
         let Prepared {
             clients,
             specs,
@@ -328,7 +332,7 @@ impl Running {
     ///
     /// # Errors
     /// The first client's error.
-    pub async fn finish(self) -> anyhow::Result<Phase> {
+    pub(crate) async fn finish(self) -> anyhow::Result<Phase> {
         let (results, other_cpu) = self.task.await.context("phase task panicked")??;
         Ok(Phase {
             results,
@@ -346,7 +350,11 @@ impl Running {
 ///
 /// # Errors
 /// When a client fails (lock error, guest failure, check file I/O).
-pub async fn run_phase(env: &Env, system: System, specs: Vec<LoopSpec>) -> anyhow::Result<Phase> {
+pub(crate) async fn run_phase(
+    env: &Env,
+    system: System,
+    specs: Vec<LoopSpec>,
+) -> anyhow::Result<Phase> {
     let prepared = Prepared::new(env, system, specs).await?;
     let mark = env.zk_mark(system);
     let cpu = cpu::process_cpu();
@@ -360,7 +368,7 @@ pub async fn run_phase(env: &Env, system: System, specs: Vec<LoopSpec>) -> anyho
 ///
 /// # Errors
 /// The first client error, or a panic in a client.
-pub async fn join_all<T>(
+pub(crate) async fn join_all<T>(
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<T>>>,
 ) -> anyhow::Result<Vec<T>> {
     let mut results = Vec::with_capacity(tasks.len());
@@ -380,7 +388,7 @@ pub async fn join_all<T>(
 }
 
 /// The wall clock now, in Unix nanoseconds.
-pub fn unix_ns() -> u128 {
+pub(crate) fn unix_ns() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())

@@ -12,7 +12,7 @@ use super::{LoopResult, LoopSpec, join_all, unix_ns};
 use crate::check;
 
 /// Takes and releases one lock at a time.
-pub trait Locker: Send + 'static {
+pub(crate) trait Locker: Send + 'static {
     /// Waits until `lock` is held in `mode`.
     fn acquire(
         &mut self,
@@ -25,13 +25,13 @@ pub trait Locker: Send + 'static {
 }
 
 /// A wardlock backend session as a [`Locker`].
-pub struct SessionLocker {
+pub(crate) struct SessionLocker {
     session: Box<dyn LockSession>,
     held: Option<GrantId>,
 }
 
 impl SessionLocker {
-    pub fn new(session: Box<dyn LockSession>) -> Self {
+    pub(crate) fn new(session: Box<dyn LockSession>) -> Self {
         SessionLocker {
             session,
             held: None,
@@ -58,7 +58,7 @@ impl Locker for SessionLocker {
 }
 
 /// `count` sessions on `backend`, one per client.
-pub fn sessions(backend: &dyn LockBackend, count: usize) -> Vec<SessionLocker> {
+pub(crate) fn sessions(backend: &dyn LockBackend, count: usize) -> Vec<SessionLocker> {
     (0..count)
         .map(|i| SessionLocker::new(backend.open_session(&format!("wardlock-bench client {i}"))))
         .collect()
@@ -68,7 +68,7 @@ pub fn sessions(backend: &dyn LockBackend, count: usize) -> Vec<SessionLocker> {
 ///
 /// # Errors
 /// The first client's error.
-pub async fn run_all<L: Locker>(
+pub(crate) async fn run_all<L: Locker>(
     lockers: Vec<L>,
     specs: Vec<LoopSpec>,
     dir: PathBuf,

@@ -21,13 +21,13 @@ use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 use super::native::Locker;
 
 /// Where the floor's lock parents live.
-pub const FLOOR_ROOT: &str = "/wardlock-bench-floor";
+pub(crate) const FLOOR_ROOT: &str = "/wardlock-bench-floor";
 
 const WRITE_PREFIX: &str = "write-";
 const READ_PREFIX: &str = "read-";
 
 /// One textbook lock client: one ZooKeeper session.
-pub struct FloorClient {
+pub(crate) struct FloorClient {
     client: Client,
     /// Path of the node held, if any.
     held: Option<String>,
@@ -38,7 +38,7 @@ impl FloorClient {
     ///
     /// # Errors
     /// When ZooKeeper cannot be reached.
-    pub async fn connect(address: &str, session_timeout: Duration) -> anyhow::Result<Self> {
+    pub(crate) async fn connect(address: &str, session_timeout: Duration) -> anyhow::Result<Self> {
         let client = Client::connector()
             .with_session_timeout(session_timeout)
             .connect(address)
@@ -48,7 +48,7 @@ impl FloorClient {
     }
 
     /// The session.
-    pub fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         &self.client
     }
 
@@ -56,7 +56,7 @@ impl FloorClient {
     ///
     /// # Errors
     /// When ZooKeeper refuses.
-    pub async fn prepare(&self, lock: &LockName) -> anyhow::Result<()> {
+    pub(crate) async fn prepare(&self, lock: &LockName) -> anyhow::Result<()> {
         let parent = parent_path(lock);
         let (ancestors, _) = parent.rsplit_once('/').context("absolute path")?;
         let container = CreateMode::Container.with_acls(Acls::anyone_all());
@@ -72,7 +72,7 @@ impl FloorClient {
     ///
     /// # Errors
     /// When ZooKeeper refuses.
-    pub async fn remove_all(&self) -> anyhow::Result<()> {
+    pub(crate) async fn remove_all(&self) -> anyhow::Result<()> {
         let mut stack = vec![FLOOR_ROOT.to_owned()];
         let mut found = Vec::new();
         while let Some(path) = stack.pop() {

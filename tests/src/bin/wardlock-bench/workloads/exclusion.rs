@@ -13,13 +13,17 @@ use crate::report::Row;
 use crate::systems::System;
 
 /// Share of writes in `rw`.
-pub const RW_WRITE_PERCENT: u64 = 20;
+pub(super) const RW_WRITE_PERCENT: u64 = 20;
 
 /// Runs `contended` or `rw`.
 ///
 /// # Errors
 /// The first failing client.
-pub async fn run(env: &Env, workload: Workload, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(
+    env: &Env,
+    workload: Workload,
+    systems: &[System],
+) -> anyhow::Result<Vec<Row>> {
     let shape = Shape {
         clients: env.args.clients,
         ops: env.args.ops,

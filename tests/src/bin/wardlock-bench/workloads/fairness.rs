@@ -43,7 +43,7 @@ const ACQUIRE_LIMIT: Duration = Duration::from_secs(60);
 ///
 /// # Errors
 /// When a client is not granted or ZooKeeper fails.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let zk = env.zk()?;
     if !zk.options.local_handoff {
         progress("fairness: skipped (measures host-local hand-off: drop --no-local-handoff)");

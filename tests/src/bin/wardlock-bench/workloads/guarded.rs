@@ -24,7 +24,7 @@ use crate::systems::System;
 use crate::systems::zk_floor::{FLOOR_ROOT, FloorClient};
 
 /// The bytes each write carries (both sides).
-pub const VALUE_BYTES: usize = 256;
+pub(super) const VALUE_BYTES: usize = 256;
 
 /// Where the plain ZooKeeper write goes (under the floor's root, which the
 /// run removes at its end).
@@ -37,7 +37,7 @@ const ETCD_PLAIN_KEY: &str = "/wardlock-bench-etcd-floor/guarded-plain";
 ///
 /// # Errors
 /// When a write fails or the lock cannot be taken.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let ops = env.args.ops;
     let value = vec![b'v'; VALUE_BYTES];
     let mut rows = Vec::new();

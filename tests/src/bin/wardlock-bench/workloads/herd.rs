@@ -31,7 +31,7 @@ const QUEUE_GUARD: Duration = Duration::from_secs(120);
 ///
 /// # Errors
 /// When a client fails or the waiters never all queue.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     for &system in systems {
         progress(&format!(

@@ -11,13 +11,13 @@ use crate::report::Row;
 use crate::systems::System;
 
 /// Ops multiplier: the calls take microseconds, so take more samples.
-pub const OPS_FACTOR: u64 = 10;
+pub(super) const OPS_FACTOR: u64 = 10;
 
 /// Runs the workload.
 ///
 /// # Errors
 /// The first failing loop.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let shape = Shape {
         clients: 1,
         spread: false,

@@ -38,7 +38,7 @@ use serde_json::Value;
 use wardlock_tests::probe::ZkProbe;
 
 /// Measured rounds, each system in turn.
-pub const ROUNDS: u64 = 3;
+pub(super) const ROUNDS: u64 = 3;
 
 /// Ops of the lone guest that measures `hold`.
 const HOLD_OPS: u64 = 200;
@@ -58,7 +58,7 @@ struct Entry {
 ///
 /// # Errors
 /// When a host process or client fails.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let (hosts, clients) = (env.args.hosts, env.args.clients);
     let per_guest = (env.args.ops / 10).max(ROUNDS);
     let hold_us = measure_hold(env).await?;

@@ -27,7 +27,7 @@ const WARM_UP: u64 = 10;
 ///
 /// # Errors
 /// When an instance fails or the pool cannot be set up.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     if !systems.contains(&System::MemoryGuest) {
         return Ok(Vec::new());
     }

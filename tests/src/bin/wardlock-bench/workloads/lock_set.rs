@@ -29,7 +29,7 @@ use wardlock_tests::lock_set::{Scenario, run_rounds};
 /// # Errors
 /// When a round fails to run (a host cannot start, a round outlives its
 /// limit, the final set cannot be read).
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let rounds = env.args.rounds;
     // Lock names of this run only: the guarded store outlives the run on a
     // server the caller gave.

@@ -26,7 +26,7 @@ use super::systems::System;
 /// A workload; its value name (`--workloads`, the output) is the variant's
 /// name in kebab case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
-pub enum Workload {
+pub(crate) enum Workload {
     Uncontended,
     Contended,
     Rw,
@@ -46,12 +46,12 @@ pub enum Workload {
 
 impl Workload {
     /// The name in the output and in `--workloads`.
-    pub fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         value_name(&self)
     }
 
     /// The systems this workload measures, in output order.
-    pub fn systems(self) -> &'static [System] {
+    pub(crate) fn systems(self) -> &'static [System] {
         match self {
             Workload::Uncontended | Workload::Contended | Workload::Rw | Workload::Spread => {
                 System::value_variants()
@@ -89,7 +89,7 @@ impl Workload {
     ///
     /// # Errors
     /// When a client fails, a guest does not end as expected or ZooKeeper fails.
-    pub async fn run(self, env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+    pub(crate) async fn run(self, env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
         // `herd` knows every waiter is queued on ZooKeeper by counting the
         // server's watches; with host-local hand-off, local waiters set none.
         let handoff = env.zk().is_ok_and(|zk| zk.options.local_handoff);
@@ -141,6 +141,6 @@ fn lock_name(workload: Workload, system: System, suffix: &str) -> anyhow::Result
 }
 
 /// A progress line on stderr.
-pub fn progress(message: &str) {
+pub(crate) fn progress(message: &str) {
     eprintln!("[wardlock-bench] {message}");
 }

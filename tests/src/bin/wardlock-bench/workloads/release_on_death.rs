@@ -25,7 +25,7 @@ use crate::systems::{System, guest, unix_ns};
 use wardlock_tests::probe::{HandoffProbe, MemoryProbe, Probe, ZkProbe};
 
 /// Trapping holders per system.
-pub const DEATHS: u64 = 20;
+pub(super) const DEATHS: u64 = 20;
 
 /// Round trips sampled to measure the server's latency.
 const RTT_SAMPLES: usize = 50;
@@ -34,7 +34,7 @@ const RTT_SAMPLES: usize = 50;
 ///
 /// # Errors
 /// When a guest does not trap as planned or the waiter is not granted.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     for &system in systems {
         progress(&format!(

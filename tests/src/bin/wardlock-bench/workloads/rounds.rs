@@ -9,10 +9,10 @@ use crate::stats::Samples;
 use crate::systems::{LoopSpec, System, run_phase};
 
 /// Rounds per interleaved measurement.
-pub const ROUNDS: u64 = 10;
+pub(super) const ROUNDS: u64 = 10;
 
 /// What every phase runs.
-pub struct Shape {
+pub(super) struct Shape {
     /// Concurrent clients, all on the system's one lock (unless `spread`).
     pub clients: u64,
     /// Each client on a lock of its own (`<lock>/c<client>`) instead.
@@ -26,7 +26,7 @@ pub struct Shape {
 }
 
 /// One system's results.
-pub struct Measured {
+pub(super) struct Measured {
     pub system: System,
     pub samples: Samples,
     pub writes: u64,
@@ -37,7 +37,7 @@ pub struct Measured {
 ///
 /// # Errors
 /// The first failing phase.
-pub async fn interleaved(
+pub(super) async fn interleaved(
     env: &Env,
     workload: Workload,
     systems: &[System],

@@ -31,7 +31,7 @@ const QUEUE_GUARD: Duration = Duration::from_secs(300);
 ///
 /// # Errors
 /// When an instance fails or they never all queue.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     for &system in systems {
         rows.push(scale(env, system).await?);

@@ -15,7 +15,7 @@ use crate::systems::System;
 ///
 /// # Errors
 /// The first failing loop.
-pub async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
+pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row>> {
     let shape = Shape {
         clients: env.args.clients,
         spread: true,
