@@ -291,7 +291,7 @@ async fn status_shows_curator_holder_and_queued_guests() {
     }
     // `wardlock status` shows the same queue, engine-neutral: Curator's
     // node holding, the guests' two waiting in order.
-    let status = std::process::Command::new(wardlock_tests::serve::wardlock_bin())
+    let status = std::process::Command::new(wardlock)
         .args([
             "status",
             "--zookeeper",

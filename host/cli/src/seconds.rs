@@ -11,7 +11,7 @@ use crate::registry::Mistake;
 ///
 /// # Errors
 /// `secs` is zero, negative, infinite or not a number.
-pub fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<Duration> {
+pub(crate) fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<Duration> {
     if secs.is_finite() && secs > 0.0 {
         Ok(Duration::from_secs_f64(secs))
     } else {
@@ -23,7 +23,7 @@ pub fn positive_secs(flag: &str, secs: f64) -> anyhow::Result<Duration> {
 ///
 /// # Errors
 /// It is not a positive number of seconds, named by `key`.
-pub fn secs_at(key: &str, secs: f64) -> Result<Duration, Mistake> {
+pub(crate) fn secs_at(key: &str, secs: f64) -> Result<Duration, Mistake> {
     if secs.is_finite() && secs > 0.0 {
         Ok(Duration::from_secs_f64(secs))
     } else {

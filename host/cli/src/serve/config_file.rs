@@ -83,7 +83,7 @@ struct PluginEntry {
 /// # Errors
 /// One line: `FILE: KEY: what is wrong` (or `FILE line N (`text`): …` for
 /// syntax and type errors).
-pub fn load(path: &Path, registry: &Registry) -> anyhow::Result<ServePlan> {
+pub(crate) fn load(path: &Path, registry: &Registry) -> anyhow::Result<ServePlan> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read config file {shown}: {e}"))?;
