@@ -1,7 +1,7 @@
 //! The `wardlock` command line.
 
+mod compilation_args;
 mod compile;
-mod engine_args;
 mod fault_args;
 mod guest_args;
 mod instance_args;
@@ -19,8 +19,8 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 pub use crate::registry::Registry;
 
 pub mod registry;
+pub use compilation_args::CompilationArgs;
 pub use compile::CompileArgs;
-pub use engine_args::EngineArgs;
 pub use fault_args::{FaultArgs, ScheduledFault};
 pub use guest_args::GuestArgs;
 pub use instance_args::InstanceArgs;

@@ -69,13 +69,13 @@ fn parse_singleton(name: &str) -> Result<LockName, String> {
 /// Runs `wardlock run`; returns the exit code (0 only if every instance succeeded).
 pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<i32> {
     let (config, faulty) = config(args, engines).await?;
-    let runtime = args.host.engine.runtime(None)?;
+    let runtime = args.host.compilation.runtime(None)?;
     let plugin = args
         .component
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| args.component.display().to_string());
-    let component = args.host.engine.load(&runtime, &args.component)?;
+    let component = args.host.compilation.load(&runtime, &args.component)?;
     let runner = Arc::new(Runner::new(&runtime, &component, &plugin, config)?);
 
     let instances = args.instances as usize;

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::guarded::{self, Holder, Writer};
-use super::keys::EtcdKeys;
+use super::handoff_nodes::EtcdNodes;
 use super::{Shared, election, inspect, recipe, revoke, semaphore};
 use wardlock_backend::guarded::check_value;
 use wardlock_backend::handoff::{self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, local_token};
@@ -200,7 +200,7 @@ impl EtcdLockSession {
             }
         };
         let start = |number, receiver| {
-            let engine = Arc::new(EtcdKeys {
+            let engine = Arc::new(EtcdNodes {
                 shared: shared.clone(),
             });
             let limits = shared.leases.config().local_handoff;
