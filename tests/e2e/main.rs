@@ -13,7 +13,9 @@
 //! embedding examples; plus the `wardlock` CLI
 //! (`cli`: `wardlock run` in-process through its argument parser; `serve`: the
 //! real binary over HTTP); `book`: the README's and the book's commands, config
-//! files and WIT quotes, run and checked as printed.
+//! files and WIT quotes, run and checked as printed; `out_of_tree`: an engine
+//! with host-local hand-off (`host/examples/node-engine`) built outside the
+//! workspace against the published API, passing the conformance kit.
 
 #![allow(
     clippy::unwrap_used,
@@ -47,6 +49,7 @@ mod languages;
 mod lifetime;
 mod lock_set;
 mod lock_v2;
+mod out_of_tree;
 mod outage;
 mod packages;
 mod partition;

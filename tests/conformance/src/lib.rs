@@ -5,27 +5,102 @@
 //! shared and exclusive modes, fencing tokens, timeouts and cancelled waits
 //! that leave nothing queued, a dropped session releasing everything, event-
 //! driven status, and — through real guest components (`counter`,
-//! `lockctl`) — exact counting, a trapping guest handing its lock over, and
-//! the WIT semantics guests see. Semaphores, revocation, downgrade and the
-//! list of a lock's contenders are
-//! checked when the engine has them ([`Features`]); when it does not, the kit
-//! checks it says so (`BackendError::Unsupported`).
+//! `lockctl`; feature `guests`) — exact counting, a trapping guest handing its
+//! lock over, and the WIT semantics guests see. Semaphores, revocation,
+//! downgrade, the list of a lock's contenders, the guarded store and leader
+//! election are checked when the engine has them ([`Features`]); when it does
+//! not, the kit checks it says so (`BackendError::Unsupported`).
 //!
-//! ```ignore
-//! use std::sync::Arc;
-//! use wardlock_conformance::{Features, Subject};
+//! # Using it for your engine
 //!
-//! #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-//! async fn my_engine_conforms() {
-//!     let backend = MyBackend::new();
-//!     let subject = Subject::new(Arc::new(backend.clone()), Arc::new(MyProbe(backend)))
-//!         .features(Features::LOCKS_AND_DOWNGRADE);
-//!     wardlock_conformance::all(&subject).await;
-//! }
+//! An engine is a [`LockBackend`] of
+//! `wardlock-backend`, the engine toolkit; the native checks need nothing
+//! else. Add the kit as a dev-dependency without its default `guests`
+//! feature (which brings `wardlock-host` and wasmtime in, to run guest
+//! components on your engine):
+//!
+//! ```toml
+//! [dev-dependencies]
+//! wardlock-conformance = { version = "0.1", default-features = false }
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread", "time"] }
+//! async-trait = "0.1"
 //! ```
 //!
-//! A [`Probe`] tells the kit how many contenders (holders and waiters) a lock
-//! has, so checks wait for "queued" as an event instead of sleeping.
+//! Then give the kit a [`Subject`]: your backend, a [`Probe`] (how many
+//! holders and waiters a lock has: the checks wait for "queued" as an event
+//! rather than sleeping) and the [`Features`] your engine offers beyond
+//! exclusive and shared locks. [`conformance_checks!`] names every check of
+//! the kit, so one macro makes a test of each (a check added to a later kit
+//! is a new test of yours without an edit); or run them all in one test with
+//! [`all`], as against a real server, where one server serves every check:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use wardlock_backend::memory::MemoryBackend;
+//! use wardlock_conformance::{Features, Probe, Subject, TEST_WAIT_LIMIT, name};
+//!
+//! // Your engine; the toolkit's memory engine stands in for it here.
+//! type MyBackend = MemoryBackend;
+//!
+//! /// Waits until a lock has `len` holders and waiters, as the engine counts
+//! /// them (a real engine asks its service, or its host-local hand-off tasks:
+//! /// `LocalLocks::contenders`).
+//! struct MyProbe(MyBackend);
+//!
+//! #[async_trait::async_trait]
+//! impl Probe for MyProbe {
+//!     async fn wait_len(&self, lock: &str, len: usize) {
+//!         let lock = name(lock);
+//!         let deadline = tokio::time::Instant::now() + TEST_WAIT_LIMIT;
+//!         while self.0.snapshot(&lock).len() != len {
+//!             assert!(tokio::time::Instant::now() < deadline, "{lock} never had {len}");
+//!             tokio::time::sleep(Duration::from_millis(1)).await;
+//!         }
+//!     }
+//! }
+//!
+//! fn subject() -> Subject {
+//!     let backend = MyBackend::new();
+//!     Subject::new(Arc::new(backend.clone()), Arc::new(MyProbe(backend)))
+//!         // The memory engine has every feature; yours says which it lacks
+//!         // (`Features { semaphores: false, .. }`), and the kit checks it
+//!         // answers `Unsupported` there.
+//!         .features(Features::ALL)
+//! }
+//!
+//! // One test per check, from the kit's one list (in `tests/conformance.rs`).
+//! macro_rules! kit_tests {
+//!     ($($check:ident),* $(,)?) => {$(
+//!         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//!         async fn $check() {
+//!             wardlock_conformance::checks::$check(&subject()).await;
+//!         }
+//!     )*};
+//! }
+//! wardlock_conformance::conformance_checks!(kit_tests);
+//! # fn main() {
+//! #     let runtime = tokio::runtime::Runtime::new().unwrap();
+//! #     runtime.block_on(wardlock_conformance::checks::exclusive_excludes(&subject()));
+//! #     runtime.block_on(wardlock_conformance::checks::grants_in_arrival_order(&subject()));
+//! # }
+//! ```
+//!
+//! `cargo test` then prints one line per check (`test exclusive_excludes ...
+//! ok`); a check of a feature the engine lacks says on stderr that it was
+//! skipped. The helpers the checks use ([`hold`], [`spawn_acquire`],
+//! [`name`], [`TEST_WAIT_LIMIT`]) are public, for an engine's own tests
+//! beside the kit.
+//!
+//! # Features
+//!
+//! - `guests` (default): the checks through guest components, and
+//!   `KitGuest` with the helpers that run guests. They need the two guests
+//!   built for `wasm32-wasip2`: inside wardlock's repository the build script
+//!   builds them (`plugins/build.sh`); elsewhere set
+//!   `WARDLOCK_CONFORMANCE_GUESTS` to a directory holding `counter.wasm` and
+//!   `lockctl.wasm`.
 
 #![allow(
     clippy::unwrap_used,
@@ -33,22 +108,22 @@
     reason = "a test library: a check fails by panicking, with its message, as a test does"
 )]
 
+#[cfg(feature = "guests")]
 mod guests;
 mod probe;
 mod suite;
 mod support;
 
-pub use guests::KitGuest;
+#[cfg(feature = "guests")]
+pub use guests::{KitGuest, assert_success, lines, run_instances, spawn_run};
 pub use probe::{MemoryProbe, Probe};
 pub use suite::{all, checks};
-pub use support::{
-    Acquired, TEST_WAIT_LIMIT, assert_success, hold, lines, name, run_instances, spawn_acquire,
-    spawn_run, token_of,
-};
+pub use support::{Acquired, TEST_WAIT_LIMIT, hold, name, spawn_acquire, token_of};
 
 use std::sync::Arc;
 
-use wardlock_host::{LockBackend, MemoryBackend};
+use wardlock_backend::LockBackend;
+use wardlock_backend::memory::MemoryBackend;
 
 /// What an engine offers beyond exclusive and shared locks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

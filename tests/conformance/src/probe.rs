@@ -1,7 +1,7 @@
 //! Observing a lock's queue from outside, as events.
 
 use async_trait::async_trait;
-use wardlock_host::MemoryBackend;
+use wardlock_backend::memory::MemoryBackend;
 
 use crate::{TEST_WAIT_LIMIT, name};
 

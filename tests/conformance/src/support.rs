@@ -1,22 +1,16 @@
 //! Small helpers of the checks, public so a test suite of an engine can use
 //! them beside the kit (wardlock's own suite does).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use wardlock_host::runner::{InstanceReport, Runner};
-use wardlock_host::{BackendError, Grant, LockBackend, LockName, LockSession, Mode};
+use wardlock_backend::name::LockName;
+use wardlock_backend::{BackendError, Grant, LockBackend, LockSession, Mode};
 
 /// The longest a check waits for something it expects (a grant, a queue or
 /// session state, a guest's end) before failing: a hang guard, not a
 /// synchronisation.
 pub const TEST_WAIT_LIMIT: Duration = Duration::from_secs(30);
-
-/// The lines a guest printed.
-pub fn lines(report: &InstanceReport) -> Vec<String> {
-    report.stdout_text().lines().map(str::to_owned).collect()
-}
 
 /// Parses `h<N> token=<T>` and returns T.
 ///
@@ -34,57 +28,6 @@ pub fn token_of(line: &str) -> u64 {
 /// When `s` is not a valid lock name.
 pub fn name(s: &str) -> LockName {
     LockName::new(s).expect("valid test lock name")
-}
-
-/// Runs instance `instance` of `runner` with `args` on a task of its own.
-pub fn spawn_run(
-    runner: &Arc<Runner>,
-    instance: usize,
-    args: &[&str],
-) -> JoinHandle<InstanceReport> {
-    let runner = runner.clone();
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::spawn(async move { runner.run(instance, &args).await })
-}
-
-/// Runs `instances` instances of `runner` at once with `args`; their reports
-/// in instance order.
-pub async fn run_instances(
-    runner: &Arc<Runner>,
-    instances: usize,
-    args: &[&str],
-) -> Vec<InstanceReport> {
-    let tasks: Vec<_> = (0..instances).map(|i| spawn_run(runner, i, args)).collect();
-    let mut reports = Vec::with_capacity(instances);
-    for task in tasks {
-        reports.push(task.await.expect("instance task"));
-    }
-    reports
-}
-
-/// Fails unless the instance succeeded, showing its output.
-pub fn assert_success(report: &InstanceReport) {
-    assert!(
-        report.outcome.is_success(),
-        "{:?}\nstdout: {}\nstderr: {}",
-        report.outcome,
-        report.stdout_text(),
-        report.stderr_text()
-    );
-}
-
-/// Fails unless the instance's outcome matches `$pattern`, showing its stderr.
-#[macro_export]
-macro_rules! assert_outcome {
-    ($report:expr, $pattern:pat) => {{
-        let report = &$report;
-        assert!(
-            matches!(report.outcome, $pattern),
-            "{:?}: {}",
-            report.outcome,
-            report.stderr_text()
-        );
-    }};
 }
 
 /// Takes `lock` in `mode` natively on a fresh session of `backend`.

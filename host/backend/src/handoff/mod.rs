@@ -1,7 +1,7 @@
 //! Host-local hand-off, for every remote engine: the guests of one host that
 //! want the same lock queue once in the lock service (one node or key, in the
 //! engine's layout) and pass the grant among themselves in memory, in FIFO
-//! order, without a write between them. One [`local_lock`] task per (host, lock
+//! order, without a write between them. One [`LocalLock`] task per (host, lock
 //! name) owns the node; an engine plugs in through [`NodeEngine`].
 //!
 //! Fair to other hosts: while a remote contender queues behind the host's node,
@@ -15,6 +15,26 @@
 //! across local hand-offs and across hosts. Limits: `k` < 65,536 per node (the
 //! host then queues a new node) and the node's token below 2^48 (ZooKeeper:
 //! fewer than 65,536 leader epochs).
+//!
+//! # What an engine provides, what it gets
+//!
+//! An engine with a lock service of its own (nodes or keys queued in creation
+//! order, a session or lease they live in, a watch on a change) implements
+//! [`NodeEngine`] (queue the host's node, release it, notice a remote
+//! contender behind it, name the session a node lives in) and
+//! [`NodeSession`] (what that session vouches for now, when it is over). Its
+//! [`LockSession`](crate::LockSession) then does no queueing of its own: it
+//! keeps one [`LocalLocks`] per backend, asks it for each grant with [`ask`]
+//! (starting the lock's [`LocalLock`] task on the engine when none runs),
+//! keeps the [`LocalHeld`] it answers, and releases with
+//! [`LocalHeld::release`]; a downgrade is [`downgrade`]. A grant's status is
+//! its node's session's ([`LocalHeld::generation`]; see
+//! [`crate::liveness`] for the session clock and `status_change`). The
+//! task does the rest: FIFO among the host's guests, the fairness bound,
+//! the linger, tokens, answering every request once. `wardlock-zookeeper`'s
+//! `handoff_nodes.rs` and `wardlock-etcd`'s `keys.rs` are two engines;
+//! `host/examples/node-engine` in wardlock's repository is a small one over
+//! an in-process store, built on this crate's public API alone.
 
 mod local_lock;
 mod node;
@@ -87,44 +107,71 @@ impl Default for LocalHandoff {
     }
 }
 
-/// A grant made by a host-local lock.
+/// A grant made by a host-local lock task, as the task answers it (a
+/// guest's side keeps it as a [`LocalHeld`]).
 #[derive(Debug)]
 pub struct LocalGrant {
     /// The session generation of the host's node.
     pub generation: u64,
+    /// The grant's fencing token: [`local_token`] of the node's token and the
+    /// grants made under the node before it.
     pub token: u64,
     /// The host's node (revocation watches it).
     pub path: String,
 }
 
-/// What a guest asks of a host-local lock.
+/// What a guest asks of a host-local lock: the protocol between [`ask`],
+/// [`downgrade`], [`LocalHeld`] and the [`LocalLock`] task. An engine never
+/// builds one: it only hands the receiver of these from [`ask`]'s `start`
+/// callback to [`LocalLock::new`].
 pub enum Message {
+    /// A grant in `mode` for request `id`, answered on `reply`.
     Acquire {
+        /// The request's id (from [`LocalLocks::next_id`]), which a release
+        /// or a withdrawal names.
         id: u64,
+        /// The mode asked for.
         mode: Mode,
         /// False for try-acquire: answer `None` rather than wait.
         wait: bool,
         /// When the guest gives up (for the node's own wait).
         deadline: Option<tokio::time::Instant>,
+        /// Where the task answers: the grant, `None` (a try that found the
+        /// lock taken) or why not.
         reply: oneshot::Sender<Result<Option<LocalGrant>, BackendError>>,
     },
     /// Release grant `id`, or withdraw its wait (a cancelled acquire).
-    Release { id: u64 },
+    Release {
+        /// The request's id.
+        id: u64,
+    },
     /// A shared grant `new_id` for the holder of exclusive grant `id` (a
     /// downgrade: the host's node keeps covering both).
     Downgrade {
+        /// The exclusive grant's request id.
         id: u64,
+        /// The id of the shared grant made beside it.
         new_id: u64,
+        /// Where the task answers: the shared grant, or why not.
         reply: oneshot::Sender<Result<LocalGrant, BackendError>>,
     },
     /// How many guests hold or wait (for status tools and tests).
-    Count { reply: oneshot::Sender<usize> },
+    Count {
+        /// Where the task answers.
+        reply: oneshot::Sender<usize>,
+    },
     /// A holder saw `__REVOKE__` on the node at `path` (see `revoke`): no
     /// more local grants under it, so it goes once its holders gave up.
-    Revoked { path: String },
+    Revoked {
+        /// The node's path ([`OwnedNode::path`]).
+        path: String,
+    },
 }
 
-/// The host-local locks of one backend, by name.
+/// The host-local locks of one backend, by name: which lock has a running
+/// [`LocalLock`] task, and the channel to it. A backend keeps one (in the
+/// state its sessions share), passes it to [`ask`] and returns the same one
+/// from [`NodeEngine::local_locks`], where a task leaves it when it retires.
 #[derive(Default)]
 pub struct LocalLocks {
     /// Each running task's number and sender.

@@ -14,7 +14,14 @@ use crate::{BackendError, Mode};
 pub struct LocalHeld {
     /// The request's id at the task.
     pub id: u64,
+    /// The session generation of the host's node ([`OwnedNode::generation`]):
+    /// the grant stands while that session does, so its status is the
+    /// session's (see [`crate::liveness::grant_status`]).
+    ///
+    /// [`OwnedNode::generation`]: super::OwnedNode::generation
     pub generation: u64,
+    /// The grant's fencing token (see [`super::local_token`]): give it to the
+    /// guest as the [`Grant`](crate::Grant)'s token.
     pub token: u64,
     /// The host's node that covers the grant.
     pub path: String,

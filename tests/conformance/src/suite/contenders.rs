@@ -1,9 +1,8 @@
 //! The conformance suite's check of `contenders` (issue 25): who holds a
 //! lock and who waits, as a session sees it.
 
-use wardlock_host::Mode;
-use wardlock_host::backend::{Contenders, LockSession};
-use wardlock_host::name::LockName;
+use wardlock_backend::name::LockName;
+use wardlock_backend::{Contenders, LockSession, Mode};
 
 use super::{queued, skipped};
 use crate::{Subject, TEST_WAIT_LIMIT, name};

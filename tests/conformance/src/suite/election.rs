@@ -6,9 +6,8 @@
 
 use std::time::Duration;
 
-use wardlock_host::backend::{GuardedKey, Leader, LockSession};
-use wardlock_host::name::LockName;
-use wardlock_host::{BackendError, GrantStatus};
+use wardlock_backend::name::LockName;
+use wardlock_backend::{BackendError, GrantStatus, GuardedKey, Leader, LockSession};
 
 use super::skipped;
 use crate::{Subject, TEST_WAIT_LIMIT, name};
@@ -16,7 +15,7 @@ use crate::{Subject, TEST_WAIT_LIMIT, name};
 /// A waiting candidate, campaigning in a task.
 type Campaign = tokio::task::JoinHandle<(
     Box<dyn LockSession>,
-    Result<wardlock_host::Grant, BackendError>,
+    Result<wardlock_backend::Grant, BackendError>,
 )>;
 
 fn campaign(session: Box<dyn LockSession>, election: &LockName, value: &str) -> Campaign {

@@ -4,10 +4,9 @@
 //! session expired) needs each engine's own fault: wardlock's e2e tests make
 //! it on ZooKeeper and etcd; here, everything an engine must do without one.
 
-use wardlock_host::backend::guarded::MAX_VALUE_BYTES;
-use wardlock_host::backend::{GuardedKey, LockSession};
-use wardlock_host::name::LockName;
-use wardlock_host::{BackendError, Mode};
+use wardlock_backend::guarded::MAX_VALUE_BYTES;
+use wardlock_backend::name::LockName;
+use wardlock_backend::{BackendError, GuardedKey, LockSession, Mode};
 
 use super::skipped;
 use crate::{Subject, TEST_WAIT_LIMIT, name};

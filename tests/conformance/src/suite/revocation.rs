@@ -2,7 +2,7 @@
 //! backend, ZooKeeper with host-local hand-off included (where the host's
 //! holders share one node, so one write asks them all).
 
-use wardlock_host::Mode;
+use wardlock_backend::Mode;
 
 use super::{queued, skipped};
 use crate::{Subject, TEST_WAIT_LIMIT, name};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use wardlock_host::{BackendError, GrantStatus};
+use wardlock_backend::{BackendError, GrantStatus};
 
 use super::skipped;
 use crate::{Subject, TEST_WAIT_LIMIT, name};

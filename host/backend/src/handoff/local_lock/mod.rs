@@ -89,7 +89,8 @@ enum Event {
     SessionEnded,
 }
 
-/// The task of one (host, lock name).
+/// The task of one (host, lock name): made and spawned by the `start`
+/// callback of [`ask`](super::ask) when no task runs for the name.
 pub struct LocalLock {
     engine: Arc<dyn NodeEngine>,
     name: LockName,
@@ -105,6 +106,9 @@ pub struct LocalLock {
 }
 
 impl LocalLock {
+    /// The task for `name` on `engine`, number `task`, reading `receiver`
+    /// (both given to [`ask`](super::ask)'s `start` callback), handing off
+    /// within `limits`. Spawn [`LocalLock::run`] on the engine's runtime.
     pub fn new(
         engine: Arc<dyn NodeEngine>,
         name: LockName,
