@@ -15,7 +15,7 @@ use wardlock_backend::handoff::{
     LocalHandoff, LocalHeld, LocalLock, LocalLocks, NodeEngine, NodeFuture, NodeRequest,
     NodeSession, WatchFuture, ask,
 };
-use wardlock_backend::liveness::Health;
+use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Mode};
 
@@ -113,7 +113,7 @@ impl NodeEngine for ZooKeeperNodes {
 }
 
 impl NodeSession for ZkSession {
-    fn health(&self) -> Health {
+    fn health(&self) -> SessionHealth {
         ZkSession::health(self)
     }
 

@@ -41,7 +41,7 @@ mod node;
 mod request;
 
 pub use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
-pub use node::{Health, OwnedNode, until};
+pub use node::{OwnedNode, SessionHealth, until};
 pub use request::{LocalHeld, ask, downgrade};
 
 use std::collections::HashMap;

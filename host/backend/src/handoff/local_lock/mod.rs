@@ -21,7 +21,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::node::{Health, OwnedNode};
+use super::node::{OwnedNode, SessionHealth};
 use super::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, local_token};
 use crate::name::LockName;
 use crate::{BackendError, Mode};
@@ -203,7 +203,7 @@ impl LocalLock {
     /// The next instant a bound or the linger runs out.
     fn wake_at(&self) -> Option<Instant> {
         let node = self.node.as_ref()?;
-        if !self.waiters.is_empty() && node.session.health() != Health::Live {
+        if !self.waiters.is_empty() && node.session.health() != SessionHealth::Live {
             // No local grant while contact is interrupted: look again soon.
             return Some(Instant::now() + SUSPENDED_POLL);
         }
