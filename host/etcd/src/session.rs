@@ -199,12 +199,12 @@ impl EtcdLockSession {
                 return Ok(node.map(|node| self.record(HeldKind::Permit(node))));
             }
         };
-        let start = |number, receiver| {
+        let start = |start| {
             let engine = Arc::new(EtcdNodes {
                 shared: shared.clone(),
             });
             let limits = shared.leases.config().local_handoff;
-            let lock = LocalLock::new(engine, name.clone(), number, limits, receiver);
+            let lock = LocalLock::new(engine, name.clone(), start, limits);
             shared.runtime.spawn(lock.run());
         };
         let held = handoff::ask(&shared.local_locks, name, mode, deadline, wait, start).await?;

@@ -36,9 +36,9 @@ pub(super) async fn acquire(
     deadline: Option<Instant>,
     wait: bool,
 ) -> Result<Option<LocalHeld>, BackendError> {
-    let start = |number, receiver| {
+    let start = |start| {
         let engine = Arc::new(ZooKeeperNodes::new(shared.clone()));
-        let lock = LocalLock::new(engine, name.clone(), number, limits, receiver);
+        let lock = LocalLock::new(engine, name.clone(), start, limits);
         shared.spawn(lock.run());
     };
     ask(&shared.local_locks, name, mode, deadline, wait, start).await

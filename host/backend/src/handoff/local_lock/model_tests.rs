@@ -328,9 +328,9 @@ impl Scenario {
         let name = self.name.clone();
         let limits = self.limits;
         let task = tokio::spawn(async move {
-            let start = |number, receiver| {
+            let start = |start| {
                 let task_engine: Arc<dyn NodeEngine> = engine.clone();
-                let lock = LocalLock::new(task_engine, name.clone(), number, limits, receiver);
+                let lock = LocalLock::new(task_engine, name.clone(), start, limits);
                 tokio::spawn(lock.run());
             };
             ask(&engine.locks, &name, mode, deadline, wait, start).await
