@@ -104,15 +104,16 @@ async fn etcdctl_and_guests_exclude_each_other_both_ways() {
         .expect("run wardlock status");
     assert!(status.status.success(), "{status:?}");
     let report: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
-    assert_eq!(report["etcdctl_name"], etcdctl_name.as_str(), "{report}");
+    assert_eq!(report["location"], etcdctl_name.as_str(), "{report}");
     assert_eq!(
         (report["holders"].as_u64(), report["waiters"].as_u64()),
         (Some(1), Some(1)),
         "{report}"
     );
-    assert_eq!(report["keys"][0]["key"], key.as_str(), "{report}");
-    let lease = format!("{:x}", backend.lease_id().expect("lease"));
-    assert_eq!(report["keys"][1]["lease"], lease.as_str(), "{report}");
+    assert_eq!(report["contenders"][0]["node"], key.as_str(), "{report}");
+    assert_eq!(report["contenders"][0]["state"], "holds", "{report}");
+    let lease = format!("lease {:x}", backend.lease_id().expect("lease"));
+    assert_eq!(report["contenders"][1]["owner"], lease.as_str(), "{report}");
     outside.release().await;
     let (session, grant) = tokio::time::timeout(TEST_WAIT_LIMIT, waiting)
         .await

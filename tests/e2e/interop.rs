@@ -254,6 +254,8 @@ test_per_side!(dead_foreign_holder_hands_over:
 /// `wardlock status` shows a Curator holder first and queued guests behind it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_curator_holder_and_queued_guests() {
+    // Built first: the guests below wait only so long.
+    let wardlock = wardlock_tests::serve::wardlock_bin();
     let (server, backend, probe) = start(Dialect::CuratorRw).await;
     let mut curator = CURATOR_RW.foreign(&server, "watched", "rw-write", &["hold"]);
     curator.expect("holding").await;
@@ -287,17 +289,39 @@ async fn status_shows_curator_holder_and_queued_guests() {
         );
         assert_eq!(Some(waiter.session), backend.session_id());
     }
-    let address = server.address();
-    let cli = crate::cli::parse([
-        "wardlock",
-        "status",
-        "--zookeeper",
-        &address,
-        "--json",
-        "watched",
-    ])
-    .expect("flags");
-    assert_eq!(wardlock::execute(cli).await.expect("status"), 0);
+    // `wardlock status` shows the same queue, engine-neutral: Curator's
+    // node holding, the guests' two waiting in order.
+    let status = std::process::Command::new(wardlock)
+        .args([
+            "status",
+            "--zookeeper",
+            &server.address(),
+            "--json",
+            "watched",
+        ])
+        .output()
+        .expect("run wardlock status");
+    assert!(status.status.success(), "{status:?}");
+    let report: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
+    assert_eq!(report["engine"], "zookeeper", "{report}");
+    assert_eq!(report["location"], "/wardlock/watched", "{report}");
+    assert_eq!(
+        (report["holders"].as_u64(), report["waiters"].as_u64()),
+        (Some(1), Some(2)),
+        "{report}"
+    );
+    for (row, node) in queue.iter().enumerate() {
+        assert_eq!(
+            report["contenders"][row]["node"],
+            node.node.as_str(),
+            "{report}"
+        );
+    }
+    assert_eq!(report["contenders"][2]["mode"], "shared", "{report}");
+    let owner = report["contenders"][1]["owner"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(owner.contains("lockctl.wasm#"), "{report}");
     curator.release().await;
     for guest in guests {
         assert!(guest.await.expect("guest").outcome.is_success());

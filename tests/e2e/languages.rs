@@ -477,7 +477,7 @@ async fn run_standalone(wasm: &Path) -> (Vec<String>, Vec<String>) {
     let component = runtime().compile(wasm).expect("the app compiles");
     let imports = component
         .component_type()
-        .imports(runtime().engine())
+        .imports(runtime().wasm_engine())
         .map(|(name, _)| name.to_string())
         .filter(|name| name.starts_with("wardlock:lock/locks"))
         .collect();
@@ -602,7 +602,7 @@ fn guests_import_the_wit_version_their_sdk_defaults_to() {
     for (guest, version) in expected {
         let imports: Vec<String> = wardlock_tests::component(guest)
             .component_type()
-            .imports(runtime().engine())
+            .imports(runtime().wasm_engine())
             .map(|(name, _)| name.to_string())
             .filter(|name| name.starts_with("wardlock:lock/locks"))
             .collect();

@@ -176,7 +176,7 @@ async fn embedder_cancel_releases_everything() {
 async fn store_drop_releases_everything() {
     let backend = MemoryBackend::new();
     let ctx = WardlockCtx::new(&backend, Arc::new(LockPolicy::new()), "embedder#1");
-    let mut store = wasmtime::Store::new(wardlock_tests::runtime().engine(), ctx);
+    let mut store = wasmtime::Store::new(wardlock_tests::runtime().wasm_engine(), ctx);
     let first = store
         .data_mut()
         .acquire("a", Mode::Exclusive, None)

@@ -27,6 +27,10 @@ pub struct Contender {
     /// waiters and on ZooKeeper, whose tokens depend on the listing that
     /// granted them.
     pub token: Option<u64>,
+    /// Where it is in the lock service, for people reading `wardlock status`:
+    /// the ZooKeeper node's name, the etcd key; `None` where a contender has
+    /// no name of its own (memory).
+    pub node: Option<String>,
 }
 
 /// The contenders of one lock, in queue order: holders first, then waiters

@@ -40,6 +40,7 @@ pub use contenders::{Contender, Contenders, MAX_LISTED_CONTENDERS, listed_at_mos
 pub use election::{Leader, LeaderChange};
 pub use error::BackendError;
 pub use guarded::{GuardedEntry, GuardedKey};
+pub use memory::MemoryBackend;
 pub use request::{Request, RequestKind};
 pub use revocation::{REVOKE_MESSAGE, Revoked, never_revoked};
 
@@ -121,6 +122,14 @@ pub trait LockBackend: Send + Sync + 'static {
     ///
     /// Opening is cheap and does no I/O: backends connect lazily.
     fn open_session(&self, owner: &str) -> Box<dyn LockSession>;
+
+    /// Where lock `name` lives in the lock service, for people (`wardlock
+    /// status`): a ZooKeeper path, the name `etcdctl lock` takes. `None` (the
+    /// default) for an engine whose locks have no address outside the host.
+    fn location(&self, name: &LockName) -> Option<String> {
+        let _ = name;
+        None
+    }
 
     /// A short name for logs and summaries (`memory`, `zookeeper`, `etcd`).
     fn kind(&self) -> &'static str;

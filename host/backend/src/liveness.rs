@@ -33,7 +33,7 @@ use tokio::time::Instant;
 
 use crate::{GrantStatus, StatusChange, settled};
 
-pub use crate::handoff::Health;
+pub use crate::handoff::SessionHealth;
 
 /// A session's "last heard" clock and its local end.
 pub struct Liveness {
@@ -43,7 +43,7 @@ pub struct Liveness {
     timeout: Duration,
     ended: watch::Sender<bool>,
     /// The health last computed, for subscribers.
-    health: watch::Sender<Health>,
+    health: watch::Sender<SessionHealth>,
 }
 
 impl Liveness {
@@ -55,7 +55,7 @@ impl Liveness {
             heard_ms: AtomicU64::new(0),
             timeout,
             ended: watch::Sender::new(false),
-            health: watch::Sender::new(Health::Live),
+            health: watch::Sender::new(SessionHealth::Live),
         }
     }
 
@@ -84,19 +84,19 @@ impl Liveness {
 
     /// What may be claimed at `now`, given whether the client says it is connected.
     /// Ends the session locally once the server may have expired it.
-    pub fn health(&self, connected: bool, now: Instant) -> Health {
+    pub fn health(&self, connected: bool, now: Instant) -> SessionHealth {
         if *self.ended.borrow() {
-            return Health::Ended;
+            return SessionHealth::Ended;
         }
         let silence = self.silence(now);
         if silence >= self.timeout {
             self.end();
-            Health::Ended
+            SessionHealth::Ended
         } else {
             let health = if !connected || silence > self.timeout / 5 {
-                Health::Suspended
+                SessionHealth::Suspended
             } else {
-                Health::Live
+                SessionHealth::Live
             };
             self.publish(health);
             health
@@ -107,14 +107,14 @@ impl Liveness {
     pub fn end(&self) {
         self.ended
             .send_if_modified(|ended| !std::mem::replace(ended, true));
-        self.publish(Health::Ended);
+        self.publish(SessionHealth::Ended);
     }
 
     /// Publishes `health` to [`Liveness::watch_health`] subscribers if it is
     /// news. Once ended, always ended.
-    fn publish(&self, health: Health) {
+    fn publish(&self, health: SessionHealth) {
         self.health.send_if_modified(|last| {
-            let news = *last != health && *last != Health::Ended;
+            let news = *last != health && *last != SessionHealth::Ended;
             if news {
                 *last = health;
             }
@@ -124,7 +124,7 @@ impl Liveness {
 
     /// The health last computed (by [`Liveness::health`] or [`Liveness::end`]),
     /// changing as each computation finds it changed.
-    pub fn watch_health(&self) -> watch::Receiver<Health> {
+    pub fn watch_health(&self) -> watch::Receiver<SessionHealth> {
         self.health.subscribe()
     }
 
@@ -145,12 +145,12 @@ impl Liveness {
 
 /// What a backend reports for health checks, given its current session's
 /// health (`None`: no session) and whether the service was found unreachable.
-pub fn backend_health(session: Option<Health>, unreachable: bool) -> crate::Health {
+pub fn backend_health(session: Option<SessionHealth>, unreachable: bool) -> crate::Health {
     use crate::Health as Backend;
     match session {
-        Some(Health::Live) => Backend::Connected,
-        Some(Health::Suspended) => Backend::Connecting,
-        Some(Health::Ended) => Backend::Down,
+        Some(SessionHealth::Live) => Backend::Connected,
+        Some(SessionHealth::Suspended) => Backend::Connecting,
+        Some(SessionHealth::Ended) => Backend::Down,
         None if unreachable => Backend::Down,
         // Not connected yet, or a new session is being made.
         None => Backend::Connecting,
@@ -158,11 +158,11 @@ pub fn backend_health(session: Option<Health>, unreachable: bool) -> crate::Heal
 }
 
 /// What a grant guarantees, given its session's health.
-pub fn grant_status(health: Health) -> GrantStatus {
+pub fn grant_status(health: SessionHealth) -> GrantStatus {
     match health {
-        Health::Live => GrantStatus::Held,
-        Health::Suspended => GrantStatus::Suspended,
-        Health::Ended => GrantStatus::Lost,
+        SessionHealth::Live => GrantStatus::Held,
+        SessionHealth::Suspended => GrantStatus::Suspended,
+        SessionHealth::Ended => GrantStatus::Lost,
     }
 }
 
@@ -172,7 +172,7 @@ pub fn grant_status(health: Health) -> GrantStatus {
 /// polling.
 pub fn status_change(
     mut alive: watch::Receiver<()>,
-    health: Option<watch::Receiver<Health>>,
+    health: Option<watch::Receiver<SessionHealth>>,
     seen: GrantStatus,
 ) -> StatusChange {
     let Some(mut health) = health else {
@@ -210,17 +210,17 @@ mod tests {
         let start = Instant::now();
         let live = Liveness::new(Duration::from_secs(10), start);
         let at = |ms| start + Duration::from_millis(ms);
-        assert_eq!(live.health(true, at(1_000)), Health::Live);
-        assert_eq!(live.health(false, at(1_000)), Health::Suspended);
-        assert_eq!(live.health(true, at(2_001)), Health::Suspended);
+        assert_eq!(live.health(true, at(1_000)), SessionHealth::Live);
+        assert_eq!(live.health(false, at(1_000)), SessionHealth::Suspended);
+        assert_eq!(live.health(true, at(2_001)), SessionHealth::Suspended);
         live.heard(at(2_000));
-        assert_eq!(live.health(true, at(3_000)), Health::Live);
-        assert_eq!(live.health(true, at(11_999)), Health::Suspended);
-        assert_eq!(live.health(true, at(12_000)), Health::Ended);
+        assert_eq!(live.health(true, at(3_000)), SessionHealth::Live);
+        assert_eq!(live.health(true, at(11_999)), SessionHealth::Suspended);
+        assert_eq!(live.health(true, at(12_000)), SessionHealth::Ended);
         live.heard(at(12_000));
         assert_eq!(
             live.health(true, at(12_001)),
-            Health::Ended,
+            SessionHealth::Ended,
             "ended for good"
         );
         assert!(live.is_ended());
@@ -231,17 +231,17 @@ mod tests {
         let start = Instant::now();
         let live = Liveness::new(Duration::from_secs(10), start);
         let mut health = live.watch_health();
-        assert_eq!(*health.borrow_and_update(), Health::Live);
+        assert_eq!(*health.borrow_and_update(), SessionHealth::Live);
         live.health(true, start + Duration::from_millis(100));
         assert!(!health.has_changed().expect("open"), "no news");
         live.health(false, start + Duration::from_millis(200));
         assert!(health.has_changed().expect("open"));
-        assert_eq!(*health.borrow_and_update(), Health::Suspended);
+        assert_eq!(*health.borrow_and_update(), SessionHealth::Suspended);
         live.end();
-        assert_eq!(*health.borrow_and_update(), Health::Ended);
+        assert_eq!(*health.borrow_and_update(), SessionHealth::Ended);
         live.heard(start + Duration::from_millis(300));
         live.health(true, start + Duration::from_millis(300));
-        assert_eq!(*health.borrow(), Health::Ended);
+        assert_eq!(*health.borrow(), SessionHealth::Ended);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use super::engine_args::EngineArgs;
+use super::compilation_args::CompilationArgs;
 use super::guest_args::GuestArgs;
 use crate::registry::CommonFlags;
 
@@ -20,5 +20,5 @@ pub struct InstanceArgs {
 
     /// Compilation cache and precompiled input.
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub compilation: CompilationArgs,
 }

@@ -4,12 +4,13 @@
 //! one place to name, and engines added outside wardlock in a binary of their
 //! own ([`main`] with a registry of its own).
 
+mod compilation_args;
 mod compile;
-mod engine_args;
 mod fault_args;
 mod guest_args;
 mod instance_args;
 mod run;
+mod seconds;
 mod serve;
 mod signal;
 mod singleton;
@@ -22,8 +23,8 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 pub use crate::registry::Registry;
 
 pub mod registry;
+pub use compilation_args::CompilationArgs;
 pub use compile::CompileArgs;
-pub use engine_args::EngineArgs;
 pub use fault_args::{FaultArgs, ScheduledFault};
 pub use guest_args::GuestArgs;
 pub use instance_args::InstanceArgs;

@@ -13,9 +13,9 @@ use super::fault_args::FaultArgs;
 use super::instance_args::InstanceArgs;
 use super::signal::{StopSignal, exit_on_second_signal, stop_signal};
 use super::singleton::Singleton;
-use crate::registry::positive_secs;
+use crate::seconds::positive_secs;
 use wardlock_host::backend::LockBackend;
-use wardlock_host::backend::memory::{MemoryBackend, MemoryConfig};
+use wardlock_host::backend::memory::{self, MemoryBackend};
 use wardlock_host::name::LockName;
 
 /// Arguments of `wardlock run`.
@@ -69,13 +69,13 @@ fn parse_singleton(name: &str) -> Result<LockName, String> {
 /// Runs `wardlock run`; returns the exit code (0 only if every instance succeeded).
 pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<i32> {
     let (config, faulty) = config(args, engines).await?;
-    let runtime = args.host.engine.runtime(None)?;
+    let runtime = args.host.compilation.runtime(None)?;
     let plugin = args
         .component
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| args.component.display().to_string());
-    let component = args.host.engine.load(&runtime, &args.component)?;
+    let component = args.host.compilation.load(&runtime, &args.component)?;
     let runner = Arc::new(Runner::new(&runtime, &component, &plugin, config)?);
 
     let instances = args.instances as usize;
@@ -203,7 +203,9 @@ async fn backend(
             None,
         ));
     }
-    if !chosen.as_any().is::<MemoryConfig>() {
+    // Faults are injected through the memory engine's own handle: they
+    // need that engine, whichever the flags chose.
+    if chosen.engine() != memory::NAME {
         anyhow::bail!(
             "--fault and --grant-delay-ms need the memory backend, not {}",
             chosen.engine()

@@ -64,7 +64,7 @@ use super::layout::{SHARED_VALUE, prefix};
 use super::recipe::{self, Attempt, Withdraw};
 use wardlock_backend::election::{check_value, differs};
 use wardlock_backend::handoff::{OwnedNode, local_token, until};
-use wardlock_backend::liveness::Health;
+use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Leader, LeaderChange, Mode};
 
@@ -157,7 +157,7 @@ pub(super) async fn proclaim(
     let lease = shared
         .leases
         .lease_of(node.generation)
-        .filter(|lease| lease.health() != Health::Ended)
+        .filter(|lease| lease.health() != SessionHealth::Ended)
         .ok_or(BackendError::Lost)?;
     let revision = i64::try_from(node.token).unwrap_or(i64::MAX);
     let stands = Compare::create_revision(node.path.as_str(), CompareOp::Equal, revision);

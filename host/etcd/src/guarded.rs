@@ -33,7 +33,7 @@ use wardlock_backend::guarded::{
     MAX_LISTED_KEYS, decode_entry, encode_entry, escape, listed_keys, not_exclusive, unescape,
 };
 use wardlock_backend::handoff::LOCAL_BITS;
-use wardlock_backend::liveness::Health;
+use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, GuardedEntry, GuardedKey};
 
@@ -163,7 +163,7 @@ async fn guarded_txn(
     let live = shared
         .leases
         .lease_of(holder.generation)
-        .is_some_and(|lease| lease.health() != Health::Ended);
+        .is_some_and(|lease| lease.health() != SessionHealth::Ended);
     if !live {
         return Err(BackendError::Lost);
     }

@@ -28,7 +28,7 @@ use super::errors::classify;
 use wardlock_backend::BackendError;
 use wardlock_backend::backoff::{Reestablish, start_reconnect};
 use wardlock_backend::handoff::{NodeSession, WatchFuture};
-use wardlock_backend::liveness::{Health, Liveness};
+use wardlock_backend::liveness::{Liveness, SessionHealth};
 
 /// One lease of this host.
 pub(crate) struct Lease {
@@ -44,14 +44,14 @@ pub(crate) struct Lease {
 impl Lease {
     /// What may be claimed about the lease now (ends it locally once etcd may
     /// have expired it).
-    pub(crate) fn health(&self) -> Health {
+    pub(crate) fn health(&self) -> SessionHealth {
         self.liveness
             .health(self.connected.load(Ordering::Acquire), Instant::now())
     }
 }
 
 impl NodeSession for Lease {
-    fn health(&self) -> Health {
+    fn health(&self) -> SessionHealth {
         Lease::health(self)
     }
 
@@ -353,7 +353,7 @@ async fn keep_alive(leases: Weak<Leases>, lease: Arc<Lease>) {
     loop {
         tokio::select! {
             _ = beat.tick() => {
-                if lease.health() == Health::Ended {
+                if lease.health() == SessionHealth::Ended {
                     break;
                 }
                 let Some(owner) = leases.upgrade() else { break };

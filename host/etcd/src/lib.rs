@@ -17,8 +17,8 @@ mod connect;
 mod election;
 mod errors;
 mod guarded;
+mod handoff_nodes;
 mod inspect;
-mod keys;
 mod layout;
 mod lease;
 mod recipe;
@@ -32,7 +32,11 @@ use std::sync::Arc;
 pub use config::{DEFAULT_LEASE_TTL, EtcdConfig};
 pub use inspect::EtcdContender;
 pub use layout::etcdctl_name;
-pub use registration::{EtcdEngine, EtcdFlags};
+pub use registration::EtcdEngine;
+
+/// The etcd engine's name: `--backend etcd`, `kind = "etcd"`, and the
+/// [`LockBackend::kind`] of its backends.
+pub const NAME: &str = "etcd";
 
 use lease::Leases;
 use recipe::Deletes;
@@ -149,7 +153,12 @@ impl LockBackend for EtcdBackend {
     }
 
     fn kind(&self) -> &'static str {
-        "etcd"
+        NAME
+    }
+
+    /// The name `etcdctl lock` takes for the lock (its keys' prefix).
+    fn location(&self, name: &wardlock_backend::name::LockName) -> Option<String> {
+        Some(etcdctl_name(&self.shared.leases.config().root, name))
     }
 
     fn health(&self) -> Health {

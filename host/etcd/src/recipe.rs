@@ -30,7 +30,7 @@ use super::errors::{classify, retryable};
 use super::layout::{conflicts, contender_key, mode_of, prefix, value_of};
 use super::lease::Lease;
 use wardlock_backend::handoff::{OwnedNode, until};
-use wardlock_backend::liveness::Health;
+use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Mode};
 
@@ -163,7 +163,7 @@ where
         match request().await {
             Ok(answer) => return Ok(answer),
             Err(error) if retryable(&error) => {
-                if lease.health() == Health::Ended {
+                if lease.health() == SessionHealth::Ended {
                     return Err(Attempt::LeaseGone);
                 }
                 tracing::debug!(%error, what, "etcd request failed; repeating");
@@ -275,7 +275,7 @@ async fn deleted(
                     return Ok(());
                 }
             }
-            if lease.health() == Health::Ended {
+            if lease.health() == SessionHealth::Ended {
                 return Err(Attempt::LeaseGone);
             }
             tokio::time::sleep(RETRY_PAUSE).await;
@@ -300,7 +300,7 @@ async fn confirm(shared: &Arc<Shared>, lease: &Arc<Lease>, key: &str) -> Result<
         .kvs()
         .first()
         .is_some_and(|kv| kv.lease() == lease.id);
-    if ours && lease.health() == Health::Live {
+    if ours && lease.health() == SessionHealth::Live {
         Ok(())
     } else {
         Err(Attempt::LeaseGone)
@@ -318,7 +318,7 @@ pub(super) fn delete_key(shared: &Arc<Shared>, generation: u64, key: String) {
             let Some(lease) = shared.leases.lease_of(generation) else {
                 break;
             };
-            if lease.health() == Health::Ended {
+            if lease.health() == SessionHealth::Ended {
                 break;
             }
             let Ok(mut client) = shared.leases.client().await else {

@@ -23,7 +23,7 @@ use super::errors::{classify, retryable};
 use super::layout::room_prefix;
 use super::recipe::{Attempt, Withdraw, delete_key, owned, put_and_list};
 use wardlock_backend::handoff::{OwnedNode, until};
-use wardlock_backend::liveness::Health;
+use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, check_permits};
 
@@ -92,7 +92,7 @@ async fn take(
             .map(|kv| kv.key().to_vec())
             .collect();
         if before.len() < limit {
-            if waited && lease.health() != Health::Live {
+            if waited && lease.health() != SessionHealth::Live {
                 return Err(BackendError::Lost);
             }
             return Ok(Some(owned(key, lease, mine)));

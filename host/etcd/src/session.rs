@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::guarded::{self, Holder, Writer};
-use super::keys::EtcdKeys;
+use super::handoff_nodes::EtcdNodes;
 use super::{Shared, election, inspect, recipe, revoke, semaphore};
 use wardlock_backend::guarded::check_value;
 use wardlock_backend::handoff::{self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, local_token};
@@ -199,12 +199,12 @@ impl EtcdLockSession {
                 return Ok(node.map(|node| self.record(HeldKind::Permit(node))));
             }
         };
-        let start = |number, receiver| {
-            let engine = Arc::new(EtcdKeys {
+        let start = |start| {
+            let engine = Arc::new(EtcdNodes {
                 shared: shared.clone(),
             });
             let limits = shared.leases.config().local_handoff;
-            let lock = LocalLock::new(engine, name.clone(), number, limits, receiver);
+            let lock = LocalLock::new(engine, name.clone(), start, limits);
             shared.runtime.spawn(lock.run());
         };
         let held = handoff::ask(&shared.local_locks, name, mode, deadline, wait, start).await?;
@@ -317,6 +317,7 @@ impl LockSession for EtcdLockSession {
                 .holds
                 .then(|| u64::try_from(contender.revision).ok())
                 .flatten(),
+            node: Some(contender.key),
         });
         Ok(Contenders::head(all, limit))
     }

@@ -35,7 +35,7 @@ pub(crate) fn pre_instantiate<P>(
         world,
         detail: first_line(&error.to_string()),
     };
-    let mut linker = Linker::<InstanceState>::new(runtime.engine());
+    let mut linker = Linker::<InstanceState>::new(runtime.wasm_engine());
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(world_error)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(world_error)?;
     crate::capability::add_to_linker(&mut linker, InstanceState::locks).map_err(world_error)?;
@@ -80,7 +80,7 @@ pub(crate) fn new_store(
             .trap_on_grow_failure(true)
             .build(),
     };
-    let mut store = Store::new(runtime.engine(), state);
+    let mut store = Store::new(runtime.wasm_engine(), state);
     store.limiter(|state| &mut state.limits);
     store.set_epoch_deadline(1);
     store.epoch_deadline_async_yield_and_update(1);

@@ -1,4 +1,5 @@
-//! The engine guests run on: configuration, compilation cache, loading components.
+//! The wasmtime engine guests run on (not a lock engine): configuration,
+//! compilation cache, loading components.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -127,8 +128,8 @@ impl Runtime {
         })
     }
 
-    /// The engine.
-    pub fn engine(&self) -> &Engine {
+    /// The wasmtime engine (a lock engine is another thing: `wardlock-backend`).
+    pub fn wasm_engine(&self) -> &Engine {
         &self.engine
     }
 

@@ -45,7 +45,7 @@ use super::pending::PendingNode;
 use super::recipe::{OwnedNode, connect, token_of, until, wait_for_change};
 use super::{Shared, retry};
 use wardlock_backend::election::differs;
-use wardlock_backend::handoff::{Health, local_token};
+use wardlock_backend::handoff::{SessionHealth, local_token};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Leader, LeaderChange};
 
@@ -186,7 +186,7 @@ pub(super) async fn proclaim(
         .connection
         .session_of(node.generation)
         .ok_or(BackendError::Lost)?;
-    if matches!(session.health(), Health::Ended) {
+    if matches!(session.health(), SessionHealth::Ended) {
         return Err(BackendError::Lost);
     }
     let (parent, own) = node.path.rsplit_once('/').ok_or(BackendError::Lost)?;

@@ -22,7 +22,7 @@ use super::create::ensure_parent;
 use super::recipe::connect;
 use super::retry;
 use wardlock_backend::guarded::{decode_entry, encode_entry, escape, listed_keys, unescape};
-use wardlock_backend::handoff::{Health, until};
+use wardlock_backend::handoff::{SessionHealth, until};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, GuardedEntry, GuardedKey};
 
@@ -178,7 +178,7 @@ async fn write(
                 }
             }
         }
-        if matches!(session.health(), Health::Ended) {
+        if matches!(session.health(), SessionHealth::Ended) {
             return Err(gone(answer_lost));
         }
     }
@@ -292,7 +292,7 @@ fn holder_session(shared: &Shared, holder: &Holder) -> Result<Arc<ZkSession>, Ba
         .connection
         .session_of(holder.generation)
         .ok_or(BackendError::Lost)?;
-    if matches!(session.health(), Health::Ended) {
+    if matches!(session.health(), SessionHealth::Ended) {
         return Err(BackendError::Lost);
     }
     Ok(session)

@@ -15,7 +15,7 @@ use wardlock_backend::handoff::{
     LocalHandoff, LocalHeld, LocalLock, LocalLocks, NodeEngine, NodeFuture, NodeRequest,
     NodeSession, WatchFuture, ask,
 };
-use wardlock_backend::liveness::Health;
+use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Mode};
 
@@ -36,9 +36,9 @@ pub(super) async fn acquire(
     deadline: Option<Instant>,
     wait: bool,
 ) -> Result<Option<LocalHeld>, BackendError> {
-    let start = |number, receiver| {
+    let start = |start| {
         let engine = Arc::new(ZooKeeperNodes::new(shared.clone()));
-        let lock = LocalLock::new(engine, name.clone(), number, limits, receiver);
+        let lock = LocalLock::new(engine, name.clone(), start, limits);
         shared.spawn(lock.run());
     };
     ask(&shared.local_locks, name, mode, deadline, wait, start).await
@@ -113,7 +113,7 @@ impl NodeEngine for ZooKeeperNodes {
 }
 
 impl NodeSession for ZkSession {
-    fn health(&self) -> Health {
+    fn health(&self) -> SessionHealth {
         ZkSession::health(self)
     }
 

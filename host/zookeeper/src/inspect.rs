@@ -87,6 +87,7 @@ pub(super) async fn contenders(
                     holds: node.holds,
                     owner: node.data,
                     token: None,
+                    node: Some(node.node),
                 })
             })
             .collect();

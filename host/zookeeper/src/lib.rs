@@ -40,7 +40,11 @@ use zookeeper_client::Acls;
 pub use config::{ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
 pub use inspect::QueueNode;
 pub use recipe::dialect::{Dialect, UnknownDialect};
-pub use registration::{ZooKeeperEngine, ZooKeeperFlags};
+pub use registration::ZooKeeperEngine;
+
+/// The ZooKeeper engine's name: `--backend zookeeper`, `kind = "zookeeper"`,
+/// and the [`LockBackend::kind`] of its backends.
+pub const NAME: &str = "zookeeper";
 pub use wardlock_backend::handoff::LocalHandoff;
 
 use self::connection::Connection;
@@ -215,7 +219,12 @@ impl LockBackend for ZooKeeperBackend {
     }
 
     fn kind(&self) -> &'static str {
-        "zookeeper"
+        NAME
+    }
+
+    /// The lock's directory node (its queue's parent).
+    fn location(&self, name: &LockName) -> Option<String> {
+        Some(self.config().lock_path(name))
     }
 
     /// The worst of the pool's sessions.

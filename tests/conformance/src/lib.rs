@@ -15,13 +15,13 @@
 //!
 //! An engine is a [`LockBackend`] of
 //! `wardlock-backend`, the engine toolkit; the native checks need nothing
-//! else. Add the kit as a dev-dependency without its default `guests`
-//! feature (which brings `wardlock-host` and wasmtime in, to run guest
+//! else. Add the kit as a dev-dependency as it comes (its `guests` feature,
+//! off by default, brings `wardlock-host` and wasmtime in, to run guest
 //! components on your engine):
 //!
 //! ```toml
 //! [dev-dependencies]
-//! wardlock-conformance = { version = "0.1", default-features = false }
+//! wardlock-conformance = "0.1"
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread", "time"] }
 //! async-trait = "0.1"
 //! ```
@@ -95,7 +95,7 @@
 //!
 //! # Features
 //!
-//! - `guests` (default): the checks through guest components, and
+//! - `guests` (off by default): the checks through guest components, and
 //!   `KitGuest` with the helpers that run guests. They need the two guests
 //!   built for `wasm32-wasip2`: inside wardlock's repository the build script
 //!   builds them (`plugins/build.sh`); elsewhere set

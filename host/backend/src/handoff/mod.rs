@@ -41,7 +41,7 @@ mod node;
 mod request;
 
 pub use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
-pub use node::{Health, OwnedNode, until};
+pub use node::{OwnedNode, SessionHealth, until};
 pub use request::{LocalHeld, ask, downgrade};
 
 use std::collections::HashMap;
@@ -120,11 +120,27 @@ pub struct LocalGrant {
     pub path: String,
 }
 
+/// Where a new host-local lock task starts: its number and the requests
+/// waiting for it. [`ask`] makes one when no task runs for the lock and
+/// hands it to its `start` callback, which builds the task with
+/// [`LocalLock::new`] and spawns [`LocalLock::run`]. Opaque: the protocol
+/// between guests and the task is the toolkit's own.
+pub struct TaskStart {
+    pub(crate) task: u64,
+    pub(crate) receiver: mpsc::UnboundedReceiver<Message>,
+}
+
+impl std::fmt::Debug for TaskStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskStart")
+            .field("task", &self.task)
+            .finish()
+    }
+}
+
 /// What a guest asks of a host-local lock: the protocol between [`ask`],
-/// [`downgrade`], [`LocalHeld`] and the [`LocalLock`] task. An engine never
-/// builds one: it only hands the receiver of these from [`ask`]'s `start`
-/// callback to [`LocalLock::new`].
-pub enum Message {
+/// [`downgrade`], [`LocalHeld`] and the [`LocalLock`] task.
+pub(crate) enum Message {
     /// A grant in `mode` for request `id`, answered on `reply`.
     Acquire {
         /// The request's id (from [`LocalLocks::next_id`]), which a release
@@ -194,11 +210,11 @@ impl LocalLocks {
     /// Sends `message` to `name`'s task, starting one with `start(task number,
     /// receiver)` when none runs. Returns the task's sender (releases go to it
     /// directly).
-    pub fn send(
+    pub(crate) fn send(
         &self,
         name: &LockName,
         message: Message,
-        start: impl FnOnce(u64, mpsc::UnboundedReceiver<Message>),
+        start: impl FnOnce(TaskStart),
     ) -> mpsc::UnboundedSender<Message> {
         let mut running = self.running();
         let message = match running.get(name) {
@@ -214,12 +230,12 @@ impl LocalLocks {
         let _ = sender.send(message);
         let task = self.next_id();
         running.insert(name.clone(), (task, sender.clone()));
-        start(task, receiver);
+        start(TaskStart { task, receiver });
         sender
     }
 
     /// The running task of `name`, if any.
-    pub fn task(&self, name: &LockName) -> Option<mpsc::UnboundedSender<Message>> {
+    pub(crate) fn task(&self, name: &LockName) -> Option<mpsc::UnboundedSender<Message>> {
         self.running().get(name).map(|(_, sender)| sender.clone())
     }
 
@@ -240,7 +256,7 @@ impl LocalLocks {
 
     /// Called by task `task` of `name` when it has nothing left to do: true when
     /// it may end (no message waits for it); no sender finds it afterwards.
-    pub fn retire(
+    pub(crate) fn retire(
         &self,
         name: &LockName,
         task: u64,

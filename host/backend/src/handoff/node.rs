@@ -22,7 +22,7 @@ pub struct OwnedNode {
 
 /// What the host may claim about an engine session right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Health {
+pub enum SessionHealth {
     /// Connected and heard from recently.
     Live,
     /// Contact interrupted; the service cannot have expired the session yet.

@@ -5,7 +5,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::node::until;
-use super::{LocalGrant, LocalLocks, Message};
+use super::{LocalGrant, LocalLocks, Message, TaskStart};
 use crate::name::LockName;
 use crate::{BackendError, Mode};
 
@@ -26,7 +26,7 @@ pub struct LocalHeld {
     /// The host's node that covers the grant.
     pub path: String,
     /// The task, which hands the lock on when this grant is released.
-    pub task: mpsc::UnboundedSender<Message>,
+    pub(crate) task: mpsc::UnboundedSender<Message>,
 }
 
 impl LocalHeld {
@@ -77,8 +77,8 @@ fn unanswered(deadline: Option<Instant>) -> BackendError {
 }
 
 /// Asks `name`'s task in `locks` for a grant in `mode` (`wait: false`
-/// answers `None` rather than wait), starting the task with `start(task
-/// number, receiver)` when none runs.
+/// answers `None` rather than wait), starting the task with `start(TaskStart)`
+/// when none runs (build it with [`LocalLock::new`](super::LocalLock::new) and spawn it).
 ///
 /// # Errors
 /// `Timeout` past `deadline`; what the task's node acquisition reported.
@@ -92,7 +92,7 @@ pub async fn ask(
     mode: Mode,
     deadline: Option<Instant>,
     wait: bool,
-    start: impl FnOnce(u64, mpsc::UnboundedReceiver<Message>),
+    start: impl FnOnce(TaskStart),
 ) -> Result<Option<LocalHeld>, BackendError> {
     let id = locks.next_id();
     let (reply, answer) = oneshot::channel();

@@ -20,6 +20,7 @@ impl State {
                 mode: entry.mode,
                 holds: entry.token.is_some(),
                 token: entry.token,
+                node: None,
             })
             .collect();
         // Holders form the head of a fair queue already; a stable sort keeps

@@ -30,7 +30,7 @@ use tokio::sync::{oneshot, watch};
 
 pub use self::faults::Fault;
 use self::queue::{Entry, Queue};
-pub use self::registration::{MemoryConfig, MemoryEngine};
+pub use self::registration::{MemoryConfig, MemoryEngine, NAME};
 use self::session::MemorySession;
 use super::{BackendError, LockBackend, LockSession, Mode};
 use crate::name::LockName;
@@ -152,7 +152,7 @@ impl LockBackend for MemoryBackend {
     }
 
     fn kind(&self) -> &'static str {
-        "memory"
+        NAME
     }
 }
 

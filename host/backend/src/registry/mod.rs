@@ -1,44 +1,93 @@
-//! The open registry of lock engines: how `run`, `serve`, `status`, the config
-//! file, the admin endpoints and the embedding examples find an engine.
+//! How a lock engine introduces itself to a command line or a config file,
+//! without depending on either.
 //!
-//! Each engine declares itself in one place, an [`Engine`] value beside its
-//! code (`backend/memory/registration.rs`, `backend/zookeeper/registration/`,
-//! `backend/etcd/registration/`): its name, its flags (clap), its config-file
-//! entry (serde), and an [`EngineConfig`] that connects the backend and
-//! answers `wardlock status`. Nothing outside an engine's folder names it: the
-//! command line asks the [`Registry`] which engine the flags choose, the config
-//! file which engine an entry's `kind` names, and the admin endpoint and
-//! metrics label a backend by [`crate::LockBackend::kind`], which is the
-//! engine's name.
+//! An engine is one [`Engine`] value beside its code: its [`Engine::name`]
+//! (what `--backend NAME` and a config entry's `kind = "NAME"` select), the
+//! [`Setting`]s it takes, and [`Engine::configure`], which turns the values
+//! given for them ([`Settings`], however they were given) into an
+//! [`EngineConfig`] that connects a [`LockBackend`]. The description is plain
+//! data: the `wardlock` command line renders each setting as a flag
+//! (`--zk-sessions N`) and reads it from a config file as a key
+//! (`sessions = N`), and an engine author writes neither clap nor toml code.
 //!
-//! An embedder adds an engine of its own without editing wardlock:
-//! `Registry::builtin().with(MyEngine)`, then `wardlock_host::cli::main(registry)`
-//! for a `wardlock` binary that knows it (`host/examples/ticket-engine` does).
-//! The registry is part of the command line (feature `cli`): a library embedder
-//! that builds its backend in code needs none of it.
+//! The settings every remote engine shares (where names live, the session
+//! timeout, host-local hand-off) are [`REMOTE_SETTINGS`]; an engine that takes
+//! them says so with [`Engine::remote`] and reads them with
+//! [`Settings::root`], [`Settings::session_timeout`] and [`Settings::handoff`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use wardlock_backend::registry::{
+//!     ConnectFuture, Engine, EngineConfig, Mistake, Setting, SettingKind, Settings,
+//! };
+//! use wardlock_backend::{LockBackend, MemoryBackend};
+//!
+//! /// An engine that takes one setting, `--toy-shards N` (`shards = N`).
+//! struct Toy;
+//!
+//! const SETTINGS: &[Setting] = &[Setting::new("shards", "toy-shards", SettingKind::Integer)
+//!     .value_name("N")
+//!     .default("1")
+//!     .help("How many shards the toy spreads its locks over.")];
+//!
+//! #[derive(Debug)]
+//! struct ToyConfig {
+//!     shards: u32,
+//! }
+//!
+//! impl Engine for Toy {
+//!     fn name(&self) -> &'static str {
+//!         "toy"
+//!     }
+//!     fn about(&self) -> &'static str {
+//!         "an example"
+//!     }
+//!     fn settings(&self) -> &'static [Setting] {
+//!         SETTINGS
+//!     }
+//!     fn configure(&self, settings: &Settings) -> Result<Arc<dyn EngineConfig>, Mistake> {
+//!         let shards = settings.integer("shards")?.unwrap_or(1);
+//!         Ok(Arc::new(ToyConfig { shards }))
+//!     }
+//! }
+//!
+//! impl EngineConfig for ToyConfig {
+//!     fn engine(&self) -> &'static str {
+//!         "toy"
+//!     }
+//!     fn connect(&self, _require: bool) -> ConnectFuture<'_> {
+//!         Box::pin(async { Ok(Arc::new(MemoryBackend::new()) as Arc<dyn LockBackend>) })
+//!     }
+//!     fn as_any(&self) -> &dyn std::any::Any {
+//!         self
+//!     }
+//! }
+//!
+//! // What `--toy-shards 4` (or `shards = 4` in a config file) gives the engine.
+//! let settings = Settings::from_flags(SETTINGS, [("shards", "4".into())]);
+//! let config = Toy.configure(&settings)?;
+//! assert_eq!(config.engine(), "toy");
+//! # Ok::<(), Mistake>(())
+//! ```
 
-mod common_flags;
-mod entry;
+mod setting;
+mod settings;
 
 use std::any::Any;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::LockBackend;
-use crate::name::LockName;
+use crate::{BackendError, LockBackend};
 
-pub use common_flags::{CommonFlags, HandoffFlags, positive_secs};
-pub use entry::{Entry, Mistake, RemoteKeys, secs_at};
+pub use setting::{REMOTE_SETTINGS, Setting, SettingKind};
+pub use settings::{Mistake, Settings, Value};
 
 /// What [`EngineConfig::connect`] returns.
 pub type ConnectFuture<'a> =
-    Pin<Box<dyn Future<Output = anyhow::Result<Arc<dyn LockBackend>>> + Send + 'a>>;
+    Pin<Box<dyn Future<Output = Result<Arc<dyn LockBackend>, BackendError>> + Send + 'a>>;
 
-/// What [`EngineConfig::status`] returns: the report, printed by the engine.
-pub type StatusFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>;
-
-/// One lock engine as the command line and the config file know it.
+/// One lock engine as a command line and a config file know it.
 pub trait Engine: Send + Sync + 'static {
     /// The name `--backend NAME` and a config entry's `kind = "NAME"` select;
     /// also the [`LockBackend::kind`] of the backends it builds, which labels
@@ -48,42 +97,32 @@ pub trait Engine: Send + Sync + 'static {
     /// One line for `--backend`'s help.
     fn about(&self) -> &'static str;
 
-    /// Adds the engine's own flags (`clap::Args::augment_args` of a derived
-    /// struct) to `run`, `serve`, `status` and embedders' commands. Their names
-    /// must be the engine's own (`--zk-…`, `--etcd-…`); the engine-neutral
-    /// ones are [`CommonFlags`].
-    fn flags(&self, command: clap::Command) -> clap::Command {
-        command
+    /// The engine's own settings. Their flags must be the engine's own
+    /// (`zk-…`, `etcd-…`): a command line holds the flags of every engine it
+    /// knows. At most one of them [`Setting::chooses`] the engine.
+    fn settings(&self) -> &'static [Setting] {
+        &[]
     }
 
-    /// The flag that chooses this engine without `--backend` when given
-    /// (`--zookeeper`), if one was given.
-    fn chosen_by(&self, matches: &clap::ArgMatches) -> Option<&'static str> {
-        let _ = matches;
-        None
+    /// True for an engine that keeps its locks in a lock service other hosts
+    /// share: it takes the [`REMOTE_SETTINGS`] too, and `wardlock status` can
+    /// ask its service who holds a lock. False for an engine whose locks live
+    /// in the host process (memory).
+    fn remote(&self) -> bool {
+        false
     }
 
-    /// The engine's configuration from the parsed command line.
+    /// The engine's configuration from the values given for its settings
+    /// (and the [`REMOTE_SETTINGS`] when [`Engine::remote`]).
     ///
     /// # Errors
-    /// A missing or invalid flag, named (`--backend zookeeper needs
-    /// --zookeeper HOST:PORT`).
-    fn config_from_flags(
-        &self,
-        common: &CommonFlags,
-        matches: &clap::ArgMatches,
-    ) -> anyhow::Result<Arc<dyn EngineConfig>>;
-
-    /// The engine's configuration from a config file's `[backends.LABEL]`
-    /// entry: every key but `kind`. Unknown keys are mistakes.
-    ///
-    /// # Errors
-    /// The key at fault and what is wrong with it.
-    fn config_from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake>;
+    /// The setting at fault and what is wrong with it ([`Settings::mistake`]
+    /// names it the way the user gave it: a flag or a config key).
+    fn configure(&self, settings: &Settings) -> Result<Arc<dyn EngineConfig>, Mistake>;
 }
 
 /// One engine's configuration: enough to connect a backend, however it was
-/// given (flags or a config file).
+/// given.
 pub trait EngineConfig: fmt::Debug + Send + Sync + Any {
     /// The [`Engine::name`] of the engine that made it.
     fn engine(&self) -> &'static str;
@@ -100,24 +139,7 @@ pub trait EngineConfig: fmt::Debug + Send + Sync + Any {
     /// Cancel safe: a dropped connect leaves no session behind.
     fn connect(&self, require: bool) -> ConnectFuture<'_>;
 
-    /// Prints who holds `lock` and who waits (`wardlock status`), as a table
-    /// or JSON.
-    ///
-    /// # Errors
-    /// The lock service could not be asked; by default, that the engine has
-    /// no `status`.
-    ///
-    /// # Cancellation safety
-    /// Cancel safe: it only reads.
-    fn status<'a>(&'a self, lock: &'a LockName, json: bool) -> StatusFuture<'a> {
-        let _ = (lock, json);
-        let engine = self.engine();
-        Box::pin(async move {
-            anyhow::bail!("the {engine} engine cannot show a lock's holders and waiters")
-        })
-    }
-
     /// The configuration as [`Any`], for callers that need one engine's own
-    /// type (`run --fault` wants the memory backend's handle).
+    /// type (a test that checks what a config file gave).
     fn as_any(&self) -> &dyn Any;
 }

@@ -13,48 +13,48 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// `embed [ENGINE FLAGS] [--concurrent] PLUGIN EVENT...`
 #[derive(Debug, Parser)]
-pub struct Args {
+pub(crate) struct Args {
     /// The lock engine, chosen by the same flags as `wardlock run`
     /// (`--zookeeper HOST:PORT`, `--etcd HOST:PORT`; memory by default): the
     /// common ones here, each engine's own added by the registry.
     #[command(flatten)]
-    pub backend: CommonFlags,
+    pub(crate) backend: CommonFlags,
 
     /// Handle the events at once, each in its own Store on its own task
     /// (async) or thread (sync), instead of one after another.
     #[arg(long)]
-    pub concurrent: bool,
+    pub(crate) concurrent: bool,
 
     /// End any single wait of a plugin after this many milliseconds
     /// (`WardlockCtx::set_wait_limit`).
     #[arg(long, value_name = "MS")]
-    pub wait_limit_ms: Option<u64>,
+    pub(crate) wait_limit_ms: Option<u64>,
 
     /// After this many milliseconds, end every plugin's waits from another
     /// thread (`WardlockCtx::interrupt_handle`): they return `timeout`.
     #[arg(long, value_name = "MS")]
-    pub interrupt_after_ms: Option<u64>,
+    pub(crate) interrupt_after_ms: Option<u64>,
 
     /// A component targeting `acme:platform/plugin` (`examples/wit/platform.wit`),
     /// such as the `acme-plugin` that `plugins/build.sh` builds.
-    pub plugin: PathBuf,
+    pub(crate) plugin: PathBuf,
 
     /// The events to hand to the plugin, one Store each.
-    pub events: Vec<String>,
+    pub(crate) events: Vec<String>,
 }
 
 /// The platform's per-plugin-instance state: WASI, the resource table both
 /// WASI and wardlock keep their handles in, and the instance's lock context.
-pub struct PluginState {
+pub(crate) struct PluginState {
     wasi: WasiCtx,
     table: ResourceTable,
-    pub locks: WardlockCtx,
+    pub(crate) locks: WardlockCtx,
 }
 
 impl PluginState {
     /// A new instance's state: its own lock session on `backend`, granted
     /// the names under `acme/`, owned by `owner` (shown by status tools).
-    pub fn new(backend: &dyn LockBackend, args: &Args, owner: &str) -> Self {
+    pub(crate) fn new(backend: &dyn LockBackend, args: &Args, owner: &str) -> Self {
         let mut locks = WardlockCtx::new(backend, policy(), owner);
         locks.set_wait_limit(args.wait_limit_ms.map(Duration::from_millis));
         PluginState {
@@ -65,7 +65,7 @@ impl PluginState {
     }
 
     /// What `add_to_linker` and `add_to_linker_sync` borrow from the state.
-    pub fn locks(&mut self) -> WardlockView<'_> {
+    pub(crate) fn locks(&mut self) -> WardlockView<'_> {
         WardlockView::new(&mut self.locks, &mut self.table)
     }
 }
@@ -83,13 +83,14 @@ impl WasiView for PluginState {
 /// handles per instance.
 /// The command line, with the flags of every engine `registry` knows, and the
 /// engine configuration they choose.
-pub fn parse_args(registry: &Registry) -> anyhow::Result<(Args, Arc<dyn EngineConfig>)> {
+pub(crate) fn parse_args(registry: &Registry) -> anyhow::Result<(Args, Arc<dyn EngineConfig>)> {
     let matches = registry.flags(Args::command()).get_matches();
     let args = Args::from_arg_matches(&matches)?;
     let engine = registry.config_from_flags(&args.backend, &matches)?;
     Ok((args, engine))
 }
 
+#[allow(clippy::expect_used, reason = "`acme` is a constant, valid lock name")]
 fn policy() -> Arc<LockPolicy> {
     let policy = LockPolicy::new()
         .grant("acme")
@@ -100,7 +101,7 @@ fn policy() -> Arc<LockPolicy> {
 
 /// With `--interrupt-after-ms`, a thread that ends the waits of the
 /// plugins behind `interrupts` once that time has passed.
-pub fn interrupt_later(args: &Args, interrupts: Vec<WaitInterrupt>) {
+pub(crate) fn interrupt_later(args: &Args, interrupts: Vec<WaitInterrupt>) {
     if let Some(ms) = args.interrupt_after_ms {
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(ms));
@@ -110,7 +111,7 @@ pub fn interrupt_later(args: &Args, interrupts: Vec<WaitInterrupt>) {
 }
 
 /// How a plugin's answer to `event` is printed.
-pub fn report(event: &str, outcome: wasmtime::Result<Result<String, String>>) {
+pub(crate) fn report(event: &str, outcome: wasmtime::Result<Result<String, String>>) {
     match outcome {
         Ok(Ok(reply)) => println!("{event}: {reply}"),
         Ok(Err(error)) => println!("{event}: plugin error: {error}"),

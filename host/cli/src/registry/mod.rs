@@ -1,11 +1,19 @@
 //! The engines this command line offers: the built-in ones (named here and
-//! nowhere else) and any an embedder adds.
+//! nowhere else) and any an embedder adds with [`Registry::with`].
+//!
+//! Engines describe themselves as plain data (`wardlock_backend::registry`);
+//! this module renders each [`Setting`] as a flag of `run`, `serve` and
+//! `status` (`flags.rs`) and reads it from a config file's `[backends.LABEL]`
+//! entry (`entry.rs`).
 
-mod choice;
+mod common_flags;
+mod entry;
+mod flags;
 
 use std::fmt;
 use std::sync::Arc;
 
+pub use common_flags::CommonFlags;
 pub use wardlock_backend::registry::*;
 
 /// The engines a command line offers, in the order `--help` lists them; the
@@ -30,8 +38,8 @@ impl Registry {
         }
     }
 
-    /// The engines compiled into this build: memory (the default), then
-    /// ZooKeeper and etcd. This is the one place that names them.
+    /// The engines built into `wardlock`: memory (the default), ZooKeeper
+    /// and etcd. This is the one place that names them.
     pub fn builtin() -> Self {
         Registry::empty()
             .with(wardlock_backend::memory::MemoryEngine)
@@ -59,10 +67,27 @@ impl Registry {
         self.engines.iter().map(|e| e.name()).collect()
     }
 
-    fn default_engine(&self) -> anyhow::Result<&dyn Engine> {
+    /// The default engine: the first registered.
+    ///
+    /// # Errors
+    /// The registry is empty.
+    pub fn default_engine(&self) -> anyhow::Result<&dyn Engine> {
         self.engines
             .first()
             .map(|e| e.as_ref())
             .ok_or_else(|| anyhow::anyhow!("no lock engine is registered"))
+    }
+
+    /// Whether any engine takes the [`REMOTE_SETTINGS`].
+    fn any_remote(&self) -> bool {
+        self.engines.iter().any(|e| e.remote())
+    }
+}
+
+/// Logs the warnings of the discouraged settings given (a password on the
+/// command line).
+fn warn_about(settings: &Settings) {
+    for warning in settings.warnings() {
+        tracing::warn!("{warning}");
     }
 }

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::registry::{EngineConfig, Mistake, Registry, secs_at};
+use crate::registry::{EngineConfig, Mistake, Registry};
+use crate::seconds::secs_at;
 use serde::Deserialize;
-use wardlock_host::backend::memory::MemoryConfig;
 use wardlock_host::runner::{AllowedHost, OutboundPolicy, parse_fence_header};
 use wardlock_host::secret::Secret;
 
@@ -78,15 +78,12 @@ struct PluginEntry {
     fence_header: Option<String>,
 }
 
-/// The label of the memory backend plugins get when the file names none.
-const IMPLICIT_BACKEND: &str = "memory";
-
 /// Reads and checks a config file.
 ///
 /// # Errors
 /// One line: `FILE: KEY: what is wrong` (or `FILE line N (`text`): …` for
 /// syntax and type errors).
-pub fn load(path: &Path, registry: &Registry) -> anyhow::Result<ServePlan> {
+pub(crate) fn load(path: &Path, registry: &Registry) -> anyhow::Result<ServePlan> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read config file {shown}: {e}"))?;
@@ -144,6 +141,10 @@ fn plan(file: File, base: &Path, registry: &Registry) -> Result<ServePlan, Mista
     let mut backends = BTreeMap::new();
     for (label, entry) in file.backends {
         let config = registry.config_from_entry(&label, entry, base)?;
+        backends.insert(label, config);
+    }
+    if backends.is_empty() {
+        let (label, config) = registry.implicit_backend(base)?;
         backends.insert(label, config);
     }
     if file.plugins.is_empty() {
@@ -245,8 +246,7 @@ fn dir_specs(dirs: &[String], base: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The backend label an entry names, or the only one, or the implicit
-/// memory backend when none is configured.
+/// The backend label an entry names, or the only one.
 fn backend_label(
     label: Option<String>,
     key: &dyn Fn(&str) -> String,
@@ -262,10 +262,6 @@ fn backend_label(
             ))
         }
         None if backends.len() == 1 => Ok(backends.keys().next().cloned().unwrap_or_default()),
-        None if backends.is_empty() => {
-            backends.insert(IMPLICIT_BACKEND.to_owned(), Arc::new(MemoryConfig));
-            Ok(IMPLICIT_BACKEND.to_owned())
-        }
         None => Err((
             key("backend"),
             "several backends are configured: name one".to_owned(),
@@ -437,9 +433,11 @@ mod tests {
         let plan =
             load_text("[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n").expect("valid");
         assert_eq!(plan.plugins.len(), 1);
-        assert_eq!(plan.plugins[0].backend, IMPLICIT_BACKEND);
-        let config = plan.backends.get(IMPLICIT_BACKEND).expect("a backend");
-        assert!(config.as_any().is::<MemoryConfig>(), "{config:?}");
+        // The registry's default engine, labelled by its name.
+        let default = Registry::builtin().names()[0];
+        assert_eq!(plan.plugins[0].backend, default);
+        let config = plan.backends.get(default).expect("a backend");
+        assert_eq!(config.engine(), default, "{config:?}");
     }
 
     #[test]

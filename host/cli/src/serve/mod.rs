@@ -25,7 +25,7 @@ use wardlock_host::runner::{OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
 
 use super::Engines;
 use super::instance_args::InstanceArgs;
-use crate::registry::positive_secs;
+use crate::seconds::positive_secs;
 use metrics::{Metered, Metrics};
 use plan::{
     DEFAULT_MAX_CONCURRENT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, MAX_CONCURRENT_LIMIT,
@@ -136,12 +136,12 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             .with_context(|| format!("backend {label:?}"))?;
         backends.insert(label.clone(), backend);
     }
-    let runtime = args.host.engine.runtime(Some(pooling(&plan)))?;
+    let runtime = args.host.compilation.runtime(Some(pooling(&plan)))?;
     // One set of request slots for every plugin: they share the pool.
     let slots = Arc::new(tokio::sync::Semaphore::new(plan.max_concurrent));
     let mut routes = Vec::new();
     for plugin in &plan.plugins {
-        let component = args.host.engine.load(&runtime, &plugin.component)?;
+        let component = args.host.compilation.load(&runtime, &plugin.component)?;
         let Some(backend) = backends.get(&plugin.backend) else {
             bail!("plugin {:?}: no backend {:?}", plugin.name, plugin.backend);
         };
@@ -188,7 +188,7 @@ fn singletons(
                 entry.backend
             );
         };
-        let component = args.host.engine.load(runtime, &entry.component)?;
+        let component = args.host.compilation.load(runtime, &entry.component)?;
         let plugin = entry
             .component
             .file_name()

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::time::Instant;
 use wardlock_backend::handoff::{
-    Health, LocalLocks, NodeEngine, NodeFuture, NodeRequest, NodeSession, OwnedNode, WatchFuture,
+    SessionHealth, LocalLocks, NodeEngine, NodeFuture, NodeRequest, NodeSession, OwnedNode, WatchFuture,
     until,
 };
 use wardlock_backend::liveness::Liveness;
@@ -134,14 +134,14 @@ async fn heartbeat(session: Weak<HostSession>) {
             Err(StoreError::SessionExpired) => session.expired(),
         }
         // The in-process store is always reachable: "connected".
-        if session.liveness.health(true, Instant::now()) == Health::Ended {
+        if session.liveness.health(true, Instant::now()) == SessionHealth::Ended {
             return;
         }
     }
 }
 
 impl NodeSession for HostSession {
-    fn health(&self) -> Health {
+    fn health(&self) -> SessionHealth {
         self.liveness.health(true, Instant::now())
     }
 

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use wardlock_backend::handoff::{Health as SessionHealth, LocalHandoff};
+use wardlock_backend::handoff::{LocalHandoff, SessionHealth};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{Health, LockBackend, LockSession, liveness};
 

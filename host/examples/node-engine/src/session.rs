@@ -72,12 +72,12 @@ impl NodeLockSession {
             ));
         };
         let shared = &self.shared;
-        let start = |task, receiver| {
+        let start = |start| {
             let engine = Arc::new(StoreNodes {
                 shared: shared.clone(),
             });
             let limits = shared.config.local_handoff;
-            let lock = LocalLock::new(engine, request.name.clone(), task, limits, receiver);
+            let lock = LocalLock::new(engine, request.name.clone(), start, limits);
             tokio::spawn(lock.run());
         };
         let held = handoff::ask(

@@ -17,4 +17,4 @@ pub mod backend;
 mod registration;
 
 pub use backend::{TicketBackend, TicketConfig};
-pub use registration::TicketEngine;
+pub use registration::{NAME, TicketEngine};

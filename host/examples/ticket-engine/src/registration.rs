@@ -1,84 +1,64 @@
 //! The ticket engine in wardlock's registry: `--backend ticket` (with
-//! `--ticket-max-waiters N`) on the command line, `kind = "ticket"` in a
-//! `wardlock serve` config file. This file and `main.rs` are all it takes to
-//! offer an engine through the `wardlock` command line; nothing in wardlock is
-//! edited.
+//! `--ticket-max-waiters N`) on the command line, `kind = "ticket"` (with
+//! `max_waiters = N`) in a `wardlock serve` config file. This file and
+//! `main.rs` are all it takes to offer an engine through the `wardlock`
+//! command line; nothing in wardlock is edited, and no clap or toml code is
+//! written: the engine describes its one setting and reads it back.
 
 use std::any::Any;
 use std::sync::Arc;
 
-use clap::{Args, FromArgMatches};
-use serde::Deserialize;
+use wardlock_backend::LockBackend;
 use wardlock_backend::registry::{
-    CommonFlags, ConnectFuture, Engine, EngineConfig, Entry, Mistake,
+    ConnectFuture, Engine, EngineConfig, Mistake, Setting, SettingKind, Settings,
 };
-use wardlock_host::LockBackend;
 
 use crate::{TicketBackend, TicketConfig};
+
+/// The ticket engine's name: `--backend ticket`, `kind = "ticket"`.
+pub const NAME: &str = "ticket";
 
 /// The ticket engine's registry entry: `Registry::builtin().with(TicketEngine)`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TicketEngine;
 
-/// The ticket engine's own flags.
-#[derive(Debug, Args)]
-struct TicketFlags {
-    /// Most waiters one lock queues on the ticket engine; more are refused
-    /// (`unavailable`).
-    #[arg(long, value_name = "N", default_value_t = TicketConfig::default().max_waiters)]
-    ticket_max_waiters: usize,
-}
-
-/// A config file's `[backends.LABEL]` entry with `kind = "ticket"`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TicketEntry {
-    max_waiters: Option<usize>,
-}
+/// The ticket engine's one setting.
+const SETTINGS: &[Setting] = &[Setting::new(
+    "max_waiters",
+    "ticket-max-waiters",
+    SettingKind::Integer,
+)
+.value_name("N")
+.default("10000")
+.help("Most waiters one lock queues on the ticket engine; more are refused (`unavailable`).")];
 
 impl Engine for TicketEngine {
     fn name(&self) -> &'static str {
-        "ticket"
+        NAME
     }
 
     fn about(&self) -> &'static str {
         "in-process FIFO ticket queues (the example engine of host/examples/ticket-engine)"
     }
 
-    fn flags(&self, command: clap::Command) -> clap::Command {
-        TicketFlags::augment_args(command)
+    fn settings(&self) -> &'static [Setting] {
+        SETTINGS
     }
 
-    fn config_from_flags(
-        &self,
-        _common: &CommonFlags,
-        matches: &clap::ArgMatches,
-    ) -> anyhow::Result<Arc<dyn EngineConfig>> {
-        let flags = TicketFlags::from_arg_matches(matches)?;
-        checked(flags.ticket_max_waiters)
-            .map_err(|why| anyhow::anyhow!("--ticket-max-waiters {why}"))
-    }
-
-    fn config_from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
-        let fields: TicketEntry = entry.parse()?;
-        let max = fields
-            .max_waiters
+    fn configure(&self, settings: &Settings) -> Result<Arc<dyn EngineConfig>, Mistake> {
+        let max_waiters = settings
+            .integer("max_waiters")?
             .unwrap_or(TicketConfig::default().max_waiters);
-        checked(max).map_err(|why| (entry.field("max_waiters"), why))
+        if max_waiters == 0 {
+            return Err(settings.mistake("max_waiters", "must be at least 1"));
+        }
+        Ok(Arc::new(TicketConfig { max_waiters }))
     }
-}
-
-/// A configuration with `max_waiters`, unless it is 0.
-fn checked(max_waiters: usize) -> Result<Arc<dyn EngineConfig>, String> {
-    if max_waiters == 0 {
-        return Err("must be at least 1".to_owned());
-    }
-    Ok(Arc::new(TicketConfig { max_waiters }))
 }
 
 impl EngineConfig for TicketConfig {
     fn engine(&self) -> &'static str {
-        "ticket"
+        NAME
     }
 
     fn connect(&self, _require: bool) -> ConnectFuture<'_> {
@@ -88,5 +68,18 @@ impl EngineConfig for TicketConfig {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_the_backend_s() {
+        assert_eq!(
+            SETTINGS[0].default,
+            Some(TicketConfig::default().max_waiters.to_string().as_str())
+        );
     }
 }

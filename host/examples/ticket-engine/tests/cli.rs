@@ -50,7 +50,7 @@ fn the_engine_checks_its_own_flag_and_is_listed() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("--ticket-max-waiters must be at least 1"),
+        stderr.contains("--ticket-max-waiters: must be at least 1"),
         "{stderr}"
     );
 

@@ -21,7 +21,7 @@ use zookeeper_client::{Client, Error as ZkError, SessionState, StateWatcher};
 
 use super::config::ZooKeeperConfig;
 use wardlock_backend::BackendError;
-use wardlock_backend::liveness::{Health, Liveness};
+use wardlock_backend::liveness::{Liveness, SessionHealth};
 
 /// One *ZooKeeper session* (a client and its server-side session id), shared by
 /// every guest's lock session ([`super::session::ZkLockSession`]) of this
@@ -40,11 +40,11 @@ impl ZkSession {
     }
 
     /// What may be claimed about the session's grants now (see [`Liveness`]).
-    pub(crate) fn health(&self) -> Health {
+    pub(crate) fn health(&self) -> SessionHealth {
         let state = self.state();
         if state.is_terminated() {
             self.liveness.end();
-            return Health::Ended;
+            return SessionHealth::Ended;
         }
         let connected = matches!(
             state,
@@ -56,7 +56,7 @@ impl ZkSession {
     /// True once the session expired, was closed, failed authentication, or went
     /// unheard for its whole timeout (ended locally).
     pub(crate) fn is_terminated(&self) -> bool {
-        self.state().is_terminated() || self.health() == Health::Ended
+        self.state().is_terminated() || self.health() == SessionHealth::Ended
     }
 
     /// Sends a request and records when it was answered: a heartbeat.

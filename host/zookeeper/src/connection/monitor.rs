@@ -14,7 +14,7 @@ use super::super::Shared;
 use super::super::connection::ZkSession;
 use super::super::reconcile::reconcile;
 use super::super::reconnect;
-use wardlock_backend::liveness::Health;
+use wardlock_backend::liveness::SessionHealth;
 
 /// Reconcile at least this often (and after every reconnect seen).
 const RECONCILE_EVERY: Duration = Duration::from_secs(10);
@@ -49,7 +49,7 @@ pub(crate) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
             return;
         };
         match session_now.health() {
-            Health::Ended => {
+            SessionHealth::Ended => {
                 tracing::warn!(
                     generation,
                     timeout = ?liveness.timeout(),
@@ -59,11 +59,11 @@ pub(crate) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
                 forget_and_reconnect(&shared, generation);
                 return;
             }
-            Health::Suspended if !suspended => {
+            SessionHealth::Suspended if !suspended => {
                 suspended = true;
                 tracing::warn!(generation, "ZooKeeper connection lost; locks are suspended");
             }
-            Health::Live if suspended => {
+            SessionHealth::Live if suspended => {
                 suspended = false;
                 tracing::info!(generation, "ZooKeeper connection restored");
                 reconcile_at = tokio::time::Instant::now();

@@ -1,24 +1,15 @@
 //! The ZooKeeper engine in the registry: `--zookeeper HOST:PORT` (or
-//! `--backend zookeeper`), a config entry `kind = "zookeeper"`, and `wardlock
-//! status` over its recipe's nodes.
+//! `--backend zookeeper`), a config entry `kind = "zookeeper"`.
 
-mod file_entry;
-mod flags;
-mod status;
+mod settings;
 
 use std::any::Any;
 use std::sync::Arc;
 
-use clap::{Args, FromArgMatches};
-
-use super::{ZooKeeperBackend, ZooKeeperConfig};
 use wardlock_backend::LockBackend;
-use wardlock_backend::name::LockName;
-use wardlock_backend::registry::{
-    CommonFlags, ConnectFuture, Engine, EngineConfig, Entry, Mistake, StatusFuture,
-};
+use wardlock_backend::registry::{ConnectFuture, Engine, EngineConfig, Mistake, Setting, Settings};
 
-pub use flags::ZooKeeperFlags;
+use crate::{NAME, ZooKeeperBackend, ZooKeeperConfig};
 
 /// The ZooKeeper engine's registry entry.
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,42 +17,29 @@ pub struct ZooKeeperEngine;
 
 impl Engine for ZooKeeperEngine {
     fn name(&self) -> &'static str {
-        "zookeeper"
+        NAME
     }
 
     fn about(&self) -> &'static str {
         "a ZooKeeper ensemble, Curator- and kazoo-compatible (chosen by --zookeeper)"
     }
 
-    fn flags(&self, command: clap::Command) -> clap::Command {
-        ZooKeeperFlags::augment_args(command)
+    fn settings(&self) -> &'static [Setting] {
+        settings::SETTINGS
     }
 
-    fn chosen_by(&self, matches: &clap::ArgMatches) -> Option<&'static str> {
-        let flags = ZooKeeperFlags::from_arg_matches(matches).ok()?;
-        flags.hosts.is_some().then_some("--zookeeper")
+    fn remote(&self) -> bool {
+        true
     }
 
-    fn config_from_flags(
-        &self,
-        common: &CommonFlags,
-        matches: &clap::ArgMatches,
-    ) -> anyhow::Result<Arc<dyn EngineConfig>> {
-        let flags = ZooKeeperFlags::from_arg_matches(matches)?;
-        let Some(hosts) = &flags.hosts else {
-            anyhow::bail!("--backend zookeeper needs --zookeeper HOST:PORT[,HOST:PORT...]");
-        };
-        Ok(Arc::new(flags.config(hosts, common)?))
-    }
-
-    fn config_from_entry(&self, entry: Entry<'_>) -> Result<Arc<dyn EngineConfig>, Mistake> {
-        Ok(Arc::new(file_entry::config(entry)?))
+    fn configure(&self, settings: &Settings) -> Result<Arc<dyn EngineConfig>, Mistake> {
+        Ok(Arc::new(settings::config(settings)?))
     }
 }
 
 impl EngineConfig for ZooKeeperConfig {
     fn engine(&self) -> &'static str {
-        "zookeeper"
+        NAME
     }
 
     fn connect(&self, require: bool) -> ConnectFuture<'_> {
@@ -74,10 +52,6 @@ impl EngineConfig for ZooKeeperConfig {
             };
             Ok(Arc::new(backend) as Arc<dyn LockBackend>)
         })
-    }
-
-    fn status<'a>(&'a self, lock: &'a LockName, json: bool) -> StatusFuture<'a> {
-        Box::pin(status::print(self, lock, json))
     }
 
     fn as_any(&self) -> &dyn Any {

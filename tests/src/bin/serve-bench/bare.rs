@@ -77,7 +77,7 @@ pub(crate) async fn start(component: &Path, data: &Path, capacity: u32) -> anyho
     let pool = request_pool(capacity, DEFAULT_MEMORY_LIMIT);
     let runtime = Runtime::with_pooling(pool)?;
     let component = runtime.compile(component)?;
-    let mut linker = Linker::<Bare>::new(runtime.engine());
+    let mut linker = Linker::<Bare>::new(runtime.wasm_engine());
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     stub_wardlock(&mut linker, &component)?;
@@ -171,7 +171,7 @@ impl Served {
             http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
         };
-        let mut store = Store::new(self.runtime.engine(), state);
+        let mut store = Store::new(self.runtime.wasm_engine(), state);
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
         let (sender, receiver) = tokio::sync::oneshot::channel();

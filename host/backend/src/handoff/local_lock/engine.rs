@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::super::LocalLocks;
-use super::super::node::{Health, OwnedNode};
+use super::super::node::{OwnedNode, SessionHealth};
 use crate::name::LockName;
 use crate::{BackendError, Mode};
 
@@ -66,12 +66,12 @@ pub trait NodeEngine: Send + Sync + 'static {
 }
 
 /// An engine session (a ZooKeeper session, an etcd lease) as a hand-off task
-/// sees it: the task makes local grants only while it is [`Health::Live`],
+/// sees it: the task makes local grants only while it is [`SessionHealth::Live`],
 /// and drops its node, reporting every grant under it lost, once it is over.
 /// [`crate::liveness::Liveness`] is a clock that answers both.
 pub trait NodeSession: Send + Sync {
     /// Whether the session can vouch for its nodes now.
-    fn health(&self) -> Health;
+    fn health(&self) -> SessionHealth;
 
     /// Resolves when the session is over (its nodes are gone).
     fn until_over(self: Arc<Self>) -> WatchFuture;

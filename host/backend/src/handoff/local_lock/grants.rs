@@ -4,7 +4,7 @@
 
 use tokio::time::Instant;
 
-use super::super::node::Health;
+use super::super::node::SessionHealth;
 use super::{Acquiring, LocalLock, NodeRequest};
 use crate::Mode;
 
@@ -67,7 +67,7 @@ impl LocalLock {
         };
         // A grant made while contact is interrupted would be `suspended` from
         // its first moment; the ZooKeeper recipe would not grant then either.
-        if node.draining || node.session.health() != Health::Live {
+        if node.draining || node.session.health() != SessionHealth::Live {
             return false;
         }
         match (node.mode, mode) {

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::node::{Health, OwnedNode};
-use super::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, local_token};
+use super::node::{OwnedNode, SessionHealth};
+use super::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, TaskStart, local_token};
 use crate::name::LockName;
 use crate::{BackendError, Mode};
 
@@ -106,16 +106,16 @@ pub struct LocalLock {
 }
 
 impl LocalLock {
-    /// The task for `name` on `engine`, number `task`, reading `receiver`
-    /// (both given to [`ask`](super::ask)'s `start` callback), handing off
-    /// within `limits`. Spawn [`LocalLock::run`] on the engine's runtime.
+    /// The task for `name` on `engine`, from the `start` that
+    /// [`ask`](super::ask) gave its callback, handing off within `limits`.
+    /// Spawn [`LocalLock::run`] on the engine's runtime.
     pub fn new(
         engine: Arc<dyn NodeEngine>,
         name: LockName,
-        task: u64,
+        start: TaskStart,
         limits: LocalHandoff,
-        receiver: mpsc::UnboundedReceiver<Message>,
     ) -> Self {
+        let TaskStart { task, receiver } = start;
         LocalLock {
             engine,
             name,
@@ -203,7 +203,7 @@ impl LocalLock {
     /// The next instant a bound or the linger runs out.
     fn wake_at(&self) -> Option<Instant> {
         let node = self.node.as_ref()?;
-        if !self.waiters.is_empty() && node.session.health() != Health::Live {
+        if !self.waiters.is_empty() && node.session.health() != SessionHealth::Live {
             // No local grant while contact is interrupted: look again soon.
             return Some(Instant::now() + SUSPENDED_POLL);
         }
@@ -326,7 +326,7 @@ impl LocalLock {
     /// and keeps the others. Each is answered, never just dropped: a closed
     /// answer channel would reach its guest as something else than `timeout`
     /// when the guest's own timer and this answer race.
-    pub fn answer_expired(&mut self, now: Instant) {
+    pub(crate) fn answer_expired(&mut self, now: Instant) {
         let (expired, waiting): (VecDeque<Waiter>, VecDeque<Waiter>) = self
             .waiters
             .drain(..)

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::super::node::{Health, OwnedNode, until};
+use super::super::node::{OwnedNode, SessionHealth, until};
 use super::super::request::{LocalHeld, ask};
 use super::super::{LocalHandoff, LocalLocks};
 use super::LocalLock;
@@ -106,11 +106,11 @@ struct FakeSession {
 }
 
 impl NodeSession for FakeSession {
-    fn health(&self) -> Health {
+    fn health(&self) -> SessionHealth {
         if *self.over.borrow() {
-            Health::Ended
+            SessionHealth::Ended
         } else {
-            Health::Live
+            SessionHealth::Live
         }
     }
 
@@ -328,9 +328,9 @@ impl Scenario {
         let name = self.name.clone();
         let limits = self.limits;
         let task = tokio::spawn(async move {
-            let start = |number, receiver| {
+            let start = |start| {
                 let task_engine: Arc<dyn NodeEngine> = engine.clone();
-                let lock = LocalLock::new(task_engine, name.clone(), number, limits, receiver);
+                let lock = LocalLock::new(task_engine, name.clone(), start, limits);
                 tokio::spawn(lock.run());
             };
             ask(&engine.locks, &name, mode, deadline, wait, start).await

@@ -70,7 +70,7 @@ impl LockBackend for TicketBackend {
     }
 
     fn kind(&self) -> &'static str {
-        "ticket"
+        crate::NAME
     }
 }
 

@@ -1,4 +1,5 @@
-//! Flags shaping the wasm engine: the compilation cache and precompiled input.
+//! Flags shaping how components are compiled (wasmtime's side, not a lock
+//! engine's): the compilation cache and precompiled input.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +9,7 @@ use wasmtime::component::Component;
 
 /// How components are compiled and loaded (shared by `run` and `serve`).
 #[derive(Debug, Args)]
-pub struct EngineArgs {
+pub struct CompilationArgs {
     /// Compilation cache directory [default: $XDG_CACHE_HOME/wardlock, else
     /// ~/.cache/wardlock]. A component compiled once loads from the cache on
     /// every later run.
@@ -26,7 +27,7 @@ pub struct EngineArgs {
     pub allow_precompiled: bool,
 }
 
-impl EngineArgs {
+impl CompilationArgs {
     /// The cache these flags select.
     pub fn cache(&self) -> CompileCache {
         if self.no_cache {

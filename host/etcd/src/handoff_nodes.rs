@@ -11,11 +11,11 @@ use wardlock_backend::handoff::{
 use wardlock_backend::name::LockName;
 
 /// The backend's etcd, as hand-off tasks use it.
-pub(super) struct EtcdKeys {
+pub(super) struct EtcdNodes {
     pub shared: Arc<Shared>,
 }
 
-impl NodeEngine for EtcdKeys {
+impl NodeEngine for EtcdNodes {
     fn local_locks(&self) -> &LocalLocks {
         &self.shared.local_locks
     }
