@@ -38,6 +38,7 @@ pub const LICENSE_COPIES: &[(&str, &str)] = &[
     ("host/LICENSE", "LICENSE"),
     ("host/cli/LICENSE", "LICENSE"),
     ("guest-sdk/LICENSE", "LICENSE"),
+    ("tests/conformance/LICENSE", "LICENSE"),
 ];
 
 /// The folders of the published crates. `cargo package` takes only what is
@@ -53,6 +54,7 @@ pub const PUBLISHED_CRATES: &[&str] = &[
     "host",
     "host/cli",
     "guest-sdk",
+    "tests/conformance",
 ];
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The book's TOML blocks are `wardlock serve --config` files: each is loaded
-//! by the real `wardlock serve` (its loader, `host/src/cli/serve/config_file.rs`),
+//! by the real `wardlock serve` (its loader, `host/cli/src/serve/config_file.rs`),
 //! which must accept it.
 //!
 //! What the runner adds, so a file that names things can load:
