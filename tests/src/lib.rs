@@ -19,6 +19,7 @@
 )]
 
 pub mod chaos;
+pub mod crate_graph;
 /// The conformance kit (its own crate, `tests/conformance`), under the name
 /// the suite has always used.
 pub use wardlock_conformance as conformance;
