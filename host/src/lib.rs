@@ -5,6 +5,8 @@
 //! - [`capability`]: the `wardlock:lock` WIT interface for wasmtime embedders
 //!   ([`add_to_linker`], [`add_to_linker_sync`] for synchronous hosts,
 //!   [`WardlockCtx`], [`WardlockView`]).
+//! - [`locks`]: the host's lock table (who holds and waits for what, for the
+//!   admin page) and the deadlock detector over it.
 //! - [`runner`]: runs WASI command components with lock sessions tied to each
 //!   instance's lifetime (what the `wardlock` command line uses).
 //! - [`backend`]: the engine toolkit, re-exported from `wardlock-backend`: the
@@ -18,6 +20,7 @@
 //! `Arc<dyn LockBackend>` to [`WardlockCtx`].
 
 pub mod capability;
+pub mod locks;
 pub mod policy;
 pub mod runner;
 

@@ -39,4 +39,11 @@ pub enum BackendError {
     /// text names the size and the limit.
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
+    /// Waiting for the lock named here would close a wait-for cycle among
+    /// this host's sessions (a deadlock: each waits for a lock another of
+    /// them holds), so this wait, the youngest in the cycle, was refused or
+    /// ended; the caller should release what it holds and retry. Guests see
+    /// it as `would-deadlock`.
+    #[error("waiting for lock {0:?} would deadlock (a wait-for cycle among this host's guests)")]
+    WouldDeadlock(String),
 }

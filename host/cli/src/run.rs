@@ -238,6 +238,8 @@ async fn config(
         outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone())
             .with_fence_header(args.host.guest.fence_header.clone()),
         max_hold: None,
+        // Tracked through the wrapped backend.
+        locks: None,
     };
     Ok((config, faulty))
 }

@@ -20,8 +20,11 @@ pub enum LockError {
     /// The timeout passed while waiting.
     #[error("timed out waiting for the lock")]
     Timeout,
-    /// Exclusive requested while holding the name only shared.
-    #[error("lock {0:?} is held shared by this instance; waiting for exclusive would deadlock")]
+    /// Waiting for the named lock would deadlock: exclusive requested while
+    /// this instance holds the name only shared, or the wait would close a
+    /// wait-for cycle among the host's guests (the host's lock table broke
+    /// the cycle by refusing or ending this wait, the youngest in it).
+    #[error("waiting for lock {0:?} would deadlock")]
     WouldDeadlock(String),
     /// The lock was lost.
     #[error("the lock was lost")]
@@ -57,6 +60,7 @@ impl From<BackendError> for LockError {
                 LockError::Unavailable(why)
             }
             BackendError::LimitExceeded(why) => LockError::LimitExceeded(why),
+            BackendError::WouldDeadlock(name) => LockError::WouldDeadlock(name),
             // A kind added to the toolkit after this host was written: the
             // service failed in a way this host cannot name better.
             other => LockError::Unavailable(other.to_string()),
@@ -90,6 +94,10 @@ mod tests {
             LockError::InvalidRequest(unsupported)
         );
         assert_eq!(LockError::from(BackendError::Timeout), LockError::Timeout);
+        assert_eq!(
+            LockError::from(BackendError::WouldDeadlock("x".into())),
+            LockError::WouldDeadlock("x".into())
+        );
         assert!(matches!(
             LockError::from(BackendError::Unavailable("down".into())),
             LockError::Unavailable(_)

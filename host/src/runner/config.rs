@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::outbound::OutboundPolicy;
 use crate::backend::LockBackend;
 use crate::backend::memory::MemoryBackend;
+use crate::locks::LockTable;
 use crate::policy::LockPolicy;
 
 /// The default per-instance linear-memory limit: 512 MiB.
@@ -69,6 +70,13 @@ pub struct RunnerConfig {
     /// Longest time an instance may hold any lock; past it the lock is taken
     /// back (its handle reports `lost`) and the instance is stopped.
     pub max_hold: Option<Duration>,
+    /// The host's lock table: each instance's session is tracked there (who
+    /// holds and waits for what, for the admin page) and its waits are
+    /// deadlock-checked against every other session of the table. Share one
+    /// table among the runners of a host (a clone), so a cycle between
+    /// plugins is found. `None` tracks nothing; a backend already wrapped by
+    /// the table ([`LockTable::wrap`]) is not tracked twice.
+    pub locks: Option<LockTable>,
 }
 
 impl Default for RunnerConfig {
@@ -83,6 +91,7 @@ impl Default for RunnerConfig {
             stdio: Stdio::Inherit,
             outbound: OutboundPolicy::default(),
             max_hold: None,
+            locks: Some(LockTable::for_this_host()),
         }
     }
 }

@@ -61,6 +61,10 @@ pub(crate) fn new_store(
             .map_err(|e| format!("cannot preopen {}: {e}", dir.host.display()))?;
     }
     let session = config.backend.open_session(owner);
+    let session = match &config.locks {
+        Some(table) => table.track(&config.backend, owner, session),
+        None => session,
+    };
     let (session, lease) = match config.max_hold {
         Some(max_hold) => {
             let (session, lease) = Lease::wrap(session, max_hold);

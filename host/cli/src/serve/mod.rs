@@ -156,6 +156,8 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             stdio: Stdio::Inherit,
             outbound: plugin.outbound.clone(),
             max_hold: plugin.max_hold,
+            // Tracked below the metrics: the host's table wraps each engine.
+            locks: None,
         };
         let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?
             .with_admission(slots.clone());
@@ -204,6 +206,7 @@ fn singletons(
             stdio: Stdio::Inherit,
             outbound: OutboundPolicy::default(),
             max_hold: None,
+            locks: None,
         };
         metrics.stand_by(entry.name.as_str());
         let (name, told) = (entry.name.to_string(), metrics.clone());
