@@ -217,3 +217,6 @@ fn host_name() -> String {
         })
         .unwrap_or_else(|| "localhost".to_owned())
 }
+
+#[cfg(test)]
+mod tests;
