@@ -18,6 +18,7 @@
     reason = "a test harness, not published: its API serves wardlock's own tests and benchmarks"
 )]
 
+pub mod browser;
 pub mod chaos;
 pub mod crate_graph;
 /// The conformance kit (its own crate, `tests/conformance`), under the name

@@ -10,6 +10,7 @@ mod fault_args;
 mod guest_args;
 mod instance_args;
 mod run;
+mod run_admin;
 mod seconds;
 mod serve;
 mod signal;
@@ -29,6 +30,7 @@ pub use fault_args::{FaultArgs, ScheduledFault};
 pub use guest_args::GuestArgs;
 pub use instance_args::InstanceArgs;
 pub use run::RunArgs;
+pub use run_admin::RunAdminArgs;
 pub use serve::ServeArgs;
 pub use status::StatusArgs;
 

@@ -11,6 +11,7 @@ use wardlock_host::runner::{InstanceReport, OutboundPolicy, Outcome, Runner, Run
 use super::Engines;
 use super::fault_args::FaultArgs;
 use super::instance_args::InstanceArgs;
+use super::run_admin::{self, RunAdminArgs};
 use super::signal::{StopSignal, exit_on_second_signal, stop_signal};
 use super::singleton::Singleton;
 use crate::seconds::positive_secs;
@@ -60,6 +61,10 @@ pub struct RunArgs {
     /// Default: `wardlock pid PID`.
     #[arg(long, value_name = "VALUE", requires = "singleton")]
     pub singleton_value: Option<String>,
+
+    /// The admin listener (the locks page) while the instances run.
+    #[command(flatten)]
+    pub admin: RunAdminArgs,
 }
 
 fn parse_singleton(name: &str) -> Result<LockName, String> {
@@ -68,7 +73,9 @@ fn parse_singleton(name: &str) -> Result<LockName, String> {
 
 /// Runs `wardlock run`; returns the exit code (0 only if every instance succeeded).
 pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<i32> {
-    let (config, faulty) = config(args, engines).await?;
+    let table = wardlock_host::locks::LockTable::for_this_host();
+    let (config, faulty, engine) = config(args, engines, &table).await?;
+    let _admin = run_admin::start(&args.admin, engine, table).await?;
     let runtime = args.host.compilation.runtime(None)?;
     let plugin = args
         .component
@@ -218,7 +225,8 @@ async fn backend(
 async fn config(
     args: &RunArgs,
     engines: Engines<'_>,
-) -> anyhow::Result<(RunnerConfig, Option<MemoryBackend>)> {
+    table: &wardlock_host::locks::LockTable,
+) -> anyhow::Result<(RunnerConfig, Option<MemoryBackend>, Arc<dyn LockBackend>)> {
     let policy = args.host.guest.policy()?;
     let timeout = match args.timeout {
         None => None,
@@ -228,7 +236,7 @@ async fn config(
     let memory_limit = args.host.guest.memory_limit()?;
     let (backend, faulty) = backend(args, engines).await?;
     let config = RunnerConfig {
-        backend,
+        backend: table.wrap(backend.clone()),
         policy: Arc::new(policy),
         timeout,
         memory_limit,
@@ -241,5 +249,7 @@ async fn config(
         // Tracked through the wrapped backend.
         locks: None,
     };
-    Ok((config, faulty))
+    // The engine itself too: the locks page asks it about contenders
+    // through sessions of its own, which the table need not track.
+    Ok((config, faulty, backend))
 }

@@ -5,13 +5,21 @@
 //! - `config_file`: the TOML config file;
 //! - `metrics`: Prometheus metrics and the metered backend wrapper;
 //! - `server`: accepting connections, routing, graceful shutdown;
-//! - `admin`: `/metrics` and `/healthz`.
+//! - `admin`: `/metrics`, `/healthz` and the locks page, on serve's admin
+//!   listener and on `wardlock run --admin`'s;
+//! - `locks_api`, `locks_events`, `locks_page` (with `assets/`): the locks
+//!   page, its JSON and its live event stream.
 
-mod admin;
+pub(crate) mod admin;
 mod config_file;
+mod locks_api;
+mod locks_events;
+mod locks_page;
 mod metrics;
 mod plan;
 mod server;
+
+use wardlock_host::locks as locks_source;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -128,6 +136,7 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
     }
 
     let metrics = Metrics::new();
+    let table = locks_source::LockTable::for_this_host();
     let mut backends = BTreeMap::new();
     for (label, spec) in &plan.backends {
         let backend = spec
@@ -145,7 +154,7 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
         let Some(backend) = backends.get(&plugin.backend) else {
             bail!("plugin {:?}: no backend {:?}", plugin.name, plugin.backend);
         };
-        let metered = Metered::backend(backend.clone(), &plugin.name, metrics.clone());
+        let metered = Metered::backend(table.wrap(backend.clone()), &plugin.name, metrics.clone());
         let config = RunnerConfig {
             backend: Arc::new(metered),
             policy: Arc::new(plugin.policy.clone()),
@@ -167,8 +176,8 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             runner: Arc::new(runner),
         });
     }
-    let singletons = singletons(&plan, &runtime, &backends, &metrics, args)?;
-    server::run(&plan, routes, backends, metrics, singletons).await
+    let singletons = singletons(&plan, &runtime, &backends, &metrics, args, &table)?;
+    server::run(&plan, routes, backends, metrics, singletons, table).await
 }
 
 /// Each `[[singletons]]` entry as a task to run beside the server: it
@@ -180,6 +189,7 @@ fn singletons(
     backends: &BTreeMap<String, Arc<dyn wardlock_host::backend::LockBackend>>,
     metrics: &Arc<Metrics>,
     args: &ServeArgs,
+    table: &locks_source::LockTable,
 ) -> anyhow::Result<Vec<server::Background>> {
     let mut tasks: Vec<server::Background> = Vec::new();
     for entry in &plan.singletons {
@@ -197,7 +207,7 @@ fn singletons(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| entry.component.display().to_string());
         let config = RunnerConfig {
-            backend: backend.clone(),
+            backend: table.wrap(backend.clone()),
             policy: Arc::new(entry.policy.clone()),
             timeout: None,
             memory_limit: wardlock_host::runner::DEFAULT_MEMORY_LIMIT,

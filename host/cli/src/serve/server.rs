@@ -78,6 +78,7 @@ pub(super) async fn run(
     backends: BTreeMap<String, Arc<dyn LockBackend>>,
     metrics: Arc<Metrics>,
     singletons: Vec<Background>,
+    table: super::locks_source::LockTable,
 ) -> anyhow::Result<i32> {
     routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.trim_end_matches('/').len()));
     let router = Arc::new(Router {
@@ -92,10 +93,12 @@ pub(super) async fn run(
     if let Some(addr) = plan.admin {
         let admin = admin::bind(addr).await?;
         let state =
-            admin::AdminState::new(metrics.clone(), backends.clone(), plan.admin_token.clone());
+            admin::AdminState::new(metrics.clone(), backends.clone(), plan.admin_token.clone())
+                .with_locks(table);
         eprintln!(
-            "wardlock: admin on http://{} (/metrics, /healthz)",
-            admin.local_addr()?
+            "wardlock: admin on http://{} ({})",
+            admin.local_addr()?,
+            state.endpoints()
         );
         background.spawn(admin::serve(admin, state, stop_rx.clone()));
     }
