@@ -142,8 +142,11 @@ impl AdminState {
             return respond(405, "use GET\n");
         }
         match (request.uri().path(), &self.metrics, &self.locks) {
-            ("/metrics", Some(metrics), _) => {
+            ("/metrics", Some(metrics), locks) => {
                 self.refresh();
+                if let Some(locks) = locks {
+                    metrics.set_cycles_found(locks.cycles_found());
+                }
                 with_type(
                     respond(200, metrics.encode()),
                     "application/openmetrics-text; version=1.0.0; charset=utf-8",

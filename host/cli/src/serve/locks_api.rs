@@ -65,7 +65,7 @@ pub(crate) struct LockView {
     pub entry: LockEntry,
     /// The engines' view, for the first [`ENGINE_LOCKS`] locks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub engine: Vec<EngineView>,
+    pub engines: Vec<EngineView>,
 }
 
 /// What one engine shows of one lock.
@@ -100,6 +100,11 @@ pub(crate) struct ContenderView {
 }
 
 impl LocksSource {
+    /// Wait-for cycles the host's table found so far (for `/metrics`).
+    pub(crate) fn cycles_found(&self) -> u64 {
+        self.table.cycles_found()
+    }
+
     /// Reads `table`, and asks `backends` about the locks it lists.
     pub(crate) fn new(table: LockTable, backends: BTreeMap<String, Arc<dyn LockBackend>>) -> Self {
         LocksSource {
@@ -124,7 +129,7 @@ impl LocksSource {
             .into_iter()
             .map(|entry| LockView {
                 entry,
-                engine: Vec::new(),
+                engines: Vec::new(),
             })
             .collect();
         let asked = locks.len().min(ENGINE_LOCKS);
@@ -145,7 +150,7 @@ impl LocksSource {
                 .filter(|l| l.entry.engine == backend.kind())
             {
                 let view = ask(&*session, &lock.entry.name, deadline).await;
-                lock.engine.push(EngineView {
+                lock.engines.push(EngineView {
                     backend: label.clone(),
                     kind: backend.kind(),
                     ..view
@@ -316,7 +321,7 @@ mod tests {
                 let view: serde_json::Value = serde_json::from_str(&body).unwrap();
                 assert_eq!(view["locks"].as_array().unwrap().len(), 10_000);
                 assert_eq!(view["engine_asked"], ENGINE_LOCKS);
-                assert_eq!(view["locks"][0]["engine"][0]["total"], 1);
+                assert_eq!(view["locks"][0]["engines"][0]["total"], 1);
             } else {
                 assert_eq!(body.matches("data-role=\"holder\"").count(), 10_000);
             }

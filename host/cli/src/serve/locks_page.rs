@@ -128,7 +128,7 @@ fn rows(view: &LocksView) -> String {
                 );
             }
         }
-        for engine in &lock.engine {
+        for engine in &lock.engines {
             if let Some(error) = &engine.error {
                 let text = format!("engine {} ({})", engine.backend, engine.kind);
                 row(

@@ -74,6 +74,7 @@ pub(super) struct Metrics {
     session_state: Family<BackendLabels, Gauge>,
     leader: Family<ElectionLabels, Gauge>,
     leadership_changes: Family<ElectionLabels, Counter>,
+    deadlock_cycles: Counter,
 }
 
 impl Metrics {
@@ -95,7 +96,13 @@ impl Metrics {
         let session_state = Family::<BackendLabels, Gauge>::default();
         let leader = Family::<ElectionLabels, Gauge>::default();
         let leadership_changes = Family::<ElectionLabels, Counter>::default();
+        let deadlock_cycles = Counter::default();
         registry.register("wardlock_grants", "Locks granted", grants.clone());
+        registry.register(
+            "wardlock_deadlock_cycles",
+            "Wait-for cycles this host found: among its own guests (broken, the youngest waiter got would-deadlock) or across hosts (reported)",
+            deadlock_cycles.clone(),
+        );
         registry.register(
             "wardlock_leader",
             "Whether this host leads the singleton election NAME now (1) or stands by (0)",
@@ -159,7 +166,17 @@ impl Metrics {
             session_state,
             leader,
             leadership_changes,
+            deadlock_cycles,
         })
+    }
+
+    /// Brings the cycle counter up to `found`, the host table's count so far
+    /// (read at scrape time: the table counts, the metric follows).
+    pub(super) fn set_cycles_found(&self, found: u64) {
+        let seen = self.deadlock_cycles.get();
+        if found > seen {
+            self.deadlock_cycles.inc_by(found - seen);
+        }
     }
 
     /// The metrics in the OpenMetrics text format.

@@ -54,7 +54,7 @@
       for (const p of lock.waiters) {
         rows.push(row(lock.name, "waiter", "waits", p.owner, p.mode, p.position, p.for_ms, p.token, cycled.has(p.owner)));
       }
-      for (const e of lock.engine || []) {
+      for (const e of lock.engines || []) {
         if (e.error) {
           rows.push(row(lock.name, "engine", `engine ${e.backend} (${e.kind})`, e.error, "", null, null, null, false));
           continue;
