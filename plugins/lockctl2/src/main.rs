@@ -28,7 +28,11 @@
 //! Semaphore permits (q1, q2…): see `permits.rs` (`permit`, `try-permit`,
 //! `loop-permit`, …). The guarded store (0.2.2): see `guarded.rs` (`put`,
 //! `del`, `read`, `keys`, `wait-file`). Leader election (0.2.2): see `election.rs`
-//! (`campaign`, `leader`, `proclaim`, `resign`, `observe`, …).
+//! (`campaign`, `leader`, `proclaim`, `resign`, `observe`, …). Roles for
+//! instances running one script: see `roles.rs` (`claim PATH` prints
+//! `claim 1` or `claim 2`; later commands then have `{mine}`/`{theirs}`
+//! replaced with `a`/`b` in role 1, `b`/`a` in role 2, and `{role}` with the
+//! role).
 //!
 //! MODE is `exclusive` (`x`) or `shared` (`s`); TIMEOUT is milliseconds or `-`.
 //! `loop-many` takes the locks COUNT times, each time adding one to the
@@ -47,6 +51,7 @@ mod guarded;
 mod inspect;
 mod permits;
 mod revoke;
+mod roles;
 
 mod bindings {
     wit_bindgen::generate!({
@@ -65,6 +70,7 @@ struct State {
     pending: Vec<Option<PendingLock>>,
     permits: Vec<Option<Permit>>,
     elections: election::Elections,
+    role: roles::Role,
 }
 
 impl State {
@@ -96,6 +102,7 @@ impl State {
 fn main() {
     let mut state = State::default();
     for arg in std::env::args().skip(1) {
+        let arg = state.role.expand(&arg);
         let words: Vec<&str> = arg.split(' ').collect();
         let Some(line) = execute(&words, &mut state) else {
             say(&format!("bad-command: {arg}"));
@@ -225,6 +232,7 @@ fn execute(words: &[&str], state: &mut State) -> Option<String> {
         ["trap"] => panic!("trap requested"),
         _ => {
             return revoke::execute(words, state)
+                .or_else(|| state.role.execute(words))
                 .or_else(|| permits::execute(words, state))
                 .or_else(|| inspect::execute(words))
                 .or_else(|| guarded::execute(words, state))
