@@ -356,8 +356,8 @@ impl Settings {
         }))
     }
 
-    /// The settings `key` names, and whether it warns: the warnings of every
-    /// discouraged setting that was given, naming it.
+    /// One warning for each discouraged setting that was given, naming it
+    /// as given (`--zk-digest: keeps the password where others read it…`).
     pub fn warnings(&self) -> Vec<String> {
         self.described
             .iter()
