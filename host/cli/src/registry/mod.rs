@@ -38,13 +38,14 @@ impl Registry {
         }
     }
 
-    /// The engines built into `wardlock`: memory (the default), ZooKeeper
-    /// and etcd. This is the one place that names them.
+    /// The engines built into `wardlock`: memory (the default), ZooKeeper,
+    /// etcd and PostgreSQL. This is the one place that names them.
     pub fn builtin() -> Self {
         Registry::empty()
             .with(wardlock_backend::memory::MemoryEngine)
             .with(wardlock_zookeeper::ZooKeeperEngine)
             .with(wardlock_etcd::EtcdEngine)
+            .with(wardlock_postgres::PostgresEngine)
     }
 
     /// This registry with `engine` added, replacing an engine of the same name.

@@ -1,0 +1,366 @@
+//! One server connection: the session its advisory locks live in, its
+//! session clock, and the statements the recipe runs on it.
+//!
+//! A connection is a lock session in PostgreSQL's sense: every advisory lock
+//! taken on it is held until unlocked on it or until it ends. So each
+//! connection has a generation of its own (a grant's status is its
+//! connection's) and its own [`Liveness`]: a heartbeat (`SELECT 1`) every
+//! tenth of the session timeout; "last heard" is the send time of the last
+//! answered one. The server ends a connection idle for the session timeout
+//! (`idle_session_timeout`, set on it), so it cannot free this host's locks
+//! before `last heard + timeout`, the moment the host itself reports them
+//! lost; a connection the server closes (`pg_terminate_backend`, a restart)
+//! ends the clock at once.
+//!
+//! A connection blocked in `pg_advisory_lock` answers nothing until granted:
+//! while it is [`PgConn::waiting`] its heartbeat pauses, and the recipe
+//! checks the connection again after a long wait before handing its lock
+//! out (see `recipe`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
+use tokio_postgres::{Client, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use wardlock_backend::BackendError;
+use wardlock_backend::handoff::{NodeSession, SessionHealth, WatchFuture};
+use wardlock_backend::liveness::Liveness;
+
+use crate::errors::classify;
+use crate::schema::Schema;
+
+/// How to open a connection: the client configuration, TLS, and the
+/// session settings every connection gets.
+pub(crate) struct Connector {
+    pub(crate) client: tokio_postgres::Config,
+    pub(crate) tls: MakeRustlsConnect,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) schema: Schema,
+    /// Whether the URL names an application; if not, connections call
+    /// themselves `wardlock` (in `pg_stat_activity`).
+    pub(crate) named: bool,
+}
+
+impl Connector {
+    /// Opens a plain client connection (bounded by the connect timeout); its
+    /// driver runs on the current runtime, and the receiver resolves when
+    /// the connection ends.
+    ///
+    /// # Errors
+    /// `Refused` for a login the server rejects, `Unavailable` for a server
+    /// that cannot be reached in time.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: a dropped connect closes what it opened.
+    pub(crate) async fn connect_raw(
+        &self,
+    ) -> Result<(Client, oneshot::Receiver<()>), BackendError> {
+        let mut config = self.client.clone();
+        config.connect_timeout(self.connect_timeout);
+        // Keep-alives let the kernel notice a vanished server; the session
+        // clock is what decides.
+        config.keepalives(true);
+        config.keepalives_idle(self.session_timeout / 2);
+        if !self.named {
+            config.application_name("wardlock");
+        }
+        let connecting = config.connect(self.tls.clone());
+        let (client, connection) = tokio::time::timeout(self.connect_timeout, connecting)
+            .await
+            .map_err(|_| {
+                BackendError::Unavailable(format!(
+                    "PostgreSQL at {} did not answer within {:?}",
+                    describe(&self.client),
+                    self.connect_timeout
+                ))
+            })?
+            .map_err(|e| classify(&e, &format!("connect to {}", describe(&self.client))))?;
+        let (closed_tx, closed_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "a PostgreSQL connection ended");
+            }
+            let _ = closed_tx.send(());
+        });
+        Ok((client, closed_rx))
+    }
+}
+
+/// The prepared statements of the lock recipe on one connection.
+pub(crate) struct Statements {
+    /// `(ok, token)`: takes the lock exclusively if no one holds or waits.
+    pub(crate) try_exclusive: Statement,
+    /// `(ok, token)`: takes it shared if no writer holds or waits.
+    pub(crate) try_shared: Statement,
+    /// `token`: waits in the queue (bounded by `lock_timeout` = `$2`).
+    pub(crate) lock_exclusive: Statement,
+    /// `token`: waits for a shared grant.
+    pub(crate) lock_shared: Statement,
+    pub(crate) unlock_exclusive: Statement,
+    pub(crate) unlock_shared: Statement,
+    /// `SELECT 1`, the heartbeat.
+    pub(crate) ping: Statement,
+    /// Whether a request waits for the key (`classid` `$1`, `objid` `$2`)
+    /// in a mode that conflicts with a holder (any mode when `$3`).
+    pub(crate) waiters: Statement,
+}
+
+/// One connection (see the module doc).
+pub(crate) struct PgConn {
+    pub(crate) generation: u64,
+    pub(crate) client: Client,
+    pub(crate) statements: Statements,
+    pub(crate) liveness: Liveness,
+    /// The server process serving it (`pg_backend_pid()`).
+    pub(crate) pid: i32,
+    tls: MakeRustlsConnect,
+    /// A `pg_advisory_lock` is in flight: no heartbeat can be answered.
+    waiting: AtomicBool,
+    /// Unlocks in flight, by key: a new lock of the same key on this
+    /// connection waits for them, so it queues behind other clients rather
+    /// than re-entering the lock it is giving up.
+    unlocking: Mutex<HashMap<i64, usize>>,
+    unlocked: watch::Sender<()>,
+}
+
+impl PgConn {
+    /// Opens connection `generation`: connects (bounded by the connect
+    /// timeout), sets the session timeout, bumps the token epoch after a
+    /// server restart (see `schema`) when `epoch`, and prepares the
+    /// statements. Its heartbeat runs on the current runtime.
+    ///
+    /// # Errors
+    /// `Refused` for a login or rights the server rejects, `Unavailable`
+    /// for a server that cannot be reached in time.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: a dropped open closes what it opened.
+    pub(crate) async fn open(
+        connector: &Connector,
+        generation: u64,
+        epoch: bool,
+    ) -> Result<Arc<PgConn>, BackendError> {
+        let sent = Instant::now();
+        let (client, closed_rx) = connector.connect_raw().await?;
+        let timeout_ms = connector.session_timeout.as_millis();
+        client
+            .batch_execute(&format!("SET idle_session_timeout = {timeout_ms}"))
+            .await
+            .map_err(|e| classify(&e, "set idle_session_timeout"))?;
+        if epoch {
+            connector.schema.bump_epoch(&client).await?;
+        }
+        let statements = prepare(&client, &connector.schema).await?;
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .map_err(|e| classify(&e, "read the backend's pid"))?
+            .try_get(0)
+            .map_err(|e| classify(&e, "read the backend's pid"))?;
+        let conn = Arc::new(PgConn {
+            generation,
+            client,
+            statements,
+            liveness: Liveness::new(connector.session_timeout, sent),
+            pid,
+            tls: connector.tls.clone(),
+            waiting: AtomicBool::new(false),
+            unlocking: Mutex::new(HashMap::new()),
+            unlocked: watch::Sender::new(()),
+        });
+        conn.liveness.heard(sent);
+        let weak = Arc::downgrade(&conn);
+        tokio::spawn(async move {
+            let _ = closed_rx.await;
+            if let Some(conn) = weak.upgrade() {
+                conn.liveness.end();
+            }
+        });
+        tokio::spawn(heartbeat(Arc::downgrade(&conn)));
+        Ok(conn)
+    }
+
+    /// Marks a blocking wait in flight (or over).
+    pub(crate) fn set_waiting(&self, waiting: bool) {
+        self.waiting.store(waiting, Ordering::Relaxed);
+    }
+
+    /// One round trip: records it in the clock when answered.
+    ///
+    /// # Errors
+    /// `Unavailable` when it failed.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub(crate) async fn ping(&self) -> Result<(), BackendError> {
+        let sent = Instant::now();
+        self.client
+            .query(&self.statements.ping, &[])
+            .await
+            .map_err(|e| classify(&e, "answer a heartbeat"))?;
+        self.liveness.heard(sent);
+        Ok(())
+    }
+
+    /// Asks the server to cancel what this connection runs now (a
+    /// `pg_advisory_lock` wait), over a connection of its own.
+    pub(crate) async fn cancel(&self) {
+        let token = self.client.cancel_token();
+        if let Err(error) = token.cancel_query(self.tls.clone()).await {
+            tracing::debug!(%error, "cancelling a PostgreSQL lock wait failed");
+        }
+    }
+
+    /// Whether the connection is over (closed, or its clock ran out).
+    pub(crate) fn is_over(&self) -> bool {
+        self.liveness.is_ended() || self.client.is_closed()
+    }
+
+    /// What the connection vouches for now.
+    pub(crate) fn health(&self) -> SessionHealth {
+        self.liveness
+            .health(!self.client.is_closed(), Instant::now())
+    }
+
+    /// Notes an unlock of `key` in flight; see [`PgConn::unlock_done`].
+    pub(crate) fn unlock_started(&self, key: i64) {
+        let mut unlocking = self.unlocking.lock().unwrap_or_else(|e| e.into_inner());
+        *unlocking.entry(key).or_default() += 1;
+    }
+
+    /// Notes an unlock of `key` answered (or failed).
+    pub(crate) fn unlock_done(&self, key: i64) {
+        let mut unlocking = self.unlocking.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = unlocking.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                unlocking.remove(&key);
+            }
+        }
+        drop(unlocking);
+        self.unlocked.send_replace(());
+    }
+
+    /// Waits until no unlock of `key` is in flight on this connection.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub(crate) async fn unlocks_settled(&self, key: i64) {
+        let mut unlocked = self.unlocked.subscribe();
+        loop {
+            let busy = self
+                .unlocking
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&key);
+            if !busy {
+                return;
+            }
+            if unlocked.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl NodeSession for PgConn {
+    fn health(&self) -> SessionHealth {
+        PgConn::health(self)
+    }
+
+    fn until_over(self: Arc<Self>) -> WatchFuture {
+        Box::pin(async move { self.liveness.until_ended().await })
+    }
+}
+
+/// `HOST:PORT/DATABASE` of a configuration, for messages (no password).
+pub(crate) fn describe(config: &tokio_postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let database = config.get_dbname().or(config.get_user()).unwrap_or("");
+    format!("{host}:{port}/{database}")
+}
+
+async fn prepare(client: &Client, schema: &Schema) -> Result<Statements, BackendError> {
+    let token = schema.token_sequence();
+    let try_lock = |function: &str| {
+        format!(
+            "WITH l AS MATERIALIZED (SELECT {function}($1) AS ok) \
+             SELECT ok, CASE WHEN ok THEN nextval('{token}') END FROM l"
+        )
+    };
+    let lock = |function: &str| {
+        format!(
+            "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, false)), \
+             l AS MATERIALIZED (SELECT {function}($1) FROM t) \
+             SELECT nextval('{token}') FROM l"
+        )
+    };
+    let prepare = |text: String| async move {
+        client
+            .prepare(&text)
+            .await
+            .map_err(|e| classify(&e, "prepare the lock statements"))
+    };
+    let (try_exclusive, try_shared, lock_exclusive, lock_shared) = tokio::try_join!(
+        prepare(try_lock("pg_try_advisory_lock")),
+        prepare(try_lock("pg_try_advisory_lock_shared")),
+        prepare(lock("pg_advisory_lock")),
+        prepare(lock("pg_advisory_lock_shared")),
+    )?;
+    let waiters = "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
+                   AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1 \
+                   AND NOT granted AND ($3 OR mode = 'ExclusiveLock'))";
+    let (unlock_exclusive, unlock_shared, ping, waiters) = tokio::try_join!(
+        prepare("SELECT pg_advisory_unlock($1)".into()),
+        prepare("SELECT pg_advisory_unlock_shared($1)".into()),
+        prepare("SELECT 1".into()),
+        prepare(waiters.into()),
+    )?;
+    Ok(Statements {
+        try_exclusive,
+        try_shared,
+        lock_exclusive,
+        lock_shared,
+        unlock_exclusive,
+        unlock_shared,
+        ping,
+        waiters,
+    })
+}
+
+/// Pings every tenth of the session timeout while anyone holds the
+/// connection, and computes its health on every tick, so grant subscribers
+/// learn of silence from the clock, not from the next request. Pauses while
+/// a lock wait blocks the connection.
+async fn heartbeat(conn: Weak<PgConn>) {
+    let interval = match conn.upgrade() {
+        Some(conn) => conn.liveness.heartbeat_interval(),
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(conn) = conn.upgrade() else {
+            return;
+        };
+        if conn.waiting.load(Ordering::Relaxed) {
+            continue;
+        }
+        // An unanswered ping leaves the clock where it was; the next tick
+        // computes what that silence allows.
+        let _ = tokio::time::timeout(interval, conn.ping()).await;
+        if conn.health() == SessionHealth::Ended {
+            return;
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The guarded store on PostgreSQL ([`wardlock_backend::guarded`]): a row of
+//! the schema's `data` table per (lock, key), with the writer's fencing token
+//! and a revision from the schema's `revision` sequence.
+//!
+//! A write is one statement on the connection that holds the host's advisory
+//! lock, so it is one transaction with its check: it inserts (or updates)
+//! only if `pg_locks` shows that very connection (`pg_backend_pid()`)
+//! holding the lock's key exclusively. A connection the server ended (a
+//! terminated backend, a restart, a host silent past its session timeout)
+//! runs nothing, and its locks went with it; a stale writer's statement
+//! therefore writes nothing, however late it arrives, and the writer is told
+//! `Lost`.
+//!
+//! Under host-local hand-off the host's lock covers every local grant of the
+//! name, so that the grant is still this session's, and its connection still
+//! live, is checked before the statement leaves (a released grant is
+//! `UnknownGrant`, a connection the host's clock judged over is `Lost`).
+
+use std::sync::Arc;
+
+use wardlock_backend::guarded::{MAX_LISTED_KEYS, listed_keys};
+use wardlock_backend::handoff::SessionHealth;
+use wardlock_backend::name::LockName;
+use wardlock_backend::{BackendError, GuardedEntry, GuardedKey};
+
+use crate::Shared;
+use crate::conn::PgConn;
+use crate::errors::classify;
+use crate::key::{advisory_key, pg_locks_ids};
+
+/// The exclusive grant a guarded write goes through.
+pub(crate) struct Holder {
+    pub(crate) name: LockName,
+    pub(crate) token: u64,
+    /// The connection holding the host's lock.
+    pub(crate) generation: u64,
+}
+
+/// The holder's connection while the host's clock vouches for it.
+fn holding_conn(shared: &Shared, holder: &Holder) -> Result<Arc<PgConn>, BackendError> {
+    let conn = shared
+        .pool
+        .conn_of(holder.generation)
+        .ok_or(BackendError::Lost)?;
+    if conn.health() == SessionHealth::Ended {
+        return Err(BackendError::Lost);
+    }
+    Ok(conn)
+}
+
+/// The check that the statement's own connection holds `$1`/`$2` exclusively.
+const HELD: &str = "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() \
+                    AND granted AND mode = 'ExclusiveLock' AND classid::bigint = $1 \
+                    AND objid::bigint = $2 AND objsubid = 1";
+
+/// Writes `value` at `key` of the holder's lock.
+///
+/// # Errors
+/// `Lost` when the holder's lock is gone; `Unavailable` when the server
+/// cannot be reached.
+///
+/// # Cancellation safety
+/// One statement: a dropped write either committed or did not.
+pub(crate) async fn put(
+    shared: &Shared,
+    holder: &Holder,
+    key: &GuardedKey,
+    value: &[u8],
+) -> Result<u64, BackendError> {
+    let conn = holding_conn(shared, holder)?;
+    let (classid, objid) = pg_locks_ids(advisory_key(&holder.name));
+    let statement = format!(
+        "WITH held AS ({HELD} LIMIT 1) \
+         INSERT INTO {data} (lock, key, value, token, revision) \
+         SELECT $3, $4, $5, $6, nextval('{revision}') FROM held \
+         ON CONFLICT (lock, key) DO UPDATE SET value = excluded.value, token = excluded.token, \
+         revision = excluded.revision RETURNING revision",
+        data = shared.schema.data_table(),
+        revision = shared.schema.revision_sequence(),
+    );
+    let token = i64::try_from(holder.token).unwrap_or(i64::MAX);
+    let rows = conn
+        .client
+        .query(
+            &statement,
+            &[
+                &i64::from(classid),
+                &i64::from(objid),
+                &holder.name.as_str(),
+                &key.as_str(),
+                &value,
+                &token,
+            ],
+        )
+        .await
+        .map_err(|e| classify(&e, "write a guarded entry"))?;
+    let row = rows.first().ok_or(BackendError::Lost)?;
+    let revision: i64 = row
+        .try_get(0)
+        .map_err(|e| classify(&e, "write a guarded entry"))?;
+    Ok(u64::try_from(revision).unwrap_or(0))
+}
+
+/// Deletes `key` of the holder's lock: whether it existed.
+///
+/// # Errors
+/// As [`put`].
+///
+/// # Cancellation safety
+/// As [`put`].
+pub(crate) async fn delete(
+    shared: &Shared,
+    holder: &Holder,
+    key: &GuardedKey,
+) -> Result<bool, BackendError> {
+    let conn = holding_conn(shared, holder)?;
+    let (classid, objid) = pg_locks_ids(advisory_key(&holder.name));
+    let statement = format!(
+        "WITH held AS ({HELD} LIMIT 1), \
+         gone AS (DELETE FROM {data} WHERE lock = $3 AND key = $4 AND EXISTS (SELECT 1 FROM held) RETURNING 1) \
+         SELECT EXISTS (SELECT 1 FROM held), EXISTS (SELECT 1 FROM gone)",
+        data = shared.schema.data_table(),
+    );
+    let row = conn
+        .client
+        .query_one(
+            &statement,
+            &[
+                &i64::from(classid),
+                &i64::from(objid),
+                &holder.name.as_str(),
+                &key.as_str(),
+            ],
+        )
+        .await
+        .map_err(|e| classify(&e, "delete a guarded entry"))?;
+    let held: bool = row.get(0);
+    if !held {
+        return Err(BackendError::Lost);
+    }
+    Ok(row.get(1))
+}
+
+/// Reads `key` of lock `name`.
+///
+/// # Errors
+/// `Unavailable` when the server cannot be reached.
+///
+/// # Cancellation safety
+/// Cancel safe: a read.
+pub(crate) async fn get(
+    shared: &Shared,
+    name: &LockName,
+    key: &GuardedKey,
+) -> Result<Option<GuardedEntry>, BackendError> {
+    let main = shared.pool.main().await?;
+    let statement = format!(
+        "SELECT value, token, revision FROM {} WHERE lock = $1 AND key = $2",
+        shared.schema.data_table()
+    );
+    let rows = main
+        .client
+        .query(&statement, &[&name.as_str(), &key.as_str()])
+        .await
+        .map_err(|e| classify(&e, "read a guarded entry"))?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let token: i64 = row.get(1);
+    let revision: i64 = row.get(2);
+    Ok(Some(GuardedEntry {
+        value: row.get(0),
+        token: u64::try_from(token).unwrap_or(0),
+        revision: u64::try_from(revision).unwrap_or(0),
+    }))
+}
+
+/// The keys of lock `name` starting with `prefix`, sorted, at most `limit`.
+///
+/// # Errors
+/// As [`get`].
+///
+/// # Cancellation safety
+/// As [`get`].
+pub(crate) async fn keys(
+    shared: &Shared,
+    name: &LockName,
+    prefix: &str,
+    limit: u32,
+) -> Result<Vec<String>, BackendError> {
+    let main = shared.pool.main().await?;
+    let statement = format!(
+        "SELECT key FROM {} WHERE lock = $1 AND starts_with(key, $2) ORDER BY key LIMIT $3",
+        shared.schema.data_table()
+    );
+    let limit = i64::from(limit.min(MAX_LISTED_KEYS));
+    let rows = main
+        .client
+        .query(&statement, &[&name.as_str(), &prefix, &limit])
+        .await
+        .map_err(|e| classify(&e, "list guarded keys"))?;
+    let keys = rows.iter().map(|row| row.get::<_, String>(0));
+    Ok(listed_keys(keys, prefix, u32::try_from(limit).unwrap_or(0)))
+}

@@ -1,0 +1,318 @@
+//! The lock recipe: a host's one advisory lock per name (the node of
+//! host-local hand-off), taken, waited for, given up, and watched for a
+//! contender of another client behind it.
+//!
+//! PostgreSQL's lock manager is the queue: a request that conflicts with the
+//! holders *or with a waiter ahead of it* waits behind them, and waiters are
+//! granted in arrival order, shared requests together; `pg_try_advisory_lock`
+//! follows the same rule (it fails while a conflicting request waits). So:
+//! - first a try on the main connection (`pg_try_advisory_lock[_shared]`,
+//!   one pipelined round trip; uncontended grants end here);
+//! - if taken, and the caller waits: a connection of its own blocked in
+//!   `pg_advisory_lock[_shared]`, with `lock_timeout` set to what is left of
+//!   the deadline (the server withdraws the wait itself); a dropped wait is
+//!   withdrawn with a cancel request, and a grant that raced with the cancel
+//!   is unlocked at once.
+//!
+//! Each statement that takes a lock draws the grant's fencing token from the
+//! schema's sequence after the lock is granted (see `schema`).
+//!
+//! The node: [`OwnedNode::path`] is the advisory key (decimal),
+//! [`OwnedNode::prefix`] its mode as `pg_locks` names it (`ExclusiveLock`,
+//! `ShareLock`), [`OwnedNode::generation`] the connection holding it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use wardlock_backend::handoff::{NodeRequest, OwnedNode, until};
+use wardlock_backend::name::LockName;
+use wardlock_backend::{BackendError, Mode};
+
+use crate::Shared;
+use crate::conn::PgConn;
+use crate::errors::{classify, is_cancelled, is_deadlock, is_lock_timeout};
+use crate::key::advisory_key;
+use crate::pool::Lent;
+
+/// `pg_locks`' name of a mode.
+pub(crate) fn lock_mode(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Exclusive => "ExclusiveLock",
+        Mode::Shared => "ShareLock",
+    }
+}
+
+fn node(key: i64, mode: Mode, conn: &PgConn, token: i64) -> OwnedNode {
+    OwnedNode {
+        path: key.to_string(),
+        prefix: lock_mode(mode).to_owned(),
+        generation: conn.generation,
+        token: u64::try_from(token).unwrap_or(0),
+    }
+}
+
+/// The host's advisory lock for `request` (the recipe above).
+///
+/// # Errors
+/// `Timeout` past the deadline; `Unavailable` when the server cannot be
+/// reached; `Refused` for a role the server refuses.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped call leaves nothing held or queued (a try or a
+/// wait already sent finishes in the background and is undone).
+pub(crate) async fn acquire(
+    shared: Arc<Shared>,
+    request: NodeRequest,
+) -> Result<Option<OwnedNode>, BackendError> {
+    let NodeRequest {
+        name,
+        mode,
+        deadline,
+        wait,
+    } = request;
+    let key = advisory_key(&name);
+    let main = until(deadline, shared.pool.main()).await??;
+    until(deadline, main.unlocks_settled(key)).await?;
+    if let Some(token) = until(deadline, try_lock(main.clone(), key, mode)).await?? {
+        return Ok(Some(node(key, mode, &main, token)));
+    }
+    if !wait {
+        return Ok(None);
+    }
+    let lent = shared.pool.lend(deadline).await?;
+    wait_lock(&shared, lent, &name, key, mode, deadline).await
+}
+
+/// `pg_try_advisory_lock[_shared]` on `conn`: the token when granted.
+/// Runs in a task of its own: if the caller is gone when a grant comes
+/// back, the task unlocks it.
+async fn try_lock(conn: Arc<PgConn>, key: i64, mode: Mode) -> Result<Option<i64>, BackendError> {
+    let (answer, answered) = oneshot::channel();
+    tokio::spawn(async move {
+        let statement = match mode {
+            Mode::Exclusive => &conn.statements.try_exclusive,
+            Mode::Shared => &conn.statements.try_shared,
+        };
+        let result = conn
+            .client
+            .query_one(statement, &[&key])
+            .await
+            .map_err(|e| classify(&e, "take a lock"))
+            .and_then(|row| {
+                let ok: bool = row.try_get(0).map_err(|e| classify(&e, "take a lock"))?;
+                let token: Option<i64> = row.try_get(1).map_err(|e| classify(&e, "take a lock"))?;
+                Ok(ok.then_some(token.unwrap_or(0)))
+            });
+        let granted = matches!(result, Ok(Some(_)));
+        if answer.send(result).is_err() && granted {
+            conn.unlock_started(key);
+            unlock(&conn, key, mode).await;
+        }
+    });
+    answered
+        .await
+        .map_err(|_| BackendError::Unavailable("the lock request's task ended".into()))?
+}
+
+/// Unlocks `key` in `mode` on `conn` (a failure means the connection is
+/// gone, and the lock with it). The caller noted it first
+/// ([`PgConn::unlock_started`]), so a re-acquire on the connection waits for it.
+async fn unlock(conn: &PgConn, key: i64, mode: Mode) {
+    let statement = match mode {
+        Mode::Exclusive => &conn.statements.unlock_exclusive,
+        Mode::Shared => &conn.statements.unlock_shared,
+    };
+    if let Err(error) = conn.client.query(statement, &[&key]).await {
+        tracing::debug!(%error, key, "unlocking failed (the connection is gone, and its locks)");
+    }
+    conn.unlock_done(key);
+}
+
+/// What a blocked wait answered.
+type WaitAnswer = Result<(i64, Lent), BackendError>;
+
+/// Cancels a wait still in flight unless disarmed.
+struct CancelOnDrop {
+    conn: Option<Arc<PgConn>>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            tokio::spawn(async move { conn.cancel().await });
+        }
+    }
+}
+
+/// Waits in `key`'s queue on the lent connection until granted or the
+/// deadline.
+async fn wait_lock(
+    shared: &Arc<Shared>,
+    lent: Lent,
+    name: &LockName,
+    key: i64,
+    mode: Mode,
+    deadline: Option<Instant>,
+) -> Result<Option<OwnedNode>, BackendError> {
+    let lock_timeout = match deadline {
+        None => "0".to_owned(),
+        Some(deadline) => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                shared.pool.give_back(lent);
+                return Err(BackendError::Timeout);
+            }
+            left.as_millis().max(1).to_string()
+        }
+    };
+    let conn = lent.conn.clone();
+    let (answer, answered) = oneshot::channel::<WaitAnswer>();
+    let task_shared = shared.clone();
+    let long_wait = shared.config.session_timeout / 10;
+    conn.set_waiting(true);
+    tokio::spawn(async move {
+        let conn = lent.conn.clone();
+        let sent = Instant::now();
+        let statement = match mode {
+            Mode::Exclusive => &conn.statements.lock_exclusive,
+            Mode::Shared => &conn.statements.lock_shared,
+        };
+        let result = conn
+            .client
+            .query_one(statement, &[&key, &lock_timeout])
+            .await;
+        let outcome = match result {
+            Ok(row) => match row.try_get::<_, i64>(0) {
+                Ok(token) => confirm(&conn, sent, long_wait).await.map(|()| token),
+                Err(e) => Err(classify(&e, "take a lock")),
+            },
+            Err(e) if is_lock_timeout(&e) || is_cancelled(&e) => Err(BackendError::Timeout),
+            Err(e) if is_deadlock(&e) => Err(BackendError::WouldDeadlock(format!(
+                "PostgreSQL found a deadlock through this wait ({})",
+                e.as_db_error().map_or("", |db| db.message())
+            ))),
+            Err(e) => Err(classify(&e, "wait for a lock")),
+        };
+        conn.set_waiting(false);
+        match outcome {
+            Ok(token) => {
+                // The caller is gone: give the grant up.
+                if let Err(Ok((_, lent))) = answer.send(Ok((token, lent))) {
+                    lent.conn.unlock_started(key);
+                    unlock(&lent.conn, key, mode).await;
+                    task_shared.pool.give_back(lent);
+                }
+            }
+            Err(error) => {
+                task_shared.pool.give_back(lent);
+                let _ = answer.send(Err(error));
+            }
+        }
+    });
+    let mut cancel = CancelOnDrop {
+        conn: Some(conn.clone()),
+    };
+    // The server ends the wait at `lock_timeout`; the local deadline (a
+    // little later) covers a server that stopped answering.
+    let local_deadline = deadline.map(|d| d + Duration::from_millis(500));
+    let answer = until(local_deadline, answered).await;
+    let answer = match answer {
+        Ok(Ok(answer)) => {
+            cancel.conn = None;
+            answer
+        }
+        Ok(Err(_)) => {
+            cancel.conn = None;
+            return Err(BackendError::Unavailable(
+                "the lock wait's task ended".into(),
+            ));
+        }
+        // Timed out locally: the guard cancels the wait on the server.
+        Err(timeout) => return Err(timeout),
+    };
+    match answer {
+        Ok((token, lent)) => {
+            let owned = node(key, mode, &lent.conn, token);
+            shared.pool.hold(lent);
+            tracing::trace!(%name, key, "granted after a wait");
+            Ok(Some(owned))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// After a wait longer than a tenth of the session timeout, one more round
+/// trip before the grant is handed out: "last heard" must be a time the
+/// server saw this connection, and the wait's own send time may be long
+/// past.
+async fn confirm(conn: &PgConn, sent: Instant, long_wait: Duration) -> Result<(), BackendError> {
+    if sent.elapsed() <= long_wait {
+        conn.liveness.heard(sent);
+        return Ok(());
+    }
+    conn.ping().await
+}
+
+/// Gives the host's node up, in the background.
+pub(crate) fn release(shared: &Arc<Shared>, node: OwnedNode) {
+    let Ok(key) = node.path.parse::<i64>() else {
+        return;
+    };
+    let mode = if node.prefix == lock_mode(Mode::Shared) {
+        Mode::Shared
+    } else {
+        Mode::Exclusive
+    };
+    let Some(conn) = shared.pool.conn_of(node.generation) else {
+        // The connection is gone, and its locks with it.
+        shared.pool.unhold(node.generation);
+        return;
+    };
+    // Noted now, so a re-acquire on this connection waits for it.
+    conn.unlock_started(key);
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        unlock(&conn, key, mode).await;
+        shared.pool.unhold(node.generation);
+    });
+}
+
+/// Resolves when another client's request that conflicts with the host's
+/// node (held in `mode`) waits for `name`: `pg_locks` read on the main
+/// connection every `contender_poll` (no notification reaches a holder when
+/// someone queues behind it). Never resolves once the node's connection is
+/// over.
+pub(crate) async fn remote_contender(
+    shared: Arc<Shared>,
+    name: LockName,
+    generation: u64,
+    mode: Mode,
+) {
+    let key = advisory_key(&name);
+    let (classid, objid) = crate::key::pg_locks_ids(key);
+    let any_mode = mode == Mode::Exclusive;
+    loop {
+        let Some(holder) = shared.pool.conn_of(generation) else {
+            return std::future::pending().await;
+        };
+        drop(holder);
+        if let Ok(main) = shared.pool.main().await {
+            let found = main
+                .client
+                .query_one(
+                    &main.statements.waiters,
+                    &[&i64::from(classid), &i64::from(objid), &any_mode],
+                )
+                .await
+                .ok()
+                .and_then(|row| row.try_get::<_, bool>(0).ok());
+            if found == Some(true) {
+                return;
+            }
+        }
+        tokio::time::sleep(shared.config.contender_poll).await;
+    }
+}
