@@ -2,7 +2,8 @@
 //! (`src/bin/`): guest components built by `build.rs`, one shared engine, and
 //! helpers to run guests and wait for lock events on the in-memory backend
 //! (here) or on ZooKeeper ([`probe`]); real ZooKeeper servers and ensembles
-//! ([`zookeeper`]), real etcd servers ([`etcd`]) and a controllable TCP proxy ([`proxy`]); Curator and kazoo
+//! ([`zookeeper`]), real etcd servers ([`etcd`]), real PostgreSQL servers and
+//! PgBouncer poolers ([`postgres`]) and a controllable TCP proxy ([`proxy`]); Curator and kazoo
 //! drivers ([`interop`]); `wardlock serve` processes ([`serve`]); the backend
 //! conformance suite ([`conformance`]); a backend wrapper reporting when guests
 //! act ([`tap`]); one logging who holds semaphore permits ([`holds`]); how
@@ -37,6 +38,7 @@ pub mod interop;
 pub mod lock_set;
 pub mod loss;
 pub mod pki;
+pub mod postgres;
 pub mod probe;
 pub mod proxy;
 pub mod serve;

@@ -2,10 +2,13 @@
 //! Java's `keytool` for ZooKeeper's trust store) in a temp dir: a CA, a server
 //! certificate for `127.0.0.1` and `localhost` signed by it, a client
 //! certificate signed by it, and a second CA that signed nothing wardlock
-//! trusts. No private key is committed.
+//! trusts; on demand, a client certificate naming a user
+//! ([`TestPki::client_for`], for servers that take the certificate's CN as
+//! the user, as PostgreSQL does). No private key is committed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 /// The password of the PKCS12 stores made for Java servers (a test value).
 pub const STORE_PASSWORD: &str = "wardlock-test-store";
@@ -13,6 +16,9 @@ pub const STORE_PASSWORD: &str = "wardlock-test-store";
 /// A set of test certificates in a temp dir (deleted on drop).
 pub struct TestPki {
     dir: tempfile::TempDir,
+    /// Serialises certificates made after [`TestPki::new`] (they share the
+    /// CA's serial file).
+    making: Mutex<()>,
 }
 
 impl TestPki {
@@ -23,6 +29,7 @@ impl TestPki {
     pub fn new() -> TestPki {
         let pki = TestPki {
             dir: tempfile::tempdir().expect("temp dir"),
+            making: Mutex::new(()),
         };
         pki.make_ca("ca");
         pki.make_ca("other-ca");
@@ -60,6 +67,38 @@ impl TestPki {
     /// The server certificate and its key.
     pub fn server(&self) -> (PathBuf, PathBuf) {
         (self.path("server.pem"), self.path("server-key.pem"))
+    }
+
+    /// A client certificate whose subject CN is `user`, signed by the CA, and
+    /// its key (`user-USER.pem`, `user-USER-key.pem`), made on first use:
+    /// PostgreSQL's `cert` authentication and `clientcert=verify-full` accept
+    /// a certificate only for the user its CN names ([`TestPki::client`]'s
+    /// CN is `client`).
+    ///
+    /// # Panics
+    /// When `user` has characters other than ASCII letters, digits, `_`, `-`
+    /// and `.`, or `openssl` fails.
+    pub fn client_for(&self, user: &str) -> (PathBuf, PathBuf) {
+        assert!(
+            !user.is_empty()
+                && user
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')),
+            "a test user name, not {user:?}"
+        );
+        let name = format!("user-{user}");
+        let paths = (
+            self.path(&format!("{name}.pem")),
+            self.path(&format!("{name}-key.pem")),
+        );
+        let _making = self
+            .making
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !paths.0.exists() {
+            self.leaf_named(&name, user, "extendedKeyUsage=clientAuth");
+        }
+        paths
     }
 
     /// The server's key and certificate as a PKCS12 key store, and the CA as a
@@ -131,6 +170,11 @@ impl TestPki {
     }
 
     fn leaf(&self, name: &str, extensions: &str) {
+        self.leaf_named(name, name, extensions);
+    }
+
+    /// A certificate `NAME.pem` (key `NAME-key.pem`) for the subject `/CN=cn`.
+    fn leaf_named(&self, name: &str, cn: &str, extensions: &str) {
         let dir = self.dir.path();
         let ext = format!("{name}.ext");
         std::fs::write(dir.join(&ext), format!("{extensions}\n")).expect("write extensions");
@@ -142,7 +186,7 @@ impl TestPki {
                 "rsa:2048",
                 "-nodes",
                 "-subj",
-                &format!("/CN={name}"),
+                &format!("/CN={cn}"),
                 "-keyout",
                 &format!("{name}-key.pem"),
                 "-out",
