@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use wardlock_etcd::EtcdBackend;
+use wardlock_host::LockBackend;
 use wardlock_host::LockName;
+use wardlock_postgres::PostgresBackend;
 use wardlock_zookeeper::ZooKeeperBackend;
 use zookeeper_client::{Client, Error as ZkError};
 
@@ -36,6 +38,25 @@ impl LocalContenders for EtcdBackend {
     async fn local_contenders(&self, lock: &LockName) -> usize {
         match EtcdBackend::local_contenders(self, lock).await {
             0 => self.queue(lock).await.map_or(0, |keys| keys.len()),
+            local => local,
+        }
+    }
+}
+
+/// With nobody left at the host's task, the host's advisory lock must be
+/// gone from the server too (its unlock runs in the background): then the
+/// server's holders and waiters of the key are counted.
+#[async_trait]
+impl LocalContenders for PostgresBackend {
+    async fn local_contenders(&self, lock: &LockName) -> usize {
+        match PostgresBackend::local_contenders(self, lock).await {
+            0 => {
+                let session = self.open_session("probe");
+                session
+                    .contenders(lock, 1024)
+                    .await
+                    .map_or(0, |contenders| contenders.total as usize)
+            }
             local => local,
         }
     }

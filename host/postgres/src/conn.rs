@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_postgres::{Client, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -49,8 +49,8 @@ pub(crate) struct Connector {
 
 impl Connector {
     /// Opens a plain client connection (bounded by the connect timeout); its
-    /// driver runs on the current runtime, and the receiver resolves when
-    /// the connection ends.
+    /// driver runs on the current runtime and ends `on_close` when the
+    /// connection ends.
     ///
     /// # Errors
     /// `Refused` for a login the server rejects, `Unavailable` for a server
@@ -60,7 +60,8 @@ impl Connector {
     /// Cancel safe: a dropped connect closes what it opened.
     pub(crate) async fn connect_raw(
         &self,
-    ) -> Result<(Client, oneshot::Receiver<()>), BackendError> {
+        on_close: Option<Arc<Liveness>>,
+    ) -> Result<Client, BackendError> {
         let mut config = self.client.clone();
         config.connect_timeout(self.connect_timeout);
         // Keep-alives let the kernel notice a vanished server; the session
@@ -81,14 +82,18 @@ impl Connector {
                 ))
             })?
             .map_err(|e| classify(&e, &format!("connect to {}", describe(&self.client))))?;
-        let (closed_tx, closed_rx) = oneshot::channel::<()>();
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "a PostgreSQL connection ended");
             }
-            let _ = closed_tx.send(());
+            // In the driver itself, the moment the connection ends: a
+            // terminated backend's FATAL reaches this host before the server
+            // frees its locks, and its holders learn it without a hop more.
+            if let Some(liveness) = on_close {
+                liveness.end();
+            }
         });
-        Ok((client, closed_rx))
+        Ok(client)
     }
 }
 
@@ -98,7 +103,8 @@ pub(crate) struct Statements {
     pub(crate) try_exclusive: Statement,
     /// `(ok, token)`: takes it shared if no writer holds or waits.
     pub(crate) try_shared: Statement,
-    /// `token`: waits in the queue (bounded by `lock_timeout` = `$2`).
+    /// `(token, pids ahead)`: waits in the queue (bounded by `lock_timeout`
+    /// = `$2`; `$3`, `$4`: the key as `pg_locks` shows it).
     pub(crate) lock_exclusive: Statement,
     /// `token`: waits for a shared grant.
     pub(crate) lock_shared: Statement,
@@ -106,6 +112,8 @@ pub(crate) struct Statements {
     pub(crate) unlock_shared: Statement,
     /// `SELECT 1`, the heartbeat.
     pub(crate) ping: Statement,
+    /// How many of the server processes `$1` still run.
+    pub(crate) alive: Statement,
     /// Whether a request waits for the key (`classid` `$1`, `objid` `$2`)
     /// in a mode that conflicts with a holder (any mode when `$3`).
     pub(crate) waiters: Statement,
@@ -116,7 +124,7 @@ pub(crate) struct PgConn {
     pub(crate) generation: u64,
     pub(crate) client: Client,
     pub(crate) statements: Statements,
-    pub(crate) liveness: Liveness,
+    pub(crate) liveness: Arc<Liveness>,
     /// The server process serving it (`pg_backend_pid()`).
     pub(crate) pid: i32,
     tls: MakeRustlsConnect,
@@ -147,7 +155,8 @@ impl PgConn {
         epoch: bool,
     ) -> Result<Arc<PgConn>, BackendError> {
         let sent = Instant::now();
-        let (client, closed_rx) = connector.connect_raw().await?;
+        let liveness = Arc::new(Liveness::new(connector.session_timeout, sent));
+        let client = connector.connect_raw(Some(liveness.clone())).await?;
         let timeout_ms = connector.session_timeout.as_millis();
         client
             .batch_execute(&format!("SET idle_session_timeout = {timeout_ms}"))
@@ -167,7 +176,7 @@ impl PgConn {
             generation,
             client,
             statements,
-            liveness: Liveness::new(connector.session_timeout, sent),
+            liveness,
             pid,
             tls: connector.tls.clone(),
             waiting: AtomicBool::new(false),
@@ -175,13 +184,6 @@ impl PgConn {
             unlocked: watch::Sender::new(()),
         });
         conn.liveness.heard(sent);
-        let weak = Arc::downgrade(&conn);
-        tokio::spawn(async move {
-            let _ = closed_rx.await;
-            if let Some(conn) = weak.upgrade() {
-                conn.liveness.end();
-            }
-        });
         tokio::spawn(heartbeat(Arc::downgrade(&conn)));
         Ok(conn)
     }
@@ -299,11 +301,15 @@ async fn prepare(client: &Client, schema: &Schema) -> Result<Statements, Backend
              SELECT ok, CASE WHEN ok THEN nextval('{token}') END FROM l"
         )
     };
+    // Also returns the server processes that held or queued for the key
+    // when this request queued: the holders it may follow (see `recipe`).
     let lock = |function: &str| {
         format!(
-            "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, false)), \
+            "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, false), \
+               array(SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = $3 \
+                     AND objid::bigint = $4 AND objsubid = 1 AND pid IS NOT NULL) AS ahead), \
              l AS MATERIALIZED (SELECT {function}($1) FROM t) \
-             SELECT nextval('{token}') FROM l"
+             SELECT nextval('{token}'), (SELECT ahead FROM t) FROM l"
         )
     };
     let prepare = |text: String| async move {
@@ -321,11 +327,12 @@ async fn prepare(client: &Client, schema: &Schema) -> Result<Statements, Backend
     let waiters = "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' \
                    AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1 \
                    AND NOT granted AND ($3 OR mode = 'ExclusiveLock'))";
-    let (unlock_exclusive, unlock_shared, ping, waiters) = tokio::try_join!(
+    let (unlock_exclusive, unlock_shared, ping, waiters, alive) = tokio::try_join!(
         prepare("SELECT pg_advisory_unlock($1)".into()),
         prepare("SELECT pg_advisory_unlock_shared($1)".into()),
         prepare("SELECT 1".into()),
         prepare(waiters.into()),
+        prepare("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)".into()),
     )?;
     Ok(Statements {
         try_exclusive,
@@ -336,6 +343,7 @@ async fn prepare(client: &Client, schema: &Schema) -> Result<Statements, Backend
         unlock_shared,
         ping,
         waiters,
+        alive,
     })
 }
 

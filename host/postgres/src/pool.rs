@@ -131,8 +131,8 @@ impl Pool {
     /// Before the first lock: refuses a pooler that breaks session locks
     /// (`pooler`), then creates or checks wardlock's schema (`schema`).
     async fn prepare_database(&self) -> Result<(), BackendError> {
-        let (mut first, _) = self.connector.connect_raw().await?;
-        let (second, _) = self.connector.connect_raw().await?;
+        let mut first = self.connector.connect_raw(None).await?;
+        let second = self.connector.connect_raw(None).await?;
         let target = format!("PostgreSQL at {}", describe(&self.connector.client));
         crate::pooler::check(&first, &second, &target).await?;
         drop(second);

@@ -5,7 +5,7 @@
 //! held by whichever client the session serves next. wardlock checks at
 //! start that each of two connections keeps one server session of its own.
 
-use tokio_postgres::Client;
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 use wardlock_backend::BackendError;
 
@@ -15,13 +15,21 @@ use crate::errors::classify;
 /// backend's pid).
 const ROUNDS: usize = 3;
 
+/// The connection's backend pid, over the simple query protocol (a pooler in
+/// transaction mode may not keep prepared statements, and this check must
+/// reach its verdict, not fail on the way).
 async fn pid(client: &Client) -> Result<i32, BackendError> {
-    client
-        .query_one("SELECT pg_backend_pid()", &[])
+    let messages = client
+        .simple_query("SELECT pg_backend_pid()")
         .await
-        .map_err(|e| classify(&e, "read the backend's pid"))?
-        .try_get(0)
-        .map_err(|e| classify(&e, "read the backend's pid"))
+        .map_err(|e| classify(&e, "read the backend's pid"))?;
+    messages
+        .iter()
+        .find_map(|message| match message {
+            SimpleQueryMessage::Row(row) => row.get(0).and_then(|pid| pid.parse().ok()),
+            _ => None,
+        })
+        .ok_or_else(|| BackendError::Unavailable("the server sent no backend pid".into()))
 }
 
 /// Refuses when `first` and `second` (two connections to `target`) do not

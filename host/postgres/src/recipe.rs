@@ -54,11 +54,14 @@ fn node(key: i64, mode: Mode, conn: &PgConn, token: i64) -> OwnedNode {
     }
 }
 
-/// The host's advisory lock for `request` (the recipe above).
+/// The host's advisory lock for `request` (the recipe above). A connection
+/// lost on the way (a server restart, a terminated backend) is not the
+/// caller's concern: the request starts again on a new connection, with a
+/// back-off, while its deadline and one session timeout allow.
 ///
 /// # Errors
 /// `Timeout` past the deadline; `Unavailable` when the server cannot be
-/// reached; `Refused` for a role the server refuses.
+/// reached for a session timeout; `Refused` for a role the server refuses.
 ///
 /// # Cancellation safety
 /// Cancel safe: a dropped call leaves nothing held or queued (a try or a
@@ -67,13 +70,38 @@ pub(crate) async fn acquire(
     shared: Arc<Shared>,
     request: NodeRequest,
 ) -> Result<Option<OwnedNode>, BackendError> {
+    let give_up = Instant::now() + shared.config.session_timeout;
+    let mut backoff = Duration::from_millis(20);
+    loop {
+        match attempt(&shared, &request).await {
+            Err(BackendError::Unavailable(why)) => {
+                let now = Instant::now();
+                let until_at = request.deadline.map_or(give_up, |d| d.min(give_up));
+                if now + backoff >= until_at {
+                    return Err(BackendError::Unavailable(why));
+                }
+                tracing::debug!(%why, "a lock request starts again on a new connection");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_millis(500));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One attempt of [`acquire`].
+async fn attempt(
+    shared: &Arc<Shared>,
+    request: &NodeRequest,
+) -> Result<Option<OwnedNode>, BackendError> {
     let NodeRequest {
         name,
         mode,
         deadline,
         wait,
     } = request;
-    let key = advisory_key(&name);
+    let (mode, deadline) = (*mode, *deadline);
+    let key = advisory_key(name);
     let main = until(deadline, shared.pool.main()).await??;
     until(deadline, main.unlocks_settled(key)).await?;
     if let Some(token) = until(deadline, try_lock(main.clone(), key, mode)).await?? {
@@ -83,7 +111,7 @@ pub(crate) async fn acquire(
         return Ok(None);
     }
     let lent = shared.pool.lend(deadline).await?;
-    wait_lock(&shared, lent, &name, key, mode, deadline).await
+    wait_lock(shared, lent, name, key, mode, deadline).await
 }
 
 /// `pg_try_advisory_lock[_shared]` on `conn`: the token when granted.
@@ -180,14 +208,18 @@ async fn wait_lock(
             Mode::Exclusive => &conn.statements.lock_exclusive,
             Mode::Shared => &conn.statements.lock_shared,
         };
+        let (classid, objid) = crate::key::pg_locks_ids(key);
+        let ids = (i64::from(classid), i64::from(objid));
         let result = conn
             .client
-            .query_one(statement, &[&key, &lock_timeout])
+            .query_one(statement, &[&key, &lock_timeout, &ids.0, &ids.1])
             .await;
         let outcome = match result {
-            Ok(row) => match row.try_get::<_, i64>(0) {
-                Ok(token) => confirm(&conn, sent, long_wait).await.map(|()| token),
-                Err(e) => Err(classify(&e, "take a lock")),
+            Ok(row) => match (row.try_get::<_, i64>(0), row.try_get::<_, Vec<i32>>(1)) {
+                (Ok(token), Ok(ahead)) => confirm(&conn, sent, long_wait, &ahead)
+                    .await
+                    .map(|()| token),
+                (Err(e), _) | (_, Err(e)) => Err(classify(&e, "take a lock")),
             },
             Err(e) if is_lock_timeout(&e) || is_cancelled(&e) => Err(BackendError::Timeout),
             Err(e) if is_deadlock(&e) => Err(BackendError::WouldDeadlock(format!(
@@ -244,16 +276,47 @@ async fn wait_lock(
     }
 }
 
-/// After a wait longer than a tenth of the session timeout, one more round
-/// trip before the grant is handed out: "last heard" must be a time the
-/// server saw this connection, and the wait's own send time may be long
-/// past.
-async fn confirm(conn: &PgConn, sent: Instant, long_wait: Duration) -> Result<(), BackendError> {
-    if sent.elapsed() <= long_wait {
-        conn.liveness.heard(sent);
-        return Ok(());
+/// How long a grant that follows a vanished holder is held back (see
+/// [`confirm`]).
+const VANISHED_HOLDER_GRACE: Duration = Duration::from_millis(10);
+
+/// Before a grant that followed a wait is handed out:
+/// - "last heard" must be a time the server saw this connection: the wait's
+///   own send time, unless it is more than a tenth of the session timeout
+///   past; then one more round trip;
+/// - if a server process that held or queued ahead (`ahead`) is gone, its
+///   lock was freed by its end (terminated, crashed), not by an unlock: the
+///   server told that client first (a backend sends its FATAL before it
+///   frees its locks), but its host may not have read it yet. The grant is
+///   held back [`VANISHED_HOLDER_GRACE`] so that old holder reads `lost`
+///   first.
+async fn confirm(
+    conn: &PgConn,
+    sent: Instant,
+    long_wait: Duration,
+    ahead: &[i32],
+) -> Result<(), BackendError> {
+    if ahead.is_empty() {
+        if sent.elapsed() <= long_wait {
+            conn.liveness.heard(sent);
+            return Ok(());
+        }
+        return conn.ping().await;
     }
-    conn.ping().await
+    let asked = Instant::now();
+    let alive: i64 = conn
+        .client
+        .query_one(&conn.statements.alive, &[&ahead])
+        .await
+        .map_err(|e| classify(&e, "confirm a grant"))?
+        .try_get(0)
+        .map_err(|e| classify(&e, "confirm a grant"))?;
+    conn.liveness.heard(asked);
+    if usize::try_from(alive).unwrap_or(0) < ahead.len() {
+        tracing::debug!("a holder ahead vanished: the grant waits its grace");
+        tokio::time::sleep(VANISHED_HOLDER_GRACE).await;
+    }
+    Ok(())
 }
 
 /// Gives the host's node up, in the background.

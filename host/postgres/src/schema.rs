@@ -60,18 +60,18 @@ impl Schema {
     /// Cancel safe: the transaction is rolled back if dropped.
     pub(crate) async fn set_up(&self, client: &mut Client) -> Result<(), BackendError> {
         let schema = &self.name;
-        let exists: bool = client
+        // The catalog, not to_regclass: naming an object in a schema this
+        // role may not use is an error, and the rights are checked below.
+        let found: i64 = client
             .query_one(
-                "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL",
-                &[
-                    &self.token_sequence(),
-                    &format!("\"{schema}\".epoch"),
-                    &self.data_table(),
-                ],
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relname IN ('token', 'revision', 'epoch', 'data')",
+                &[&schema],
             )
             .await
             .map_err(|e| classify(&e, "look for wardlock's schema"))?
             .get(0);
+        let exists = found == 4;
         if !exists {
             let create = format!(
                 "CREATE SCHEMA IF NOT EXISTS \"{schema}\";
@@ -110,41 +110,45 @@ impl Schema {
     }
 
     /// Refuses a role that cannot draw tokens or use the guarded store.
+    /// By object ids from the catalog: naming an object in a schema the role
+    /// may not use would be an error of its own, not the answer.
     async fn check_rights(&self, client: &Client) -> Result<(), BackendError> {
         let schema = &self.name;
-        let row = client
-            .query_one(
-                "SELECT has_schema_privilege($1, 'USAGE'),
-                        has_sequence_privilege($2, 'USAGE'),
-                        has_sequence_privilege($3, 'USAGE'),
-                        has_table_privilege($4, 'SELECT, UPDATE'),
-                        has_table_privilege($5, 'SELECT, INSERT, UPDATE, DELETE'),
-                        current_user::text",
-                &[
-                    &schema,
-                    &self.token_sequence(),
-                    &format!("\"{schema}\".revision"),
-                    &format!("\"{schema}\".epoch"),
-                    &self.data_table(),
-                ],
+        let rows = client
+            .query(
+                "SELECT c.relname::text, has_schema_privilege(n.oid, 'USAGE'), \
+                        CASE WHEN c.relkind = 'S' THEN has_sequence_privilege(c.oid, 'USAGE') \
+                             WHEN c.relname = 'epoch' THEN has_table_privilege(c.oid, 'SELECT, UPDATE') \
+                             ELSE has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE') END, \
+                        current_user::text \
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relname IN ('token', 'revision', 'epoch', 'data') \
+                 ORDER BY c.relname",
+                &[&schema],
             )
             .await
             .map_err(|e| classify(&e, "check this role's rights"))?;
-        let role: String = row.get(5);
-        let lacks: Vec<String> = [
-            (0, format!("USAGE ON SCHEMA \"{schema}\"")),
-            (1, format!("USAGE ON SEQUENCE \"{schema}\".token")),
-            (2, format!("USAGE ON SEQUENCE \"{schema}\".revision")),
-            (3, format!("SELECT, UPDATE ON \"{schema}\".epoch")),
-            (
-                4,
-                format!("SELECT, INSERT, UPDATE, DELETE ON \"{schema}\".data"),
-            ),
-        ]
-        .into_iter()
-        .filter(|(i, _)| !row.get::<_, bool>(*i))
-        .map(|(_, grant)| grant)
-        .collect();
+        let Some(first) = rows.first() else {
+            return Err(BackendError::Refused(format!(
+                "wardlock's objects in the schema \"{schema}\" are missing"
+            )));
+        };
+        let role: String = first.get(3);
+        let mut lacks = Vec::new();
+        if !first.get::<_, bool>(1) {
+            lacks.push(format!("USAGE ON SCHEMA \"{schema}\""));
+        }
+        for row in &rows {
+            if row.get::<_, bool>(2) {
+                continue;
+            }
+            let object: String = row.get(0);
+            lacks.push(match object.as_str() {
+                "token" | "revision" => format!("USAGE ON SEQUENCE \"{schema}\".{object}"),
+                "epoch" => format!("SELECT, UPDATE ON \"{schema}\".epoch"),
+                _ => format!("SELECT, INSERT, UPDATE, DELETE ON \"{schema}\".{object}"),
+            });
+        }
         if lacks.is_empty() {
             return Ok(());
         }

@@ -1,0 +1,260 @@
+//! The Postgres engine under faults, on a real server each test starts and
+//! stops: a holder's backend terminated (`pg_terminate_backend`), the server
+//! restarted (cleanly and after a crash), the network to it cut by a proxy
+//! that stops forwarding without closing, and restarts again and again under
+//! two hosts × four workers. A holder is never told more than is true: it
+//! reads `lost` before another host is granted its lock.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wardlock_host::{GrantStatus, LockBackend, LockSession, Mode};
+use wardlock_postgres::{PostgresBackend, PostgresConfig, advisory_key};
+use wardlock_tests::chaos::Contention;
+use wardlock_tests::postgres::PgServer;
+use wardlock_tests::proxy::Proxy;
+use wardlock_tests::{TEST_WAIT_LIMIT, name};
+
+use crate::postgres::{backend, wait_no_advisory_lock};
+
+/// Follows `grant`'s status from `first` (its change from `held`, made
+/// before the fault so it misses nothing) until `lost` (bounded), checking
+/// that only `suspended` comes before it; returns when `lost` was read.
+async fn lost_at(
+    session: &dyn LockSession,
+    grant: wardlock_host::GrantId,
+    first: wardlock_host::StatusChange,
+) -> Instant {
+    let mut change = first;
+    loop {
+        let now = tokio::time::timeout(TEST_WAIT_LIMIT, change)
+            .await
+            .expect("status changed in time");
+        match now {
+            GrantStatus::Lost => return Instant::now(),
+            GrantStatus::Suspended => change = session.status_changed(grant, now),
+            other => panic!("{other:?} before lost"),
+        }
+    }
+}
+
+/// The holder's backend is terminated by an administrator: the holder reads
+/// `lost` before the host waiting behind it is granted, and its next acquire
+/// works on a new connection. Repeated 10 times (the order is a race the
+/// engine must win every time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_backend_s_holder_reads_lost_before_another_host_is_granted() {
+    let server = PgServer::start();
+    let first = Arc::new(backend(&server.url()).await);
+    let second = Arc::new(backend(&server.url()).await);
+    let lock = name("terminated");
+    let key = advisory_key(&lock);
+    for round in 0..10 {
+        let holder = first.open_session("holder");
+        let grant = holder
+            .acquire(&lock, Mode::Exclusive, None)
+            .await
+            .expect("hold");
+        let waiting = tokio::spawn({
+            let (second, lock) = (second.clone(), lock.clone());
+            async move {
+                let waiter = second.open_session("waiter");
+                let grant = waiter
+                    .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                    .await
+                    .expect("granted after the termination");
+                (Instant::now(), waiter, grant)
+            }
+        });
+        let started = Instant::now();
+        while !server
+            .advisory_locks()
+            .iter()
+            .any(|l| l.key == key && !l.granted)
+        {
+            assert!(
+                started.elapsed() < TEST_WAIT_LIMIT,
+                "the other host never queued"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let holder: Arc<dyn LockSession> = Arc::from(holder);
+        let change = holder.status_changed(grant.id, GrantStatus::Held);
+        let watching = tokio::spawn({
+            let holder = holder.clone();
+            async move { lost_at(&*holder, grant.id, change).await }
+        });
+        // psql blocks: let the runtime's other worker run the hosts meanwhile.
+        let terminated = tokio::task::block_in_place(|| server.terminate_backends_holding(key));
+        assert_eq!(terminated, 1, "round {round}");
+        let lost = watching.await.expect("join");
+        let (granted, waiter, other) = waiting.await.expect("join");
+        assert!(
+            lost <= granted,
+            "round {round}: the holder read lost {:?} after the other host's grant",
+            lost - granted
+        );
+        waiter.release(other.id).expect("release");
+        drop(holder);
+        // The host goes on, on a new connection.
+        let again = first.open_session("again");
+        let grant = again
+            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("a new connection");
+        again.release(grant.id).expect("release");
+    }
+    wait_no_advisory_lock(&server).await;
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+/// A clean restart and a crash (SIGKILL, recovery): holders read `lost`,
+/// the host grants again by itself, and fencing tokens keep rising across
+/// both (the sequence is moved past every server start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_keep_rising_across_restarts_and_crashes() {
+    let mut server = PgServer::start();
+    let host = backend(&server.url()).await;
+    let lock = name("restarts");
+    let mut last_token = 0;
+    for crash in [false, true, false] {
+        let session = host.open_session("holder");
+        let grant = session
+            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("granted");
+        assert!(
+            grant.token > last_token,
+            "{} after {last_token}",
+            grant.token
+        );
+        last_token = grant.token;
+        if crash {
+            server.kill();
+            server.restart();
+        } else {
+            server.restart();
+        }
+        let now = tokio::time::timeout(
+            TEST_WAIT_LIMIT,
+            session.status_changed(grant.id, GrantStatus::Held),
+        )
+        .await
+        .expect("told in time");
+        assert_eq!(now, GrantStatus::Lost, "crash {crash}");
+        drop(session);
+    }
+    let session = host.open_session("after");
+    let grant = session
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("granted after the restarts");
+    assert!(grant.token > last_token);
+    session.release(grant.id).expect("release");
+    drop(session);
+    wait_no_advisory_lock(&server).await;
+    host.shutdown().await;
+}
+
+/// The network to the holder's host is cut by a proxy that stops forwarding
+/// without closing: the holder reads `suspended`, then `lost`, before the
+/// server ends its connection (`idle_session_timeout`, the session timeout)
+/// and grants the host waiting behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_holder_reads_lost_before_another_host_is_granted() {
+    let server = PgServer::start();
+    let proxy = Proxy::start(server.address()).await;
+    let url = format!("postgres://wardlock@{}/wardlock", proxy.address());
+    let cut_off =
+        PostgresBackend::connect(PostgresConfig::new(&url).session_timeout(Duration::from_secs(2)))
+            .await
+            .expect("backend through the proxy");
+    let lock = name("cut-off");
+    let holder = cut_off.open_session("holder");
+    let grant = holder
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let other = backend(&server.url()).await;
+    let waiting = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            let waiter = other.open_session("waiter");
+            let grant = waiter
+                .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                .await
+                .expect("granted once the server ended the cut-off connection");
+            (Instant::now(), waiter, grant, other)
+        }
+    });
+    let key = advisory_key(&lock);
+    let started = Instant::now();
+    while !server
+        .advisory_locks()
+        .iter()
+        .any(|l| l.key == key && !l.granted)
+    {
+        assert!(
+            started.elapsed() < TEST_WAIT_LIMIT,
+            "the other host never queued"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let first = holder.status_changed(grant.id, GrantStatus::Held);
+    let cut = Instant::now();
+    proxy.partition(true);
+    let lost = lost_at(&*holder, grant.id, first).await;
+    let (granted, waiter, other_grant, other) = waiting.await.expect("join");
+    eprintln!(
+        "{{\"metric\":\"postgres_cut\",\"lost_after_ms\":{},\"granted_after_ms\":{}}}",
+        (lost - cut).as_millis(),
+        (granted - cut).as_millis()
+    );
+    assert!(
+        lost < granted,
+        "the holder read lost {:?} after the other host's grant",
+        lost - granted
+    );
+    waiter.release(other_grant.id).expect("release");
+    drop(waiter);
+    drop(holder);
+    other.shutdown().await;
+}
+
+/// The server restarted again and again (every ~3 s for 15 s) under two
+/// hosts × four workers on one lock: no double holder, the counter exact,
+/// no error seen by a worker (a wait cut by a restart starts again by
+/// itself), no advisory lock left at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarts_under_contention_lose_no_update() {
+    const CHAOS: Duration = Duration::from_secs(15);
+    const RESTART_EVERY: Duration = Duration::from_secs(3);
+    let mut server = PgServer::start();
+    let mut hosts: Vec<Arc<dyn LockBackend>> = Vec::new();
+    for _ in 0..2 {
+        hosts.push(Arc::new(backend(&server.url()).await));
+    }
+    let contention = Contention::start(&hosts, 4, "pg-chaos", Duration::from_secs(30));
+    let started = Instant::now();
+    let mut restarts = 0;
+    while started.elapsed() < CHAOS {
+        tokio::time::sleep(RESTART_EVERY).await;
+        server.restart();
+        restarts += 1;
+    }
+    let report = contention.finish().await;
+    for host in &hosts {
+        host.shutdown().await;
+    }
+    wait_no_advisory_lock(&server).await;
+    eprintln!(
+        "{{\"metric\":\"postgres_restarts\",\"restarts\":{restarts},\"increments\":{},\"counter\":{},\"double_holders\":{},\"errors\":{}}}",
+        report.increments, report.counter, report.double_holders, report.errors
+    );
+    assert!(restarts >= 4, "only {restarts} restarts");
+    assert!(report.increments > 0);
+    assert_eq!(report.double_holders, 0);
+    assert_eq!(report.counter, report.increments, "lost updates");
+    assert_eq!(report.errors, 0);
+}
