@@ -10,7 +10,10 @@
 //!   `lost`, the waiting guest is granted), `slow-server` (every answer of the
 //!   lock service is late: waits still end `timeout`, grants still come);
 //! - engines: memory (its fault injection: `Fault::Expire`, grant delay),
-//!   ZooKeeper, ZooKeeper with host-local hand-off (one server for all cells);
+//!   ZooKeeper, ZooKeeper with host-local hand-off (one server for all cells),
+//!   PostgreSQL (one server for all cells; `session-expiry` is the holder's
+//!   backend terminated with `pg_terminate_backend`; it has no semaphores, so
+//!   no `acquire-permit` cells);
 //! - paths: `acquire`, `acquire-permit`, `acquire-many`, `acquire-async`
 //!   (through `lockctl2`, the 0.2.0 probe guest).
 //!
@@ -28,7 +31,9 @@ use std::time::Duration;
 use wardlock_host::backend::memory::Fault as MemoryFault;
 use wardlock_host::runner::{InstanceReport, Outcome, RunnerConfig};
 use wardlock_host::{Grant, GrantStatus, LockBackend, LockSession, MemoryBackend, Mode};
-use wardlock_tests::probe::{MemoryProbe, Probe, ZkProbe};
+use wardlock_postgres::{PostgresBackend, PostgresConfig, advisory_key};
+use wardlock_tests::postgres::PgServer;
+use wardlock_tests::probe::{HandoffProbe, MemoryProbe, Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, lines, name, runner_with, spawn_run};
@@ -54,6 +59,7 @@ enum Engine {
     Memory,
     ZooKeeper,
     Handoff,
+    Postgres,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +77,12 @@ const FAULTS: [Fault; 5] = [
     Fault::SessionExpiry,
     Fault::SlowServer,
 ];
-const ENGINES: [Engine; 3] = [Engine::Memory, Engine::ZooKeeper, Engine::Handoff];
+const ENGINES: [Engine; 4] = [
+    Engine::Memory,
+    Engine::ZooKeeper,
+    Engine::Handoff,
+    Engine::Postgres,
+];
 const PATHS: [Path; 4] = [Path::Lock, Path::Permit, Path::Many, Path::Async];
 
 /// What a guest's wait came to, read from its last line.
@@ -146,9 +157,10 @@ impl Path {
     }
 }
 
-/// The lock service the matrix runs on.
+/// The lock services the matrix runs on.
 struct World {
     zk: ZkServer,
+    pg: PgServer,
 }
 
 /// One cell's hosts: the holder's (direct, through a proxy on ZooKeeper) and
@@ -158,6 +170,8 @@ struct Hosts {
     waiter: Arc<dyn LockBackend>,
     memory: Option<MemoryBackend>,
     holder_zk: Option<(ZooKeeperBackend, Proxy)>,
+    /// On Postgres: the holder's backend is terminated by key.
+    postgres: bool,
     waiter_proxy: Option<Proxy>,
     probe: Arc<dyn Probe>,
 }
@@ -171,8 +185,30 @@ impl World {
                 waiter: Arc::new(memory.clone()),
                 memory: Some(memory.clone()),
                 holder_zk: None,
+                postgres: false,
                 waiter_proxy: None,
                 probe: Arc::new(MemoryProbe(memory)),
+            };
+        }
+        if engine == Engine::Postgres {
+            let holder = Arc::new(
+                PostgresBackend::connect(PostgresConfig::new(&self.pg.url()))
+                    .await
+                    .expect("holder host"),
+            );
+            let waiter_proxy = Proxy::start(self.pg.address()).await;
+            let url = format!("postgres://wardlock@{}/wardlock", waiter_proxy.address());
+            let waiter = PostgresBackend::connect(PostgresConfig::new(&url))
+                .await
+                .expect("waiter host");
+            return Hosts {
+                holder: holder.clone(),
+                waiter: Arc::new(waiter),
+                memory: None,
+                holder_zk: None,
+                postgres: true,
+                waiter_proxy: Some(waiter_proxy),
+                probe: Arc::new(HandoffProbe(holder)),
             };
         }
         let holder_proxy = Proxy::start(self.zk.address()).await;
@@ -196,6 +232,7 @@ impl World {
             waiter: Arc::new(waiter),
             memory: None,
             holder_zk: Some((holder, holder_proxy)),
+            postgres: false,
             waiter_proxy: Some(waiter_proxy),
             probe: Arc::new(ZkProbe::connect(&self.zk.address(), ROOT).await),
         }
@@ -242,8 +279,15 @@ impl Hosts {
         }
     }
 
-    /// Expires the holder's session (memory: injected).
-    async fn expire_holder(&self, world: &World) {
+    /// Expires the holder's session (memory: injected; Postgres: its
+    /// backend holding `lock` terminated).
+    async fn expire_holder(&self, world: &World, lock: &str) {
+        if self.postgres {
+            let key = advisory_key(&name(lock));
+            let terminated =
+                tokio::task::block_in_place(|| world.pg.terminate_backends_holding(key));
+            assert_eq!(terminated, 1, "the holder's backend of {lock}");
+        }
         if let Some(memory) = &self.memory {
             memory.inject("holder", MemoryFault::Expire);
         }
@@ -361,7 +405,7 @@ async fn session_expiry(
         let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
         spawn_run(&runner, 0, &commands)
     };
-    hosts.expire_holder(world).await;
+    hosts.expire_holder(world, lock).await;
     let waiter = waiter.await.expect("waiter task");
     match path.waits(&waiter).as_slice() {
         [Seen::Granted] => {}
@@ -407,6 +451,7 @@ async fn fault_matrix() {
         .unwrap_or(1);
     let world = World {
         zk: ZkServer::start(),
+        pg: PgServer::start(),
     };
     let mut failures = Vec::new();
     println!("| fault | engine | path | passed |");
@@ -414,6 +459,10 @@ async fn fault_matrix() {
     for fault in FAULTS {
         for engine in ENGINES {
             for path in PATHS {
+                if engine == Engine::Postgres && path == Path::Permit {
+                    println!("| {fault:?} | {engine:?} | {path:?} | n/a (no semaphores) |");
+                    continue;
+                }
                 let mut passed = 0;
                 for round in 0..rounds {
                     match cell(&world, fault, engine, path, round).await {

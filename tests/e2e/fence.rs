@@ -3,7 +3,7 @@
 //! for: a holder whose whole host is paused (SIGSTOP, as a long GC or a
 //! stopped VM) past its session comes back believing it holds the lock; the
 //! next holder has taken it and written meanwhile; the paused holder's write
-//! must fail with `lost` and change nothing — on ZooKeeper and on etcd, with
+//! must fail with `lost` and change nothing — on ZooKeeper, etcd and PostgreSQL, with
 //! real servers and real host processes.
 
 use std::time::Duration;
@@ -11,6 +11,7 @@ use std::time::Duration;
 use wardlock_host::MemoryBackend;
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::host_process::HostProcess;
+use wardlock_tests::postgres::PgServer;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, lines, lockctl2};
 
@@ -114,6 +115,16 @@ async fn a_paused_holder_cannot_overwrite_the_next_on_zookeeper() {
 async fn a_paused_holder_cannot_overwrite_the_next_on_etcd() {
     let server = EtcdServer::start();
     a_paused_holder_cannot_overwrite(vec!["--etcd".into(), server.address()]).await;
+}
+
+/// On PostgreSQL the paused host's connection idles past its
+/// `idle_session_timeout` (the session timeout): the server ends it and
+/// frees the lock; the resumed host's write is refused by its own clock, and
+/// could not run on the ended connection anyway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_holder_cannot_overwrite_the_next_on_postgres() {
+    let server = PgServer::start();
+    a_paused_holder_cannot_overwrite(vec!["--postgres".into(), server.url()]).await;
 }
 
 /// Every call and refusal of the store through a guest, on the embedded

@@ -258,3 +258,54 @@ async fn restarts_under_contention_lose_no_update() {
     assert_eq!(report.counter, report.increments, "lost updates");
     assert_eq!(report.errors, 0);
 }
+
+/// A guarded write is one statement with its check, on the holding
+/// connection: once the holder's backend is terminated the write is `lost`
+/// and the entry keeps what the next holder wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guarded_write_after_the_holder_s_backend_ended_is_lost() {
+    let server = PgServer::start();
+    let first = backend(&server.url()).await;
+    let second = backend(&server.url()).await;
+    let lock = name("guarded-terminated");
+    let key = wardlock_host::backend::GuardedKey::new("v").expect("key");
+    let holder = first.open_session("holder");
+    let grant = holder
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    holder
+        .guarded_put(grant.id, &key, b"v1")
+        .await
+        .expect("put v1");
+    assert_eq!(
+        tokio::task::block_in_place(|| server.terminate_backends_holding(advisory_key(&lock))),
+        1
+    );
+    let next = second.open_session("next");
+    let next_grant = next
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("the next holder");
+    next.guarded_put(next_grant.id, &key, b"v2")
+        .await
+        .expect("put v2");
+    let stale = holder.guarded_put(grant.id, &key, b"stale").await;
+    assert!(
+        matches!(stale, Err(wardlock_host::BackendError::Lost)),
+        "{stale:?}"
+    );
+    let entry = next
+        .guarded_get(&lock, &key)
+        .await
+        .expect("get")
+        .expect("entry");
+    assert_eq!(entry.value, b"v2");
+    assert_eq!(entry.token, next_grant.token);
+    next.release(next_grant.id).expect("release");
+    drop(holder);
+    drop(next);
+    wait_no_advisory_lock(&server).await;
+    first.shutdown().await;
+    second.shutdown().await;
+}

@@ -48,6 +48,16 @@ fn holding_conn(shared: &Shared, holder: &Holder) -> Result<Arc<PgConn>, Backend
     Ok(conn)
 }
 
+/// What a failed write means: its connection ended under it (terminated,
+/// restarted, cut), which ended the lock with it, is `Lost`; a refusal by
+/// the server is what [`classify`] says.
+fn write_failed(error: &tokio_postgres::Error, what: &str) -> BackendError {
+    if error.as_db_error().is_none() {
+        return BackendError::Lost;
+    }
+    classify(error, what)
+}
+
 /// The check that the statement's own connection holds `$1`/`$2` exclusively.
 const HELD: &str = "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() \
                     AND granted AND mode = 'ExclusiveLock' AND classid::bigint = $1 \
@@ -93,7 +103,7 @@ pub(crate) async fn put(
             ],
         )
         .await
-        .map_err(|e| classify(&e, "write a guarded entry"))?;
+        .map_err(|e| write_failed(&e, "write a guarded entry"))?;
     let row = rows.first().ok_or(BackendError::Lost)?;
     let revision: i64 = row
         .try_get(0)
@@ -133,7 +143,7 @@ pub(crate) async fn delete(
             ],
         )
         .await
-        .map_err(|e| classify(&e, "delete a guarded entry"))?;
+        .map_err(|e| write_failed(&e, "delete a guarded entry"))?;
     let held: bool = row.get(0);
     if !held {
         return Err(BackendError::Lost);
