@@ -461,6 +461,45 @@ mod tests {
     }
 
     #[test]
+    fn a_postgres_backend_is_configured_from_its_entry() {
+        let plan = load_text(
+            "[backends.pg]\nkind = \"postgres\"\nurl = \"postgres://app@db:5432/app\"\n\
+             session_timeout = 4\nwait_connections = 4\nschema = \"locks\"\n\
+             [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
+        )
+        .expect("valid");
+        let config = plan.backends.get("pg").map(|c| c.as_any().downcast_ref());
+        let Some(Some(config)) = config else {
+            panic!("not a Postgres backend: {:?}", plan.backends);
+        };
+        let config: &wardlock_postgres::PostgresConfig = config;
+        assert_eq!(config.url, "postgres://app@db:5432/app");
+        assert_eq!(config.session_timeout, std::time::Duration::from_secs(4));
+        assert_eq!(config.wait_connections, 4);
+        assert_eq!(config.schema, "locks");
+        let refused = load_text(
+            "[backends.pg]\nkind = \"postgres\"\nurl = \"postgres://app@db/app\"\nroot = \"/x\"\n\
+             [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
+        )
+        .expect_err("a root is refused");
+        assert!(
+            format!("{refused:#}").contains("backends.pg.root"),
+            "{refused:#}"
+        );
+        let refused = load_text(
+            "[backends.pg]\nkind = \"postgres\"\nurl = \"postgres://app:pw@db/app\"\n\
+             [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
+        )
+        .expect_err("a password in the URL is refused");
+        let shown = format!("{refused:#}");
+        assert!(
+            shown.contains("password_file") || shown.contains("PGPASSWORD"),
+            "{shown}"
+        );
+        assert!(!shown.contains(":pw@"), "{shown}");
+    }
+
+    #[test]
     fn a_digest_file_is_read_beside_the_config_and_never_printed() {
         let dir = std::env::temp_dir().join(format!("wardlock-config-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
