@@ -195,7 +195,7 @@ async fn sqlx_and_guests_exclude_each_other_both_ways() {
 }
 
 /// Waits (bounded) until the server's advisory locks satisfy `test`.
-async fn wait_for(
+pub(crate) async fn wait_for(
     server: &PgServer,
     test: impl Fn(&[wardlock_tests::postgres::AdvisoryLock]) -> bool,
 ) {

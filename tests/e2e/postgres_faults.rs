@@ -15,7 +15,7 @@ use wardlock_tests::postgres::PgServer;
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
 
-use crate::postgres::{backend, wait_no_advisory_lock};
+use crate::postgres::{backend, wait_for, wait_no_advisory_lock};
 
 /// Follows `grant`'s status from `first` (its change from `held`, made
 /// before the fault so it misses nothing) until `lost` (bounded), checking
@@ -66,18 +66,10 @@ async fn a_terminated_backend_s_holder_reads_lost_before_another_host_is_granted
                 (Instant::now(), waiter, grant)
             }
         });
-        let started = Instant::now();
-        while !server
-            .advisory_locks()
-            .iter()
-            .any(|l| l.key == key && !l.granted)
-        {
-            assert!(
-                started.elapsed() < TEST_WAIT_LIMIT,
-                "the other host never queued"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for(&server, |locks| {
+            locks.iter().any(|l| l.key == key && !l.granted)
+        })
+        .await;
         let holder: Arc<dyn LockSession> = Arc::from(holder);
         let change = holder.status_changed(grant.id, GrantStatus::Held);
         let watching = tokio::spawn({
@@ -189,18 +181,10 @@ async fn a_cut_off_holder_reads_lost_before_another_host_is_granted() {
         }
     });
     let key = advisory_key(&lock);
-    let started = Instant::now();
-    while !server
-        .advisory_locks()
-        .iter()
-        .any(|l| l.key == key && !l.granted)
-    {
-        assert!(
-            started.elapsed() < TEST_WAIT_LIMIT,
-            "the other host never queued"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for(&server, |locks| {
+        locks.iter().any(|l| l.key == key && !l.granted)
+    })
+    .await;
     let first = holder.status_changed(grant.id, GrantStatus::Held);
     let cut = Instant::now();
     proxy.partition(true);

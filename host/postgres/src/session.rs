@@ -1,11 +1,9 @@
 //! A guest's lock session on PostgreSQL: every lock goes through the host's
 //! hand-off task for its name (one advisory lock per host and name; see
-//! `recipe`); the session keeps what the task granted, and a grant's status
-//! is its lock's connection's.
+//! `recipe`); the session keeps what the task granted (the toolkit's
+//! [`SessionGrants`]), and a grant's status is its lock's connection's.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -13,63 +11,43 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use wardlock_backend::guarded::{check_value, not_exclusive};
-use wardlock_backend::handoff::{self, LocalHeld, LocalLock};
-use wardlock_backend::liveness;
+use wardlock_backend::handoff::{self, LocalLock, SessionGrants, SessionHealth, SessionLookup};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
     BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, LockSession,
-    Mode, Request, RequestKind, StatusChange, settled,
+    Mode, Request, RequestKind, StatusChange,
 };
 
 use crate::guarded::{self, Holder};
 use crate::handoff_nodes::PgNodes;
 use crate::{Shared, inspect};
 
-/// A grant: the task's answer, its lock and mode, and a sender dropped with
-/// the grant (which wakes its status subscribers with `released`).
-struct Held {
-    local: LocalHeld,
-    name: LockName,
-    mode: Mode,
-    alive: watch::Sender<()>,
+/// The connections a grant may live on, as [`SessionGrants`] asks.
+impl SessionLookup for Shared {
+    fn health(&self, generation: u64) -> Option<SessionHealth> {
+        self.pool.conn_of(generation).map(|conn| conn.health())
+    }
+
+    fn watch(&self, generation: u64) -> Option<watch::Receiver<SessionHealth>> {
+        self.pool.conn_of(generation).map(|conn| {
+            let _ = conn.health();
+            conn.liveness.watch_health()
+        })
+    }
 }
 
-/// A session of [`crate::PostgresBackend`].
+/// A session of [`crate::PostgresBackend`]: its grants, each with its lock's
+/// name and mode.
 pub(crate) struct PgLockSession {
     shared: Arc<Shared>,
-    held: Mutex<HashMap<u64, Held>>,
-    last_grant: AtomicU64,
+    grants: SessionGrants<(LockName, Mode)>,
 }
 
 impl PgLockSession {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         PgLockSession {
             shared,
-            held: Mutex::new(HashMap::new()),
-            last_grant: AtomicU64::new(0),
-        }
-    }
-
-    fn held(&self) -> MutexGuard<'_, HashMap<u64, Held>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn record(&self, local: LocalHeld, name: LockName, mode: Mode) -> Grant {
-        let token = local.token;
-        let id = self.last_grant.fetch_add(1, Ordering::Relaxed) + 1;
-        let alive = watch::Sender::new(());
-        self.held().insert(
-            id,
-            Held {
-                local,
-                name,
-                mode,
-                alive,
-            },
-        );
-        Grant {
-            id: GrantId(id),
-            token,
+            grants: SessionGrants::default(),
         }
     }
 
@@ -104,25 +82,22 @@ impl PgLockSession {
             start,
         )
         .await?;
-        Ok(held.map(|local| self.record(local, request.name.clone(), mode)))
+        Ok(held.map(|local| self.grants.record(local, (request.name.clone(), mode))))
     }
 
     /// The exclusive grant `grant`, as a guarded write sees it.
     fn holder(&self, grant: GrantId) -> Result<Holder, BackendError> {
-        let held = self.held();
-        let held = held
-            .get(&grant.0)
+        let (local, (name, mode)) = self
+            .grants
+            .get(grant)
             .ok_or(BackendError::UnknownGrant(grant.0))?;
-        if held.mode != Mode::Exclusive {
-            return Err(not_exclusive(&format!(
-                "a shared holder of \"{}\"",
-                held.name
-            )));
+        if mode != Mode::Exclusive {
+            return Err(not_exclusive(&format!("a shared holder of \"{name}\"")));
         }
         Ok(Holder {
-            name: held.name.clone(),
-            token: held.local.token,
-            generation: held.local.generation,
+            name,
+            token: local.token,
+            generation: local.generation,
         })
     }
 }
@@ -148,48 +123,23 @@ impl LockSession for PgLockSession {
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        let held = self
-            .held()
-            .remove(&grant.0)
-            .ok_or(BackendError::UnknownGrant(grant.0))?;
-        held.local.release();
-        Ok(())
+        self.grants.release(grant)
     }
 
     fn status(&self, grant: GrantId) -> GrantStatus {
-        let Some(generation) = self.held().get(&grant.0).map(|h| h.local.generation) else {
-            return GrantStatus::Released;
-        };
-        match self.shared.pool.conn_of(generation) {
-            Some(conn) => liveness::grant_status(conn.health()),
-            None => GrantStatus::Lost,
-        }
+        self.grants.status(grant, &*self.shared)
     }
 
     fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        let watched = self
-            .held()
-            .get(&grant.0)
-            .map(|h| (h.alive.subscribe(), h.local.generation));
-        let Some((alive, generation)) = watched else {
-            return settled(GrantStatus::Released, seen);
-        };
-        let health = self.shared.pool.conn_of(generation).map(|conn| {
-            // Compute now, so what the subscriber starts from is current.
-            let _ = conn.health();
-            conn.liveness.watch_health()
-        });
-        liveness::status_change(alive, health, seen)
+        self.grants.status_changed(grant, seen, &*self.shared)
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        let (local, name) = self
-            .held()
-            .get(&exclusive.0)
-            .map(|h| (h.local.clone(), h.name.clone()))
-            .ok_or(BackendError::UnknownGrant(exclusive.0))?;
-        let shared = handoff::downgrade(&self.shared.local_locks, &local).await?;
-        Ok(self.record(shared, name, Mode::Shared))
+        self.grants
+            .downgrade(&self.shared.local_locks, exclusive, |(name, _)| {
+                (name, Mode::Shared)
+            })
+            .await
     }
 
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
@@ -237,8 +187,6 @@ impl LockSession for PgLockSession {
 
 impl Drop for PgLockSession {
     fn drop(&mut self) {
-        for (_, held) in self.held().drain() {
-            held.local.release();
-        }
+        self.grants.release_all();
     }
 }

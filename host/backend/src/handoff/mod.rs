@@ -26,10 +26,10 @@
 //! [`LockSession`](crate::LockSession) then does no queueing of its own: it
 //! keeps one [`LocalLocks`] per backend, asks it for each grant with [`ask`]
 //! (starting the lock's [`LocalLock`] task on the engine when none runs),
-//! keeps the [`LocalHeld`] it answers, and releases with
-//! [`LocalHeld::release`]; a downgrade is [`downgrade`]. A grant's status is
-//! its node's session's ([`LocalHeld::generation`]; see
-//! [`crate::liveness`] for the session clock and `status_change`). The
+//! keeps the [`LocalHeld`] it answers in its [`SessionGrants`], which
+//! releases, downgrades and reports statuses: a grant's status is its node's
+//! session's ([`LocalHeld::generation`]), which the engine tells through
+//! [`SessionLookup`] (see [`crate::liveness`] for the session clock). The
 //! task does the rest: FIFO among the host's guests, the fairness bound,
 //! the linger, tokens, answering every request once. `wardlock-zookeeper`'s
 //! `handoff_nodes.rs` and `wardlock-etcd`'s `keys.rs` are two engines;
@@ -39,10 +39,12 @@
 mod local_lock;
 mod node;
 mod request;
+mod session_grants;
 
 pub use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
 pub use node::{OwnedNode, SessionHealth, until};
 pub use request::{LocalHeld, ask, downgrade};
+pub use session_grants::{SessionGrants, SessionLookup};
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::time::Instant;
 use wardlock_backend::handoff::{
-    SessionHealth, LocalLocks, NodeEngine, NodeFuture, NodeRequest, NodeSession, OwnedNode, WatchFuture,
-    until,
+    LocalLocks, NodeEngine, NodeFuture, NodeRequest, NodeSession, OwnedNode, SessionHealth,
+    WatchFuture, until,
 };
 use wardlock_backend::liveness::Liveness;
 use wardlock_backend::name::LockName;

@@ -1,60 +1,48 @@
 //! A guest's lock session: every lock goes through the host's hand-off task
 //! for its name ([`handoff::ask`]), which holds the host's one node for it;
-//! the session keeps what the task granted, and the grant's status is its
-//! node's session's.
+//! the session keeps what the task granted in the toolkit's
+//! [`SessionGrants`], and a grant's status is its node's session's (what
+//! [`SessionLookup`] says of it).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use wardlock_backend::handoff::{self, LocalHeld, LocalLock};
-use wardlock_backend::liveness;
+use wardlock_backend::handoff::{self, LocalLock, SessionGrants, SessionHealth, SessionLookup};
 use wardlock_backend::{
     BackendError, Grant, GrantId, GrantStatus, LockSession, Request, RequestKind, StatusChange,
-    settled,
 };
 
 use crate::engine::{Shared, StoreNodes};
 
-/// A grant: the task's answer, and a sender dropped with the grant (which
-/// wakes its status subscribers with `released`).
-struct Held {
-    local: LocalHeld,
-    alive: watch::Sender<()>,
+/// The host's sessions with the store, as [`SessionGrants`] asks about them.
+impl SessionLookup for Shared {
+    fn health(&self, generation: u64) -> Option<SessionHealth> {
+        let session = self.session_of(generation)?;
+        Some(session.liveness.health(true, Instant::now()))
+    }
+
+    fn watch(&self, generation: u64) -> Option<watch::Receiver<SessionHealth>> {
+        let session = self.session_of(generation)?;
+        // Compute now, so what the subscriber starts from is current.
+        let _ = session.liveness.health(true, Instant::now());
+        Some(session.liveness.watch_health())
+    }
 }
 
-/// A session of [`crate::NodeBackend`].
+/// A session of [`crate::NodeBackend`]: the grants its locks' tasks made.
 pub(crate) struct NodeLockSession {
     shared: Arc<Shared>,
-    held: Mutex<HashMap<u64, Held>>,
-    last_grant: AtomicU64,
+    grants: SessionGrants<()>,
 }
 
 impl NodeLockSession {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         NodeLockSession {
             shared,
-            held: Mutex::new(HashMap::new()),
-            last_grant: AtomicU64::new(0),
-        }
-    }
-
-    fn held(&self) -> MutexGuard<'_, HashMap<u64, Held>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn record(&self, local: LocalHeld) -> Grant {
-        let token = local.token;
-        let id = self.last_grant.fetch_add(1, Ordering::Relaxed) + 1;
-        let alive = watch::Sender::new(());
-        self.held().insert(id, Held { local, alive });
-        Grant {
-            id: GrantId(id),
-            token,
+            grants: SessionGrants::default(),
         }
     }
 
@@ -89,7 +77,7 @@ impl NodeLockSession {
             start,
         )
         .await?;
-        Ok(held.map(|local| self.record(local)))
+        Ok(held.map(|local| self.grants.record(local, ())))
     }
 }
 
@@ -114,55 +102,26 @@ impl LockSession for NodeLockSession {
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        let held = self
-            .held()
-            .remove(&grant.0)
-            .ok_or(BackendError::UnknownGrant(grant.0))?;
-        held.local.release();
-        Ok(())
+        self.grants.release(grant)
     }
 
     fn status(&self, grant: GrantId) -> GrantStatus {
-        let Some(generation) = self.held().get(&grant.0).map(|h| h.local.generation) else {
-            return GrantStatus::Released;
-        };
-        match self.shared.session_of(generation) {
-            Some(session) => liveness::grant_status(session.liveness.health(true, Instant::now())),
-            None => GrantStatus::Lost,
-        }
+        self.grants.status(grant, &*self.shared)
     }
 
     fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        let watched = self
-            .held()
-            .get(&grant.0)
-            .map(|h| (h.alive.subscribe(), h.local.generation));
-        let Some((alive, generation)) = watched else {
-            return settled(GrantStatus::Released, seen);
-        };
-        let health = self.shared.session_of(generation).map(|session| {
-            // Compute now, so what the subscriber starts from is current.
-            let _ = session.liveness.health(true, Instant::now());
-            session.liveness.watch_health()
-        });
-        liveness::status_change(alive, health, seen)
+        self.grants.status_changed(grant, seen, &*self.shared)
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        let local = self
-            .held()
-            .get(&exclusive.0)
-            .map(|h| h.local.clone())
-            .ok_or(BackendError::UnknownGrant(exclusive.0))?;
-        let shared = handoff::downgrade(&self.shared.local_locks, &local).await?;
-        Ok(self.record(shared))
+        self.grants
+            .downgrade(&self.shared.local_locks, exclusive, |()| ())
+            .await
     }
 }
 
 impl Drop for NodeLockSession {
     fn drop(&mut self) {
-        for (_, held) in self.held().drain() {
-            held.local.release();
-        }
+        self.grants.release_all();
     }
 }
