@@ -19,6 +19,9 @@ pub mod fencing {}
 #[doc = include_str!("../../../docs/guest-sdks.md")]
 pub mod guest_sdks {}
 
+#[doc = include_str!("../../../docs/postgres.md")]
+pub mod postgres {}
+
 #[doc = include_str!("../../../docs/wit.md")]
 pub mod wit {}
 
@@ -33,6 +36,9 @@ pub mod readme_wardlock_zookeeper {}
 
 #[doc = include_str!("../../../host/etcd/README.md")]
 pub mod readme_wardlock_etcd {}
+
+#[doc = include_str!("../../../host/postgres/README.md")]
+pub mod readme_wardlock_postgres {}
 
 #[doc = include_str!("../../../host/README.md")]
 pub mod readme_wardlock_host {}
