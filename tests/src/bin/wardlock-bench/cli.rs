@@ -26,6 +26,14 @@ pub(crate) struct Args {
     #[arg(long, value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = PRIVATE)]
     pub etcd: Option<String>,
 
+    /// Also measure on PostgreSQL (the postgres-floor, postgres-native and
+    /// postgres-guest systems): on the server at URL
+    /// (`postgres://ROLE@HOST:PORT/DATABASE`, a role that may create
+    /// wardlock's schema), or, given without a value, on a private server
+    /// started on a free loopback port.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = PRIVATE)]
+    pub postgres: Option<String>,
+
     /// Workloads to run, comma-separated.
     #[arg(
         long,
@@ -56,7 +64,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "M", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub ops: u64,
 
-    /// ZooKeeper session timeout of wardlock's backend, in seconds.
+    /// ZooKeeper session timeout of wardlock's backend, in seconds (also
+    /// etcd's lease TTL and PostgreSQL's session timeout).
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub session_timeout: u64,
 
@@ -81,8 +90,10 @@ pub(crate) struct Args {
     pub host_child: Option<std::path::PathBuf>,
 
     /// Run wardlock's ZooKeeper systems without host-local hand-off (every
-    /// client queues on its own node, the library's default). Without it they
-    /// run as `wardlock run` and `serve` do: hand-off on, default limits.
+    /// client queues on its own node, the library's default), and the etcd
+    /// and PostgreSQL ones with `LocalHandoff::NONE` (no local grant once
+    /// another host waits). Without it they run as `wardlock run` and
+    /// `serve` do: hand-off on, default limits.
     #[arg(long)]
     pub no_local_handoff: bool,
 
@@ -118,16 +129,18 @@ impl Args {
     }
 
     /// The selected systems, in the canonical order, without repeats; the
-    /// etcd systems only with `--etcd`.
+    /// etcd systems only with `--etcd`, the PostgreSQL ones only with
+    /// `--postgres`.
     pub(crate) fn selected_systems(&self) -> Vec<System> {
         selected(&self.systems)
             .into_iter()
             .filter(|s| self.etcd.is_some() || !s.uses_etcd())
+            .filter(|s| self.postgres.is_some() || !s.uses_postgres())
             .collect()
     }
 }
 
-/// `--etcd` without a value: start a private server.
+/// `--etcd` or `--postgres` without a value: start a private server.
 pub(crate) const PRIVATE: &str = "private";
 
 /// A `--workloads` or `--systems` item: `all`, or one value.

@@ -1,21 +1,28 @@
 //! What every workload shares: the ZooKeeper server and wardlock's backends on
-//! it, the in-memory backend, guest runners and the data directory for counter
-//! files.
+//! it (and on etcd and PostgreSQL when asked), the in-memory backend, guest
+//! runners and the data directory for counter files.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
 use wardlock_etcd::{EtcdBackend, EtcdConfig};
 use wardlock_host::runner::{Preopen, Runner, RunnerConfig, Runtime, Stdio};
 use wardlock_host::{LockBackend, MemoryBackend};
+use wardlock_postgres::{PostgresBackend, PostgresConfig};
 use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 use super::cli::Args;
 use super::systems::System;
 use super::systems::curator::Driver;
 use super::systems::guest::GUEST_DATA_DIR;
+use super::systems::pg_floor::FLOOR_APPLICATION;
 use super::zk_stats::{ZkDelta, ZkSnapshot, ZkStats};
 use wardlock_tests::{Guest, runner_with};
 
@@ -161,6 +168,196 @@ impl EtcdEnv {
     }
 }
 
+/// The `application_name` of `postgres-native`'s backend: its connections
+/// counted apart from the guests' backend's, which keeps the engine's own
+/// name (`wardlock`, unless the URL names one), as a real host does.
+pub(crate) const NATIVE_APPLICATION: &str = "wardlock-bench-native";
+
+/// The PostgreSQL side of a run.
+pub(crate) struct PgEnv {
+    pub url: String,
+    /// `postgres-native`'s backend ("a host"): its connections are named
+    /// [`NATIVE_APPLICATION`].
+    pub native: Arc<PostgresBackend>,
+    /// `postgres-guest`'s backend ("another host", never running at the same
+    /// time as `native`): configured as `wardlock run --postgres URL` is.
+    pub guest: Arc<PostgresBackend>,
+    /// Whether hand-off runs with its bounds (not `--no-local-handoff`).
+    pub local_handoff: bool,
+    /// The guests' backend's `application_name`.
+    guest_application: String,
+    /// A connection of its own for reading `pg_stat_activity`.
+    monitor: tokio::sync::Mutex<PgConnection>,
+    /// Connections seen per system since the last [`PgEnv::take_connections`].
+    connections: Mutex<HashMap<System, PgConnections>>,
+}
+
+/// Connections a PostgreSQL system had open during a workload's phases.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PgConnections {
+    /// The most lock connections open at once: `open_connections()` of the
+    /// system's backend sampled every millisecond during the loops (the
+    /// floor: its clients).
+    pub open_max: usize,
+    /// The most rows of `pg_stat_activity` with the system's
+    /// `application_name`, read after each phase's loops (the floor: before,
+    /// once its clients connected).
+    pub server_max: i64,
+}
+
+impl PgEnv {
+    /// Connects wardlock's two PostgreSQL backends (hand-off as
+    /// `--no-local-handoff` says) and the monitor connection.
+    ///
+    /// # Errors
+    /// When PostgreSQL cannot be reached or refuses the role.
+    pub(crate) async fn connect(url: &str, args: &Args) -> anyhow::Result<PgEnv> {
+        let handoff = if args.no_local_handoff {
+            LocalHandoff::NONE
+        } else {
+            limits(args)
+        };
+        let config = |url: &str| {
+            PostgresConfig::new(url)
+                .session_timeout(args.session_timeout())
+                .local_handoff(handoff)
+        };
+        let connect = |config: PostgresConfig| async move {
+            PostgresBackend::connect(config)
+                .await
+                .with_context(|| format!("wardlock cannot connect to PostgreSQL at {url}"))
+        };
+        let guest = connect(config(url)).await?;
+        let native = connect(config(&with_application(url, NATIVE_APPLICATION))).await?;
+        let options = PgConnectOptions::from_str(url)
+            .with_context(|| format!("bad PostgreSQL URL {url:?}"))?
+            .application_name("wardlock-bench-monitor");
+        let monitor = PgConnection::connect_with(&options)
+            .await
+            .with_context(|| format!("cannot connect to PostgreSQL at {url}"))?;
+        Ok(PgEnv {
+            url: url.to_owned(),
+            native: Arc::new(native),
+            guest: Arc::new(guest),
+            local_handoff: !args.no_local_handoff,
+            guest_application: application_of(url).unwrap_or_else(|| "wardlock".to_owned()),
+            monitor: tokio::sync::Mutex::new(monitor),
+            connections: Mutex::default(),
+        })
+    }
+
+    /// The backend of `system`, if it has one.
+    fn backend(&self, system: System) -> Option<&Arc<PostgresBackend>> {
+        match system {
+            System::PostgresNative => Some(&self.native),
+            System::PostgresGuest => Some(&self.guest),
+            _ => None,
+        }
+    }
+
+    /// The `application_name` of `system`'s connections.
+    fn application(&self, system: System) -> &str {
+        match system {
+            System::PostgresFloor => FLOOR_APPLICATION,
+            System::PostgresNative => NATIVE_APPLICATION,
+            _ => &self.guest_application,
+        }
+    }
+
+    /// Counts `system`'s rows in `pg_stat_activity` now and records the most.
+    pub(crate) async fn count_server_connections(&self, system: System) {
+        let mut monitor = self.monitor.lock().await;
+        let counted = sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+        )
+        .bind(self.application(system))
+        .fetch_one(&mut *monitor)
+        .await;
+        drop(monitor);
+        match counted {
+            Ok(count) => self.record(system, |c| c.server_max = c.server_max.max(count)),
+            Err(error) => eprintln!("wardlock-bench: reading pg_stat_activity: {error:#}"),
+        }
+    }
+
+    /// Records `open` lock connections of `system`.
+    pub(crate) fn record_open(&self, system: System, open: usize) {
+        self.record(system, |c| c.open_max = c.open_max.max(open));
+    }
+
+    fn record(&self, system: System, update: impl FnOnce(&mut PgConnections)) {
+        let mut connections = self.connections.lock().unwrap_or_else(|e| e.into_inner());
+        update(connections.entry(system).or_default());
+    }
+
+    /// What was recorded for `system` since the last call, and starts again.
+    pub(crate) fn take_connections(&self, system: System) -> Option<PgConnections> {
+        let mut connections = self.connections.lock().unwrap_or_else(|e| e.into_inner());
+        connections.remove(&system)
+    }
+
+    /// Samples `system`'s backend's open connections every millisecond until
+    /// the sampler is stopped; `None` for a system without a backend.
+    pub(crate) fn sampler(&self, system: System) -> Option<Sampler> {
+        let backend = self.backend(system)?.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut most = backend.open_connections();
+            while !stopped.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                most = most.max(backend.open_connections());
+            }
+            most
+        });
+        Some(Sampler { system, stop, task })
+    }
+
+    /// Releases what the backends hold and closes their connections.
+    pub(crate) async fn shutdown(&self) {
+        self.native.shutdown().await;
+        self.guest.shutdown().await;
+    }
+}
+
+/// A running sample of a backend's open connections ([`PgEnv::sampler`]).
+pub(crate) struct Sampler {
+    system: System,
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<usize>,
+}
+
+impl Sampler {
+    /// Stops sampling and records the most connections seen.
+    pub(crate) async fn finish(self, pg: &PgEnv) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Ok(most) = self.task.await {
+            pg.record_open(self.system, most);
+        }
+    }
+}
+
+/// The `application_name` a PostgreSQL URL gives, if any.
+fn application_of(url: &str) -> Option<String> {
+    let (_, query) = url.split_once('?')?;
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("application_name="))
+        .map(str::to_owned)
+}
+
+/// `url` with `application_name` set to `name` (replacing one it gives).
+fn with_application(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut pairs: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("application_name="))
+        .collect();
+    let named = format!("application_name={name}");
+    pairs.push(&named);
+    format!("{base}?{}", pairs.join("&"))
+}
+
 /// Shared state of a run.
 pub(crate) struct Env {
     pub args: Args,
@@ -171,6 +368,8 @@ pub(crate) struct Env {
     zk_runner: Option<Arc<Runner>>,
     etcd: Option<EtcdEnv>,
     etcd_runner: Option<Arc<Runner>>,
+    pg: Option<PgEnv>,
+    pg_runner: Option<Arc<Runner>>,
     /// The Curator JVM, started on first use.
     curator: Arc<tokio::sync::Mutex<Option<Driver>>>,
 }
@@ -185,6 +384,7 @@ impl Env {
         args: Args,
         zk_address: Option<&str>,
         etcd_address: Option<&str>,
+        pg_url: Option<&str>,
     ) -> anyhow::Result<Env> {
         let dir = data_dir()?;
         let zk = match zk_address {
@@ -206,6 +406,14 @@ impl Env {
             let backend: Arc<dyn LockBackend> = etcd.backend.clone();
             guest_runner(backend, dir.path())
         });
+        let pg = match pg_url {
+            Some(url) => Some(PgEnv::connect(url, &args).await?),
+            None => None,
+        };
+        let pg_runner = pg.as_ref().map(|pg| {
+            let backend: Arc<dyn LockBackend> = pg.guest.clone();
+            guest_runner(backend, dir.path())
+        });
         let memory = MemoryBackend::new();
         let memory_runner = guest_runner(Arc::new(memory.clone()), dir.path());
         let zk_runner = zk
@@ -220,6 +428,8 @@ impl Env {
             zk_runner,
             etcd,
             etcd_runner,
+            pg,
+            pg_runner,
             curator: Arc::default(),
         })
     }
@@ -257,6 +467,16 @@ impl Env {
             .context("this run has no etcd (pass --etcd)")
     }
 
+    /// The PostgreSQL side.
+    ///
+    /// # Errors
+    /// When the run has no PostgreSQL (`--postgres` not given).
+    pub(crate) fn pg(&self) -> anyhow::Result<&PgEnv> {
+        self.pg
+            .as_ref()
+            .context("this run has no PostgreSQL (pass --postgres)")
+    }
+
     /// The directory counter files live in (guests see it as `/data`); see
     /// [`data_dir`].
     pub(crate) fn dir(&self) -> &Path {
@@ -272,6 +492,7 @@ impl Env {
             System::MemoryGuest => Ok(self.memory_runner.clone()),
             System::ZooKeeperGuest => self.zk_runner.clone().context("this run has no ZooKeeper"),
             System::EtcdGuest => self.etcd_runner.clone().context("this run has no etcd"),
+            System::PostgresGuest => self.pg_runner.clone().context("this run has no PostgreSQL"),
             other => bail!("{} is not a guest system", other.name()),
         }
     }
@@ -361,6 +582,7 @@ impl Env {
         let backend: Arc<dyn LockBackend> = match system {
             System::ZooKeeperGuest => Arc::new(self.zk()?.backend.clone()),
             System::EtcdGuest => self.etcd()?.backend.clone(),
+            System::PostgresGuest => self.pg()?.guest.clone(),
             _ => Arc::new(self.memory.clone()),
         };
         let config = RunnerConfig {
@@ -374,5 +596,28 @@ impl Env {
             &Guest::BenchGuest.file_name(),
             config,
         )?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_native_backend_names_its_connections_in_the_url() {
+        let url = "postgres://wardlock@127.0.0.1:5432/wardlock";
+        assert_eq!(application_of(url), None);
+        let named = with_application(url, NATIVE_APPLICATION);
+        assert_eq!(
+            named,
+            "postgres://wardlock@127.0.0.1:5432/wardlock?application_name=wardlock-bench-native"
+        );
+        assert_eq!(application_of(&named).as_deref(), Some(NATIVE_APPLICATION));
+        let with_query = "postgres://app@db/app?sslmode=disable&application_name=mine";
+        assert_eq!(application_of(with_query).as_deref(), Some("mine"));
+        assert_eq!(
+            with_application(with_query, "other"),
+            "postgres://app@db/app?sslmode=disable&application_name=other"
+        );
     }
 }

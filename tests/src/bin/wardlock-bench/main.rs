@@ -4,13 +4,13 @@
 //! or run with `--help`:
 //!
 //! `cargo run --release -p wardlock-tests --bin wardlock-bench -- [--zookeeper HOST:PORT]
-//! [--etcd [HOST:PORT]] [--workloads LIST] [--clients K] [--ops M] [--json]`
+//! [--etcd [HOST:PORT]] [--postgres [URL]] [--workloads LIST] [--clients K] [--ops M] [--json]`
 //!
 //! What it shares with the tests (the ZooKeeper harness, the guests' paths, the
 //! probes) comes from the `wardlock_tests` library.
 //!
 //! - [`cli`]: arguments; [`env`]: backends, guest runners, data directory;
-//! - [`systems`]: the systems (ZooKeeper, memory, Curator, etcd) and how a phase of client loops runs on them;
+//! - [`systems`]: the systems (ZooKeeper, memory, Curator, etcd, PostgreSQL) and how a phase of client loops runs on them;
 //! - [`workloads`]: one module per workload;
 //! - [`host_child`]: one host process of the `hosts` workload;
 //! - [`check`]: the exclusion check; [`stats`]: percentiles; [`zk_stats`]: the
@@ -46,6 +46,7 @@ use self::systems::System;
 use self::systems::zk_floor::FloorClient;
 use self::workloads::{Workload, progress};
 use wardlock_tests::etcd::EtcdServer;
+use wardlock_tests::postgres::PgServer;
 use wardlock_tests::zookeeper::ZkServer;
 
 /// Runs the benchmark: exit 0 when every selected workload ran with no
@@ -96,6 +97,25 @@ fn main() -> ExitCode {
     if let Some(address) = &etcd_address {
         progress(&format!("etcd at {address}"));
     }
+    let needs_postgres = workloads.iter().any(|w| {
+        w.systems()
+            .iter()
+            .any(|s| s.uses_postgres() && systems.contains(s))
+    });
+    // Stopped when dropped, as the ZooKeeper server.
+    let pg_server = (needs_postgres && args.postgres.as_deref() == Some(cli::PRIVATE)).then(|| {
+        progress("starting a private PostgreSQL server");
+        PgServer::start()
+    });
+    let pg_url = needs_postgres
+        .then(|| match &pg_server {
+            Some(server) => Some(server.url()),
+            None => args.postgres.clone(),
+        })
+        .flatten();
+    if let Some(url) = &pg_url {
+        progress(&format!("PostgreSQL at {url}"));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -112,6 +132,7 @@ fn main() -> ExitCode {
         &systems,
         address.as_deref(),
         etcd_address.as_deref(),
+        pg_url.as_deref(),
     ));
     drop(runtime);
     if server.is_some() {
@@ -119,6 +140,7 @@ fn main() -> ExitCode {
     }
     drop(server);
     drop(etcd_server);
+    drop(pg_server);
     code
 }
 
@@ -128,9 +150,10 @@ async fn run(
     systems: &[System],
     address: Option<&str>,
     etcd_address: Option<&str>,
+    pg_url: Option<&str>,
 ) -> ExitCode {
     let json = args.json;
-    let env = match Env::new(args, address, etcd_address).await {
+    let env = match Env::new(args, address, etcd_address, pg_url).await {
         Ok(env) => env,
         Err(error) => {
             eprintln!("wardlock-bench: {error:#}");
@@ -168,6 +191,9 @@ async fn run(
                         row.extra.push(("zk_sessions", zk.options.sessions.into()));
                     }
                 }
+                if let Ok(pg) = env.pg() {
+                    pg_extras(pg, &mut measured);
+                }
                 if json && output::json_lines(&measured, &mut std::io::stdout().lock()).is_err() {
                     return ExitCode::FAILURE;
                 }
@@ -185,6 +211,9 @@ async fn run(
     {
         eprintln!("wardlock-bench: cleaning up zk-floor nodes: {error:#}");
     }
+    if let Ok(pg) = env.pg() {
+        pg.shutdown().await;
+    }
     if !json && output::table(&rows, &mut std::io::stdout().lock()).is_err() {
         return ExitCode::FAILURE;
     }
@@ -197,5 +226,25 @@ async fn run(
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// PostgreSQL rows: how wardlock's backends ran and the connections each
+/// system had open during the workload's phases.
+fn pg_extras(pg: &env::PgEnv, rows: &mut [Row]) {
+    let mut taken = std::collections::HashMap::new();
+    for row in rows.iter_mut().filter(|r| r.system.uses_postgres()) {
+        if row.system != System::PostgresFloor {
+            row.extra.push(("local_handoff", pg.local_handoff.into()));
+        }
+        let connections = *taken
+            .entry(row.system)
+            .or_insert_with(|| pg.take_connections(row.system));
+        if let Some(connections) = connections {
+            row.extra
+                .push(("pg_connections", connections.open_max.into()));
+            row.extra
+                .push(("pg_server_connections", connections.server_max.into()));
+        }
     }
 }

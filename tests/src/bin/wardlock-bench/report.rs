@@ -190,6 +190,21 @@ mod tests {
     }
 
     #[test]
+    fn postgres_rows_are_compared_with_the_postgres_floor() {
+        let mut rows = vec![
+            row(System::ZkFloor, 100, 1000),
+            row(System::PostgresFloor, 200, 500),
+            row(System::PostgresNative, 100, 1500),
+            row(System::PostgresGuest, 240, 1000),
+        ];
+        add_ratios(&mut rows);
+        assert_eq!(rows[2].p50_vs_floor, Some(0.5));
+        assert_eq!(rows[3].p50_vs_floor, Some(1.2));
+        assert_eq!(rows[3].ops_per_s_vs_floor, Some(2.0));
+        assert_eq!(rows[3].p50_vs_native, Some(2.4));
+    }
+
+    #[test]
     fn json_line_keeps_field_order() {
         let line = row(System::MemoryGuest, 2, 10)
             .with("peak_rss_mib", 12.5)

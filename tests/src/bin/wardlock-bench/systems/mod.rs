@@ -10,6 +10,7 @@ pub(crate) mod etcd_floor;
 pub(crate) mod guest;
 pub(crate) mod host_process;
 pub(crate) mod native;
+pub(crate) mod pg_floor;
 pub(crate) mod zk_floor;
 
 use std::path::PathBuf;
@@ -57,6 +58,15 @@ pub(crate) enum System {
     /// `bench-guest` components on the etcd backend, through the WIT (only
     /// with `--etcd`).
     EtcdGuest,
+    /// Raw advisory locks through sqlx's `PgAdvisoryLock`, each client its
+    /// own connection (only with `--postgres`).
+    PostgresFloor,
+    /// `PostgresBackend` called through `LockSession` from Rust (only with
+    /// `--postgres`).
+    PostgresNative,
+    /// `bench-guest` components on the PostgreSQL backend, through the WIT
+    /// (only with `--postgres`).
+    PostgresGuest,
 }
 
 impl System {
@@ -81,12 +91,21 @@ impl System {
         )
     }
 
+    /// True for the systems that lock on PostgreSQL.
+    pub(crate) fn uses_postgres(self) -> bool {
+        matches!(
+            self,
+            System::PostgresFloor | System::PostgresNative | System::PostgresGuest
+        )
+    }
+
     /// For a guest system, the native system on the same backend.
     pub(crate) fn native_twin(self) -> Option<System> {
         match self {
             System::ZooKeeperGuest => Some(System::ZooKeeperNative),
             System::MemoryGuest => Some(System::MemoryNative),
             System::EtcdGuest => Some(System::EtcdNative),
+            System::PostgresGuest => Some(System::PostgresNative),
             _ => None,
         }
     }
@@ -95,6 +114,8 @@ impl System {
     pub(crate) fn floor(self) -> System {
         if self.uses_etcd() {
             System::EtcdFloor
+        } else if self.uses_postgres() {
+            System::PostgresFloor
         } else {
             System::ZkFloor
         }
@@ -211,6 +232,7 @@ pub(crate) struct Prepared {
 enum Clients {
     Floor(Vec<zk_floor::FloorClient>),
     EtcdFloor(Vec<etcd_floor::EtcdFloorClient>),
+    PgFloor(Vec<pg_floor::PgFloorClient>),
     Sessions(Vec<native::SessionLocker>),
     Guests(Arc<Runner>),
     Curator(tokio::sync::OwnedMutexGuard<Option<curator::Driver>>),
@@ -264,9 +286,21 @@ impl Prepared {
             System::EtcdNative => {
                 Clients::Sessions(native::sessions(env.etcd()?.backend.as_ref(), specs.len()))
             }
-            System::ZooKeeperGuest | System::MemoryGuest | System::EtcdGuest => {
-                Clients::Guests(env.guest_runner(system)?)
+            System::PostgresFloor => {
+                let pg = env.pg()?;
+                let mut lockers = Vec::new();
+                for _ in &specs {
+                    lockers.push(pg_floor::PgFloorClient::connect(&pg.url).await?);
+                }
+                Clients::PgFloor(lockers)
             }
+            System::PostgresNative => {
+                Clients::Sessions(native::sessions(env.pg()?.native.as_ref(), specs.len()))
+            }
+            System::ZooKeeperGuest
+            | System::MemoryGuest
+            | System::EtcdGuest
+            | System::PostgresGuest => Clients::Guests(env.guest_runner(system)?),
             System::Curator => {
                 let mut driver = env.curator().await?;
                 driver
@@ -311,6 +345,9 @@ impl Prepared {
             Clients::EtcdFloor(lockers) => {
                 tokio::spawn(async move { Ok((native::run_all(lockers, specs, dir).await?, None)) })
             }
+            Clients::PgFloor(lockers) => {
+                tokio::spawn(async move { Ok((native::run_all(lockers, specs, dir).await?, None)) })
+            }
             Clients::Sessions(lockers) => {
                 tokio::spawn(async move { Ok((native::run_all(lockers, specs, dir).await?, None)) })
             }
@@ -346,7 +383,8 @@ impl Running {
 
 /// Runs `specs` as concurrent clients of `system`, with the server's counters
 /// and this process's CPU time read around the loops (after connecting, before
-/// closing).
+/// closing); on PostgreSQL, the connections the system has open are recorded
+/// ([`crate::env::PgEnv::take_connections`]).
 ///
 /// # Errors
 /// When a client fails (lock error, guest failure, check file I/O).
@@ -355,12 +393,27 @@ pub(crate) async fn run_phase(
     system: System,
     specs: Vec<LoopSpec>,
 ) -> anyhow::Result<Phase> {
+    let clients = specs.len();
     let prepared = Prepared::new(env, system, specs).await?;
+    let pg = env.pg().ok().filter(|_| system.uses_postgres());
+    if let Some(pg) = pg
+        && system == System::PostgresFloor
+    {
+        // One connection per client, open now.
+        pg.record_open(system, clients);
+        pg.count_server_connections(system).await;
+    }
+    let sampler = pg.and_then(|pg| pg.sampler(system));
     let mark = env.zk_mark(system);
     let cpu = cpu::process_cpu();
     let mut phase = prepared.start().finish().await?;
     phase.cpu = cpu::since(cpu).map(|cpu| cpu + phase.other_cpu.unwrap_or_default());
     phase.zk = env.zk_since(mark);
+    if let (Some(pg), Some(sampler)) = (pg, sampler) {
+        sampler.finish(pg).await;
+        // The backend keeps what it opened (idle in its pool).
+        pg.count_server_connections(system).await;
+    }
     Ok(phase)
 }
 

@@ -53,7 +53,13 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
                 let session = env.memory.open_session(HOLDER);
                 hand_offs(env, system, SessionLocker::new(session)).await?
             }
-            System::Curator | System::EtcdFloor | System::EtcdNative | System::EtcdGuest => {
+            System::Curator
+            | System::EtcdFloor
+            | System::EtcdNative
+            | System::EtcdGuest
+            | System::PostgresFloor
+            | System::PostgresNative
+            | System::PostgresGuest => {
                 anyhow::bail!("herd does not run on {}", system.name())
             }
         };
