@@ -103,15 +103,30 @@ async fn a_terminated_backend_s_holder_reads_lost_before_another_host_is_granted
 
 /// A clean restart and a crash (SIGKILL, recovery): holders read `lost`,
 /// the host grants again by itself, and fencing tokens keep rising across
-/// both (the sequence is moved past every server start).
+/// both (the sequence is moved past every server start). Before each fault
+/// 100 grants draw tokens the server has not flushed (its commits do not
+/// wait for the disk), which a crash loses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_keep_rising_across_restarts_and_crashes() {
     let mut server = PgServer::start();
     let host = backend(&server.url()).await;
     let lock = name("restarts");
     let mut last_token = 0;
-    for crash in [false, true, false] {
+    for crash in [false, true, false, true] {
         let session = host.open_session("holder");
+        for _ in 0..100 {
+            let grant = session
+                .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                .await
+                .expect("granted");
+            assert!(
+                grant.token > last_token,
+                "{} after {last_token}",
+                grant.token
+            );
+            last_token = grant.token;
+            session.release(grant.id).expect("release");
+        }
         let grant = session
             .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
             .await
@@ -252,7 +267,8 @@ async fn a_guarded_write_after_the_holder_s_backend_ended_is_lost() {
     let first = backend(&server.url()).await;
     let second = backend(&server.url()).await;
     let lock = name("guarded-terminated");
-    let key = wardlock_host::backend::GuardedKey::new("v").expect("key");
+    // Quotes and backslashes in a key, NUL and 0xff in a value, survive.
+    let key = wardlock_host::backend::GuardedKey::new(r"it's a \ key").expect("key");
     let holder = first.open_session("holder");
     let grant = holder
         .acquire(&lock, Mode::Exclusive, None)
@@ -271,7 +287,7 @@ async fn a_guarded_write_after_the_holder_s_backend_ended_is_lost() {
         .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("the next holder");
-    next.guarded_put(next_grant.id, &key, b"v2")
+    next.guarded_put(next_grant.id, &key, b"v2\0\xff")
         .await
         .expect("put v2");
     let stale = holder.guarded_put(grant.id, &key, b"stale").await;
@@ -284,7 +300,7 @@ async fn a_guarded_write_after_the_holder_s_backend_ended_is_lost() {
         .await
         .expect("get")
         .expect("entry");
-    assert_eq!(entry.value, b"v2");
+    assert_eq!(entry.value, b"v2\0\xff");
     assert_eq!(entry.token, next_grant.token);
     next.release(next_grant.id).expect("release");
     drop(holder);

@@ -53,7 +53,7 @@ pub enum Command {
     /// Compile a component ahead of time into a .cwasm (run it with --allow-precompiled).
     Compile(CompileArgs),
     /// Show who holds a lock and who waits, on the lock service (ZooKeeper
-    /// nodes, etcd keys: wardlock's and other clients').
+    /// nodes, etcd keys, PostgreSQL's pg_locks: wardlock's and other clients').
     Status(StatusArgs),
 }
 

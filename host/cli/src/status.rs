@@ -19,7 +19,7 @@ pub struct StatusArgs {
     pub name: String,
 
     /// Which engine's lock service to ask (`--zookeeper HOST:PORT`, `--etcd
-    /// HOST:PORT`), and its root.
+    /// HOST:PORT`, `--postgres URL`), and its root.
     #[command(flatten)]
     pub backend: CommonFlags,
 
@@ -84,7 +84,7 @@ struct Report<'a> {
     lock: &'a str,
     engine: &'static str,
     /// Where the lock lives in the lock service (a ZooKeeper path, the name
-    /// `etcdctl lock` takes).
+    /// `etcdctl lock` takes, a PostgreSQL advisory key).
     location: Option<String>,
     holders: usize,
     waiters: usize,

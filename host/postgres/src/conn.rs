@@ -7,10 +7,11 @@
 //! connection's) and its own [`Liveness`]: a heartbeat (`SELECT 1`) every
 //! tenth of the session timeout; "last heard" is the send time of the last
 //! answered one. The server ends a connection idle for the session timeout
-//! (`idle_session_timeout`, set on it), so it cannot free this host's locks
-//! before `last heard + timeout`, the moment the host itself reports them
-//! lost; a connection the server closes (`pg_terminate_backend`, a restart)
-//! ends the clock at once.
+//! and a fifth more (`idle_session_timeout`, set on it: see
+//! [`server_idle_timeout`]), so it cannot free this host's locks before
+//! `last heard + timeout`, the moment the host itself reports them lost; a
+//! connection the server closes (`pg_terminate_backend`, a restart) ends the
+//! clock at once.
 //!
 //! A connection blocked in `pg_advisory_lock` answers nothing until granted:
 //! while it is [`PgConn::waiting`] its heartbeat pauses, and the recipe
@@ -157,9 +158,16 @@ impl PgConn {
         let sent = Instant::now();
         let liveness = Arc::new(Liveness::new(connector.session_timeout, sent));
         let client = connector.connect_raw(Some(liveness.clone())).await?;
-        let timeout_ms = connector.session_timeout.as_millis();
+        let timeout_ms = server_idle_timeout(connector.session_timeout).as_millis();
+        // `synchronous_commit = off`: a statement that draws a token logs the
+        // sequence 32 values ahead and would wait for the disk each 32nd
+        // time, holding up every grant pipelined behind it; the jump after a
+        // server start (see `schema`) covers what a crash could lose. The
+        // guarded store's writes turn it back on for themselves (`guarded`).
         client
-            .batch_execute(&format!("SET idle_session_timeout = {timeout_ms}"))
+            .batch_execute(&format!(
+                "SET idle_session_timeout = {timeout_ms}; SET synchronous_commit = off"
+            ))
             .await
             .map_err(|e| classify(&e, "set idle_session_timeout"))?;
         if epoch {
@@ -279,6 +287,15 @@ impl NodeSession for PgConn {
     fn until_over(self: Arc<Self>) -> WatchFuture {
         Box::pin(async move { self.liveness.until_ended().await })
     }
+}
+
+/// How long the server lets one of this host's connections idle before it
+/// ends it: the session timeout and a fifth more (at least 500 ms). The host
+/// reports its grants lost at the session timeout after it last heard from
+/// the server; the margin keeps the server from freeing them (and granting
+/// another host) at the same moment, whatever the two clocks' scheduling.
+pub(crate) fn server_idle_timeout(session_timeout: Duration) -> Duration {
+    session_timeout + (session_timeout / 5).max(Duration::from_millis(500))
 }
 
 /// `HOST:PORT/DATABASE` of a configuration, for messages (no password).

@@ -25,6 +25,8 @@ use wardlock_backend::{BackendError, GuardedEntry, GuardedKey};
 
 use crate::Shared;
 use crate::conn::PgConn;
+use tokio_postgres::SimpleQueryMessage;
+
 use crate::errors::classify;
 use crate::key::{advisory_key, pg_locks_ids};
 
@@ -58,10 +60,51 @@ fn write_failed(error: &tokio_postgres::Error, what: &str) -> BackendError {
     classify(error, what)
 }
 
-/// The check that the statement's own connection holds `$1`/`$2` exclusively.
-const HELD: &str = "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() \
-                    AND granted AND mode = 'ExclusiveLock' AND classid::bigint = $1 \
-                    AND objid::bigint = $2 AND objsubid = 1";
+/// The check that the statement's own connection holds the key
+/// (`classid`, `objid`) exclusively.
+fn held(classid: u32, objid: u32) -> String {
+    format!(
+        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() \
+         AND granted AND mode = 'ExclusiveLock' AND classid::bigint = {classid} \
+         AND objid::bigint = {objid} AND objsubid = 1"
+    )
+}
+
+/// `text` as an SQL string literal (`E'…'`, with `\` and `'` escaped). Lock
+/// names and guarded keys have no control characters (they are validated).
+fn literal(text: &str) -> String {
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// `bytes` as an SQL `bytea` expression.
+fn bytea(bytes: &[u8]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("decode('{hex}', 'hex')")
+}
+
+/// Runs a write on the holding connection as one simple query: an implicit
+/// transaction whose commit waits for the disk (`SET LOCAL
+/// synchronous_commit = on`: the engine's connections otherwise commit
+/// without waiting, see `conn`). One message, so nothing else pipelined on
+/// the connection runs inside it. The rows' first column, as text.
+async fn durable_write(
+    conn: &PgConn,
+    statement: &str,
+    what: &str,
+) -> Result<Vec<String>, BackendError> {
+    let messages = conn
+        .client
+        .simple_query(&format!("SET LOCAL synchronous_commit = on; {statement}"))
+        .await
+        .map_err(|e| write_failed(&e, what))?;
+    Ok(messages
+        .iter()
+        .filter_map(|message| match message {
+            SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .collect())
+}
 
 /// Writes `value` at `key` of the holder's lock.
 ///
@@ -70,7 +113,7 @@ const HELD: &str = "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid =
 /// cannot be reached.
 ///
 /// # Cancellation safety
-/// One statement: a dropped write either committed or did not.
+/// One transaction: a dropped write either committed or did not.
 pub(crate) async fn put(
     shared: &Shared,
     holder: &Holder,
@@ -79,36 +122,25 @@ pub(crate) async fn put(
 ) -> Result<u64, BackendError> {
     let conn = holding_conn(shared, holder)?;
     let (classid, objid) = pg_locks_ids(advisory_key(&holder.name));
+    let token = i64::try_from(holder.token).unwrap_or(i64::MAX);
     let statement = format!(
-        "WITH held AS ({HELD} LIMIT 1) \
+        "WITH held AS ({held} LIMIT 1) \
          INSERT INTO {data} (lock, key, value, token, revision) \
-         SELECT $3, $4, $5, $6, nextval('{revision}') FROM held \
+         SELECT {name}, {key}, {value}, {token}, nextval('{revision}') FROM held \
          ON CONFLICT (lock, key) DO UPDATE SET value = excluded.value, token = excluded.token, \
          revision = excluded.revision RETURNING revision",
+        held = held(classid, objid),
         data = shared.schema.data_table(),
         revision = shared.schema.revision_sequence(),
+        name = literal(holder.name.as_str()),
+        key = literal(key.as_str()),
+        value = bytea(value),
     );
-    let token = i64::try_from(holder.token).unwrap_or(i64::MAX);
-    let rows = conn
-        .client
-        .query(
-            &statement,
-            &[
-                &i64::from(classid),
-                &i64::from(objid),
-                &holder.name.as_str(),
-                &key.as_str(),
-                &value,
-                &token,
-            ],
-        )
-        .await
-        .map_err(|e| write_failed(&e, "write a guarded entry"))?;
-    let row = rows.first().ok_or(BackendError::Lost)?;
-    let revision: i64 = row
-        .try_get(0)
-        .map_err(|e| classify(&e, "write a guarded entry"))?;
-    Ok(u64::try_from(revision).unwrap_or(0))
+    let rows = durable_write(&conn, &statement, "write a guarded entry").await?;
+    let revision = rows.first().ok_or(BackendError::Lost)?;
+    revision.parse().map_err(|_| {
+        BackendError::Unavailable(format!("PostgreSQL answered a revision {revision:?}"))
+    })
 }
 
 /// Deletes `key` of the holder's lock: whether it existed.
@@ -126,29 +158,22 @@ pub(crate) async fn delete(
     let conn = holding_conn(shared, holder)?;
     let (classid, objid) = pg_locks_ids(advisory_key(&holder.name));
     let statement = format!(
-        "WITH held AS ({HELD} LIMIT 1), \
-         gone AS (DELETE FROM {data} WHERE lock = $3 AND key = $4 AND EXISTS (SELECT 1 FROM held) RETURNING 1) \
-         SELECT EXISTS (SELECT 1 FROM held), EXISTS (SELECT 1 FROM gone)",
+        "WITH held AS ({held} LIMIT 1), \
+         gone AS (DELETE FROM {data} WHERE lock = {name} AND key = {key} \
+                  AND EXISTS (SELECT 1 FROM held) RETURNING 1) \
+         SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM held) THEN 'lost' \
+                     WHEN EXISTS (SELECT 1 FROM gone) THEN 'deleted' ELSE 'absent' END",
+        held = held(classid, objid),
         data = shared.schema.data_table(),
+        name = literal(holder.name.as_str()),
+        key = literal(key.as_str()),
     );
-    let row = conn
-        .client
-        .query_one(
-            &statement,
-            &[
-                &i64::from(classid),
-                &i64::from(objid),
-                &holder.name.as_str(),
-                &key.as_str(),
-            ],
-        )
-        .await
-        .map_err(|e| write_failed(&e, "delete a guarded entry"))?;
-    let held: bool = row.get(0);
-    if !held {
-        return Err(BackendError::Lost);
+    let rows = durable_write(&conn, &statement, "delete a guarded entry").await?;
+    match rows.first().map(String::as_str) {
+        Some("deleted") => Ok(true),
+        Some("absent") => Ok(false),
+        _ => Err(BackendError::Lost),
     }
-    Ok(row.get(1))
 }
 
 /// Reads `key` of lock `name`.
@@ -211,4 +236,15 @@ pub(crate) async fn keys(
         .map_err(|e| classify(&e, "list guarded keys"))?;
     let keys = rows.iter().map(|row| row.get::<_, String>(0));
     Ok(listed_keys(keys, prefix, u32::try_from(limit).unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_escape_quotes_and_backslashes() {
+        assert_eq!(literal(r"it's a \ key"), r"E'it''s a \\ key'");
+        assert_eq!(bytea(&[0, 0xff, b'a']), "decode('00ff61', 'hex')");
+    }
 }

@@ -44,7 +44,7 @@ mod tests {
     #[test]
     fn the_key_is_hkdf_of_the_name_read_little_endian() {
         // RFC 5869 machinery through the `hkdf` crate; the interop test
-        // (`tests/e2e/postgres_sqlx.rs`) checks the same keys against sqlx
+        // (`sqlx_and_guests_exclude_each_other_both_ways` in `tests/e2e/postgres.rs`) checks the same keys against sqlx
         // itself on a real server.
         let a = key_of("orders/42");
         assert_eq!(a, key_of("orders/42"));

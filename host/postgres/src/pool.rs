@@ -134,6 +134,7 @@ impl Pool {
         let mut first = self.connector.connect_raw(None).await?;
         let second = self.connector.connect_raw(None).await?;
         let target = format!("PostgreSQL at {}", describe(&self.connector.client));
+        crate::pooler::check_version(&first, &target).await?;
         crate::pooler::check(&first, &second, &target).await?;
         drop(second);
         self.connector.schema.set_up(&mut first).await

@@ -32,6 +32,40 @@ async fn pid(client: &Client) -> Result<i32, BackendError> {
         .ok_or_else(|| BackendError::Unavailable("the server sent no backend pid".into()))
 }
 
+/// The oldest PostgreSQL the engine works with: `idle_session_timeout`
+/// (the server's end of a silent host's session) and `pg_locks.waitstart`
+/// came in 14.
+const OLDEST: i64 = 140_000;
+
+/// Refuses a server older than PostgreSQL 14.
+///
+/// # Errors
+/// `Refused` naming the version.
+///
+/// # Cancellation safety
+/// Cancel safe: a read.
+pub(crate) async fn check_version(client: &Client, target: &str) -> Result<(), BackendError> {
+    let messages = client
+        .simple_query("SHOW server_version_num")
+        .await
+        .map_err(|e| classify(&e, "read the server's version"))?;
+    let version: i64 = messages
+        .iter()
+        .find_map(|message| match message {
+            SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
+            _ => None,
+        })
+        .unwrap_or(0);
+    if version < OLDEST {
+        return Err(BackendError::Refused(format!(
+            "{target} runs PostgreSQL {}.{}: wardlock needs 14 or newer (idle_session_timeout ends a silent host's session on the server)",
+            version / 10_000,
+            version % 10_000 / 100
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses when `first` and `second` (two connections to `target`) do not
 /// each keep one server session of their own.
 ///

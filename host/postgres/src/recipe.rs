@@ -57,7 +57,8 @@ fn node(key: i64, mode: Mode, conn: &PgConn, token: i64) -> OwnedNode {
 /// The host's advisory lock for `request` (the recipe above). A connection
 /// lost on the way (a server restart, a terminated backend) is not the
 /// caller's concern: the request starts again on a new connection, with a
-/// back-off, while its deadline and one session timeout allow.
+/// back-off, while its deadline allows and for at most one session timeout
+/// after the first failure.
 ///
 /// # Errors
 /// `Timeout` past the deadline; `Unavailable` when the server cannot be
@@ -70,12 +71,15 @@ pub(crate) async fn acquire(
     shared: Arc<Shared>,
     request: NodeRequest,
 ) -> Result<Option<OwnedNode>, BackendError> {
-    let give_up = Instant::now() + shared.config.session_timeout;
+    let mut give_up = None;
     let mut backoff = Duration::from_millis(20);
     loop {
         match attempt(&shared, &request).await {
             Err(BackendError::Unavailable(why)) => {
                 let now = Instant::now();
+                // One session timeout from the first failure, however long
+                // the request waited before it.
+                let give_up = *give_up.get_or_insert(now + shared.config.session_timeout);
                 let until_at = request.deadline.map_or(give_up, |d| d.min(give_up));
                 if now + backoff >= until_at {
                     return Err(BackendError::Unavailable(why));
@@ -114,35 +118,46 @@ async fn attempt(
     wait_lock(shared, lent, name, key, mode, deadline).await
 }
 
-/// `pg_try_advisory_lock[_shared]` on `conn`: the token when granted.
-/// Runs in a task of its own: if the caller is gone when a grant comes
-/// back, the task unlocks it.
+/// `pg_try_advisory_lock[_shared]` on `conn`: the token when granted. Run
+/// in the caller's task (a task of its own costs two hand-overs per grant);
+/// if the caller drops it while the statement is out, [`UndoTry`] unlocks
+/// the key behind it, in case it was granted.
 async fn try_lock(conn: Arc<PgConn>, key: i64, mode: Mode) -> Result<Option<i64>, BackendError> {
-    let (answer, answered) = oneshot::channel();
-    tokio::spawn(async move {
-        let statement = match mode {
-            Mode::Exclusive => &conn.statements.try_exclusive,
-            Mode::Shared => &conn.statements.try_shared,
-        };
-        let result = conn
-            .client
-            .query_one(statement, &[&key])
-            .await
-            .map_err(|e| classify(&e, "take a lock"))
-            .and_then(|row| {
-                let ok: bool = row.try_get(0).map_err(|e| classify(&e, "take a lock"))?;
-                let token: Option<i64> = row.try_get(1).map_err(|e| classify(&e, "take a lock"))?;
-                Ok(ok.then_some(token.unwrap_or(0)))
-            });
-        let granted = matches!(result, Ok(Some(_)));
-        if answer.send(result).is_err() && granted {
+    let statement = match mode {
+        Mode::Exclusive => &conn.statements.try_exclusive,
+        Mode::Shared => &conn.statements.try_shared,
+    };
+    let mut undo = UndoTry {
+        conn: Some(conn.clone()),
+        key,
+        mode,
+    };
+    let row = conn.client.query_one(statement, &[&key]).await;
+    undo.conn = None;
+    let row = row.map_err(|e| classify(&e, "take a lock"))?;
+    let ok: bool = row.try_get(0).map_err(|e| classify(&e, "take a lock"))?;
+    let token: Option<i64> = row.try_get(1).map_err(|e| classify(&e, "take a lock"))?;
+    Ok(ok.then_some(token.unwrap_or(0)))
+}
+
+/// Unlocks a key whose try was dropped while out: sent after it on the same
+/// connection, so it undoes a grant; after a refusal it unlocks nothing (no
+/// other grant of this host holds the key on that connection: one task per
+/// lock, and its earlier unlocks settled before the try).
+struct UndoTry {
+    conn: Option<Arc<PgConn>>,
+    key: i64,
+    mode: Mode,
+}
+
+impl Drop for UndoTry {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            let (key, mode) = (self.key, self.mode);
             conn.unlock_started(key);
-            unlock(&conn, key, mode).await;
+            tokio::spawn(async move { unlock(&conn, key, mode).await });
         }
-    });
-    answered
-        .await
-        .map_err(|_| BackendError::Unavailable("the lock request's task ended".into()))?
+    }
 }
 
 /// Unlocks `key` in `mode` on `conn` (a failure means the connection is

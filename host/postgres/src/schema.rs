@@ -62,25 +62,21 @@ impl Schema {
         let schema = &self.name;
         // The catalog, not to_regclass: naming an object in a schema this
         // role may not use is an error, and the rights are checked below.
-        let found: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+        let found: Vec<String> = client
+            .query(
+                "SELECT 'schema' FROM pg_namespace WHERE nspname = $1 \
+                 UNION ALL SELECT c.relname::text FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace \
                  WHERE n.nspname = $1 AND c.relname IN ('token', 'revision', 'epoch', 'data')",
                 &[&schema],
             )
             .await
             .map_err(|e| classify(&e, "look for wardlock's schema"))?
-            .get(0);
-        let exists = found == 4;
-        if !exists {
-            let create = format!(
-                "CREATE SCHEMA IF NOT EXISTS \"{schema}\";
-                 CREATE SEQUENCE IF NOT EXISTS \"{schema}\".token;
-                 CREATE SEQUENCE IF NOT EXISTS \"{schema}\".revision;
-                 CREATE TABLE IF NOT EXISTS \"{schema}\".epoch (id boolean PRIMARY KEY DEFAULT true CHECK (id), started timestamptz);
-                 INSERT INTO \"{schema}\".epoch (id, started) VALUES (true, NULL) ON CONFLICT DO NOTHING;
-                 CREATE TABLE IF NOT EXISTS \"{schema}\".data (lock text NOT NULL, key text NOT NULL, value bytea NOT NULL, token bigint NOT NULL, revision bigint NOT NULL, PRIMARY KEY (lock, key));"
-            );
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let missing = self.missing_objects(&found);
+        if !missing.is_empty() {
             let transaction = client
                 .transaction()
                 .await
@@ -92,15 +88,18 @@ impl Schema {
                 )
                 .await
                 .map_err(|e| classify(&e, "serialise the schema setup"))?;
-            transaction.batch_execute(&create).await.map_err(|e| {
-                let refused = classify(&e, &format!("create the schema \"{schema}\""));
-                match refused {
-                    BackendError::Refused(why) => BackendError::Refused(format!(
-                        "{why}. wardlock keeps its fencing-token sequence and guarded store in the schema \"{schema}\": have an administrator run `CREATE SCHEMA \"{schema}\" AUTHORIZATION <this role>` (wardlock creates the rest), or choose a schema this role owns with --postgres-schema"
-                    )),
-                    other => other,
-                }
-            })?;
+            transaction
+                .batch_execute(&missing.join("\n"))
+                .await
+                .map_err(|e| {
+                    let refused = classify(&e, &format!("create wardlock's objects in the schema \"{schema}\""));
+                    match refused {
+                        BackendError::Refused(why) => BackendError::Refused(format!(
+                            "{why}. wardlock keeps its fencing-token sequence and guarded store in the schema \"{schema}\": have an administrator run `CREATE SCHEMA \"{schema}\" AUTHORIZATION <this role>` (wardlock then creates the rest in it), or choose a schema this role owns with --postgres-schema"
+                        )),
+                        other => other,
+                    }
+                })?;
             transaction
                 .commit()
                 .await
@@ -109,18 +108,58 @@ impl Schema {
         self.check_rights(client).await
     }
 
+    /// The statements that create what `found` (the schema, `schema`, and
+    /// the names of the objects present) lacks, in order. Only what is
+    /// missing: `CREATE SCHEMA IF NOT EXISTS` needs `CREATE` on the database
+    /// even when the schema exists.
+    fn missing_objects(&self, found: &[String]) -> Vec<String> {
+        let schema = &self.name;
+        let has = |name: &str| found.iter().any(|f| f == name);
+        let mut missing = Vec::new();
+        if !has("schema") {
+            missing.push(format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\";"));
+        }
+        if !has("token") {
+            missing.push(format!("CREATE SEQUENCE IF NOT EXISTS \"{schema}\".token;"));
+        }
+        if !has("revision") {
+            missing.push(format!(
+                "CREATE SEQUENCE IF NOT EXISTS \"{schema}\".revision;"
+            ));
+        }
+        if !has("epoch") {
+            missing.push(format!(
+                "CREATE TABLE IF NOT EXISTS \"{schema}\".epoch (id boolean PRIMARY KEY DEFAULT true CHECK (id), started timestamptz);
+                 INSERT INTO \"{schema}\".epoch (id, started) VALUES (true, NULL) ON CONFLICT DO NOTHING;"
+            ));
+        }
+        if !has("data") {
+            missing.push(format!(
+                "CREATE TABLE IF NOT EXISTS \"{schema}\".data (lock text NOT NULL, key text NOT NULL, value bytea NOT NULL, token bigint NOT NULL, revision bigint NOT NULL, PRIMARY KEY (lock, key));"
+            ));
+        }
+        missing
+    }
+
     /// Refuses a role that cannot draw tokens or use the guarded store.
     /// By object ids from the catalog: naming an object in a schema the role
     /// may not use would be an error of its own, not the answer.
     async fn check_rights(&self, client: &Client) -> Result<(), BackendError> {
         let schema = &self.name;
+        // Each privilege on its own: `has_*_privilege` with a list answers
+        // whether *any* of them is held.
         let rows = client
             .query(
                 "SELECT c.relname::text, has_schema_privilege(n.oid, 'USAGE'), \
-                        CASE WHEN c.relkind = 'S' THEN has_sequence_privilege(c.oid, 'USAGE') \
-                             WHEN c.relname = 'epoch' THEN has_table_privilege(c.oid, 'SELECT, UPDATE') \
-                             ELSE has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE') END, \
-                        current_user::text \
+                        array_remove(ARRAY[ \
+                          CASE WHEN c.relkind = 'S' AND NOT has_sequence_privilege(c.oid, 'USAGE') THEN 'USAGE' END, \
+                          CASE WHEN c.relname = 'token' AND NOT has_sequence_privilege(c.oid, 'UPDATE') THEN 'UPDATE' END, \
+                          CASE WHEN c.relkind <> 'S' AND NOT has_table_privilege(c.oid, 'SELECT') THEN 'SELECT' END, \
+                          CASE WHEN c.relname = 'data' AND NOT has_table_privilege(c.oid, 'INSERT') THEN 'INSERT' END, \
+                          CASE WHEN c.relkind <> 'S' AND NOT has_table_privilege(c.oid, 'UPDATE') THEN 'UPDATE' END, \
+                          CASE WHEN c.relname = 'data' AND NOT has_table_privilege(c.oid, 'DELETE') THEN 'DELETE' END \
+                        ], NULL), \
+                        c.relkind = 'S', current_user::text \
                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
                  WHERE n.nspname = $1 AND c.relname IN ('token', 'revision', 'epoch', 'data') \
                  ORDER BY c.relname",
@@ -133,21 +172,26 @@ impl Schema {
                 "wardlock's objects in the schema \"{schema}\" are missing"
             )));
         };
-        let role: String = first.get(3);
+        let role: String = first.get(4);
         let mut lacks = Vec::new();
         if !first.get::<_, bool>(1) {
             lacks.push(format!("USAGE ON SCHEMA \"{schema}\""));
         }
         for row in &rows {
-            if row.get::<_, bool>(2) {
+            let missing: Vec<String> = row.get(2);
+            if missing.is_empty() {
                 continue;
             }
             let object: String = row.get(0);
-            lacks.push(match object.as_str() {
-                "token" | "revision" => format!("USAGE ON SEQUENCE \"{schema}\".{object}"),
-                "epoch" => format!("SELECT, UPDATE ON \"{schema}\".epoch"),
-                _ => format!("SELECT, INSERT, UPDATE, DELETE ON \"{schema}\".{object}"),
-            });
+            let kind = if row.get::<_, bool>(3) {
+                "SEQUENCE "
+            } else {
+                ""
+            };
+            lacks.push(format!(
+                "{} ON {kind}\"{schema}\".{object}",
+                missing.join(", ")
+            ));
         }
         if lacks.is_empty() {
             return Ok(());
@@ -173,14 +217,18 @@ impl Schema {
     /// Cancel safe: one statement, committed or not.
     pub(crate) async fn bump_epoch(&self, client: &Client) -> Result<(), BackendError> {
         let schema = &self.name;
+        // Durable whatever the connection's `synchronous_commit`: tokens are
+        // drawn from the moved sequence only after this commit is on disk,
+        // so a crash cannot undo the jump under tokens already handed out.
         let statement = format!(
-            "WITH moved AS (UPDATE \"{schema}\".epoch SET started = pg_postmaster_start_time() \
+            "SET LOCAL synchronous_commit = on; \
+             WITH moved AS (UPDATE \"{schema}\".epoch SET started = pg_postmaster_start_time() \
                  WHERE started IS DISTINCT FROM pg_postmaster_start_time() RETURNING 1) \
              SELECT setval('{token}', nextval('{token}') + {EPOCH_JUMP}) FROM moved",
             token = self.token_sequence()
         );
         client
-            .query(&statement, &[])
+            .simple_query(&statement)
             .await
             .map_err(|e| classify(&e, "move the token sequence past a server restart"))?;
         Ok(())

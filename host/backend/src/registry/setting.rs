@@ -98,14 +98,14 @@ pub const REMOTE_SETTINGS: &[Setting] = &[
     Setting::new("root", "root", SettingKind::Text)
         .value_name("PATH")
         .default("/wardlock")
-        .help("Root under which lock names live in the lock service (ZooKeeper: `<root>/<name>`; etcd: the key prefix; the memory engine keeps one namespace per host)."),
+        .help("Root under which lock names live in the lock service (ZooKeeper: `<root>/<name>`; etcd: the key prefix; the memory engine keeps one namespace per host; PostgreSQL refuses it: its advisory keys, shared with sqlx, have no root)."),
     Setting::new("session_timeout", "session-timeout", SettingKind::Seconds)
         .value_name("SECS")
         .default("10")
-        .help("Session timeout in seconds: how long after this host dies its locks stay held (ZooKeeper's session timeout; etcd's lease TTL, whole seconds)."),
+        .help("Session timeout in seconds: how long after this host dies its locks stay held (ZooKeeper's session timeout; etcd's lease TTL, whole seconds; PostgreSQL: the server ends a silent host's connections a fifth later)."),
     Setting::new("local_handoff", "no-local-handoff", SettingKind::Switch)
         .default("true")
-        .help("Let every guest queue on the lock service on its own, instead of the host queueing once per lock and handing the grant among its guests in memory. On etcd (one key per host and lock, under the host's lease) the host then gives its key up after every local holder."),
+        .help("No hand-off while another host waits. On ZooKeeper every guest then queues on the lock service on its own, instead of the host queueing once per lock and handing the grant among its guests in memory; on etcd and PostgreSQL (one key or advisory lock per host and lock) the host keeps queueing once but gives its key up after every local holder."),
     Setting::new("handoff_max", "handoff-max", SettingKind::Integer)
         .value_name("N")
         .default("32")

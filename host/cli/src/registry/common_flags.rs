@@ -10,7 +10,7 @@ use clap::Args;
 #[derive(Debug, Args)]
 pub struct CommonFlags {
     /// Lock engine (default: memory, or the engine a flag of its own names:
-    /// --zookeeper, --etcd).
+    /// --zookeeper, --etcd, --postgres).
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
 
