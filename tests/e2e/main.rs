@@ -48,6 +48,7 @@ mod hostile_names;
 mod interop;
 mod languages;
 mod lifetime;
+mod lock_cache;
 mod lock_set;
 mod lock_v2;
 mod locks_page;

@@ -48,7 +48,7 @@ pub use session_grants::{SessionGrants, SessionLookup};
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -74,13 +74,34 @@ pub struct LocalHandoff {
     pub max_handoffs: u32,
     /// How long after a remote contender was seen local grants may still be made.
     pub max_time: Duration,
-    /// How long the host keeps its node after the last local release, so an
-    /// immediate re-acquire on this host costs no round trip (zero: release at
-    /// once). A remote contender ends the linger at once.
+    /// How long the host keeps (caches) its node after the last local
+    /// release, so a re-acquire on this host costs no round trip (zero:
+    /// release at once). A contender of another host ends it at once: the
+    /// task watches the lock's queue while it caches (see [`LocalLocks`] for
+    /// the bound on how many nodes a host caches).
     pub linger: Duration,
 }
 
+/// How long the command line's engines cache a released lock by default
+/// ([`LocalHandoff::cached`]; `--linger-ms`, `--no-lock-cache`).
+pub const DEFAULT_CACHE_TIME: Duration = Duration::from_secs(5);
+
+/// How many released locks one host caches at most by default
+/// ([`LocalLocks::set_cache_limit`]).
+pub const DEFAULT_CACHE_LIMIT: usize = 1024;
+
 impl LocalHandoff {
+    /// The default limits with lock caching: the host keeps its node
+    /// [`DEFAULT_CACHE_TIME`] after the last local release, until another
+    /// host queues for the lock (Chubby's lock caching). What `wardlock run`
+    /// and `serve` use on ZooKeeper and etcd unless told `--no-lock-cache`.
+    pub fn cached() -> Self {
+        LocalHandoff {
+            linger: DEFAULT_CACHE_TIME,
+            ..LocalHandoff::default()
+        }
+    }
+
     /// No hand-off while another host waits: the host's node goes after every
     /// local holder (etcd with `--no-local-handoff`).
     pub const NONE: LocalHandoff = LocalHandoff {
@@ -178,6 +199,11 @@ pub(crate) enum Message {
         /// Where the task answers.
         reply: oneshot::Sender<usize>,
     },
+    /// Whether the task keeps a node nobody holds or waits for.
+    Cached {
+        /// Where the task answers.
+        reply: oneshot::Sender<bool>,
+    },
     /// A holder saw `__REVOKE__` on the node at `path` (see `revoke`): no
     /// more local grants under it, so it goes once its holders gave up.
     Revoked {
@@ -190,11 +216,29 @@ pub(crate) enum Message {
 /// [`LocalLock`] task, and the channel to it. A backend keeps one (in the
 /// state its sessions share), passes it to [`ask`] and returns the same one
 /// from [`NodeEngine::local_locks`], where a task leaves it when it retires.
-#[derive(Default)]
+///
+/// It also bounds lock caching ([`LocalHandoff::linger`]): at most
+/// [`LocalLocks::set_cache_limit`] nodes (default [`DEFAULT_CACHE_LIMIT`]) are
+/// kept with nobody holding or waiting; a lock released when the cache is
+/// full gives its node up at once.
 pub struct LocalLocks {
     /// Each running task's number and sender.
     running: Mutex<HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>>,
     next_id: AtomicU64,
+    /// Nodes kept with nobody holding or waiting.
+    cached: AtomicUsize,
+    cache_limit: AtomicUsize,
+}
+
+impl Default for LocalLocks {
+    fn default() -> Self {
+        LocalLocks {
+            running: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+            cached: AtomicUsize::new(0),
+            cache_limit: AtomicUsize::new(DEFAULT_CACHE_LIMIT),
+        }
+    }
 }
 
 type Running = HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>;
@@ -207,6 +251,50 @@ impl LocalLocks {
     /// A new id, for a request or a task.
     pub fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Caches at most `limit` released locks from now on (0: none).
+    pub fn set_cache_limit(&self, limit: usize) {
+        self.cache_limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// How many released locks this host caches now.
+    pub fn cached(&self) -> usize {
+        self.cached.load(Ordering::Relaxed)
+    }
+
+    /// Takes a place in the cache for a node nobody holds or waits for:
+    /// false when the cache is full (the node goes at once).
+    pub(crate) fn try_cache(&self) -> bool {
+        let limit = self.cache_limit.load(Ordering::Relaxed);
+        self.cached
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives a place in the cache back (the node is used again, or went).
+    pub(crate) fn uncache(&self) {
+        let _ = self
+            .cached
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+
+    /// Whether `name`'s task keeps a node nobody holds or waits for (a
+    /// cached lock: the lock service still shows this host's node).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub async fn caches(&self, name: &LockName) -> bool {
+        let Some(task) = self.task(name) else {
+            return false;
+        };
+        let (reply, answer) = oneshot::channel();
+        if task.send(Message::Cached { reply }).is_err() {
+            return false;
+        }
+        answer.await.unwrap_or(false)
     }
 
     /// Sends `message` to `name`'s task, starting one with `start(task number,

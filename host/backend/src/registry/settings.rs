@@ -336,7 +336,8 @@ impl Settings {
     }
 
     /// The hand-off limits ([`REMOTE_SETTINGS`]): `None` when
-    /// `local_handoff` is off.
+    /// `local_handoff` is off. Lock caching is on ([`LocalHandoff::cached`])
+    /// unless `lock_cache` is off (or `linger_ms` is 0).
     ///
     /// # Errors
     /// A limit that is not a whole number.
@@ -344,15 +345,19 @@ impl Settings {
         if !self.switch("local_handoff")? {
             return Ok(None);
         }
-        let default = LocalHandoff::default();
+        let default = LocalHandoff::cached();
+        let linger = if self.switch("lock_cache")? {
+            self.integer("linger_ms")?
+                .map_or(default.linger, Duration::from_millis)
+        } else {
+            Duration::ZERO
+        };
         Ok(Some(LocalHandoff {
             max_handoffs: self.integer("handoff_max")?.unwrap_or(default.max_handoffs),
             max_time: self
                 .integer("handoff_max_ms")?
                 .map_or(default.max_time, Duration::from_millis),
-            linger: self
-                .integer("linger_ms")?
-                .map_or(default.linger, Duration::from_millis),
+            linger,
         }))
     }
 
@@ -434,7 +439,13 @@ mod tests {
         assert_eq!(given.integer::<usize>("sessions"), Ok(Some(1)));
         assert_eq!(given.root(), Ok("/wardlock".to_owned()));
         assert_eq!(given.session_timeout(), Ok(Duration::from_secs(10)));
-        assert_eq!(given.handoff(), Ok(Some(LocalHandoff::default())));
+        assert_eq!(given.handoff(), Ok(Some(LocalHandoff::cached())));
+        let uncached = entry(&[
+            ("hosts", Value::Text("h:1".into())),
+            ("lock_cache", Value::Bool(false)),
+        ])
+        .expect("known");
+        assert_eq!(uncached.handoff(), Ok(Some(LocalHandoff::default())));
         let (at, why) = Settings::from_flags(ZK, [])
             .required("hosts")
             .expect_err("missing");

@@ -58,9 +58,17 @@ pub(super) fn config(settings: &Settings) -> Result<PostgresConfig, Mistake> {
             .map(Secret::new),
     };
     let tls = settings.tls()?;
+    // No lock caching unless asked for with --linger-ms: PostgreSQL tells a
+    // holder nothing when someone queues behind it, so a cached lock would
+    // keep another client (sqlx, psql) waiting until the next `pg_locks`
+    // read of the host, not one notification.
+    let mut handoff = settings.handoff()?.unwrap_or(LocalHandoff::NONE);
+    if !settings.given("linger_ms") {
+        handoff.linger = std::time::Duration::ZERO;
+    }
     let mut config = PostgresConfig::new(&settings.required("url")?)
         .session_timeout(settings.session_timeout()?)
-        .local_handoff(settings.handoff()?.unwrap_or(LocalHandoff::NONE))
+        .local_handoff(handoff)
         .password(password)
         .tls(tls);
     if let Some(count) = settings.integer("wait_connections")? {

@@ -25,15 +25,23 @@ impl LocalLock {
             let linger_over = node
                 .idle_since
                 .is_some_and(|since| since.elapsed() >= self.limits.linger);
-            let release = (node.draining && self.holders.is_empty())
+            let mut release = (node.draining && self.holders.is_empty())
                 || (nobody
                     && (self.limits.linger.is_zero() || node.remote.is_some() || linger_over));
+            let locks = self.engine.local_locks();
+            if !release && nobody && node.idle_since.is_none() {
+                // Cached from now on, if the host's cache has room.
+                if locks.try_cache() {
+                    node.idle_since = Some(Instant::now());
+                } else {
+                    release = true;
+                }
+            } else if !nobody && node.idle_since.take().is_some() {
+                // Used again: no longer a cached node.
+                locks.uncache();
+            }
             if release {
                 self.release_node();
-            } else if nobody {
-                node.idle_since.get_or_insert_with(Instant::now);
-            } else {
-                node.idle_since = None;
             }
         }
         if self.node.is_none()
@@ -151,6 +159,9 @@ impl LocalLock {
     pub(super) fn release_node(&mut self) {
         self.watch = None;
         if let Some(node) = self.node.take() {
+            if node.idle_since.is_some() {
+                self.engine.local_locks().uncache();
+            }
             self.engine.release_node(node.owned);
         }
     }

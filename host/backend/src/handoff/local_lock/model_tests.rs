@@ -581,3 +581,32 @@ fn waits_that_expire_with_the_node_wait_answer_timeout() {
     ];
     assert_eq!(run_scenario(&ops, 0), Ok(()));
 }
+
+/// Lock caching is bounded by the host's cache: with room, a released lock
+/// keeps its node (counted as cached) until the linger ends; with the cache
+/// full (limit 0), the node goes at once.
+#[tokio::test(start_paused = true)]
+async fn a_full_cache_gives_the_node_up_at_once() {
+    for (limit, kept) in [(1, true), (0, false)] {
+        let mut scenario = Scenario::new(5);
+        scenario.engine.locks.set_cache_limit(limit);
+        scenario
+            .apply(&Op::Request {
+                mode: Mode::Exclusive,
+                wait: true,
+                timeout: None,
+            })
+            .await;
+        scenario.collect().await;
+        assert!(matches!(scenario.engine.state().holder, Service::Ours(_)));
+        scenario.apply(&Op::Release(0)).await;
+        let ours = matches!(scenario.engine.state().holder, Service::Ours(_));
+        assert_eq!(ours, kept, "limit {limit}");
+        assert_eq!(scenario.engine.locks.cached(), usize::from(kept));
+        // The linger ends: the cached node goes, and its place with it.
+        scenario.apply(&Op::Advance(5)).await;
+        scenario.apply(&Op::Advance(0)).await;
+        assert!(!matches!(scenario.engine.state().holder, Service::Ours(_)));
+        assert_eq!(scenario.engine.locks.cached(), 0, "limit {limit}");
+    }
+}
