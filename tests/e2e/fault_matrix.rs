@@ -10,7 +10,8 @@
 //!   `lost`, the waiting guest is granted), `slow-server` (every answer of the
 //!   lock service is late: waits still end `timeout`, grants still come);
 //! - engines: memory (its fault injection: `Fault::Expire`, grant delay),
-//!   ZooKeeper, ZooKeeper with host-local hand-off (one server for all cells),
+//!   ZooKeeper, ZooKeeper with host-local hand-off, and with hand-off and lock
+//!   caching as the command line runs it (one server for all cells),
 //!   PostgreSQL (one server for all cells; `session-expiry` is the holder's
 //!   backend terminated with `pg_terminate_backend`; it has no semaphores, so
 //!   no `acquire-permit` cells);
@@ -59,6 +60,8 @@ enum Engine {
     Memory,
     ZooKeeper,
     Handoff,
+    /// Hand-off with lock caching, as `wardlock run` and `serve` default to.
+    Cached,
     Postgres,
 }
 
@@ -77,10 +80,11 @@ const FAULTS: [Fault; 5] = [
     Fault::SessionExpiry,
     Fault::SlowServer,
 ];
-const ENGINES: [Engine; 4] = [
+const ENGINES: [Engine; 5] = [
     Engine::Memory,
     Engine::ZooKeeper,
     Engine::Handoff,
+    Engine::Cached,
     Engine::Postgres,
 ];
 const PATHS: [Path; 4] = [Path::Lock, Path::Permit, Path::Many, Path::Async];
@@ -223,6 +227,9 @@ impl World {
         let mut config = ZooKeeperConfig::new(waiter_proxy.address()).root(ROOT);
         if engine == Engine::Handoff {
             config = config.local_handoff(LocalHandoff::default());
+        }
+        if engine == Engine::Cached {
+            config = config.local_handoff(LocalHandoff::cached());
         }
         let waiter = ZooKeeperBackend::connect(config)
             .await
