@@ -189,6 +189,17 @@ async fn run(
                             row.extra.push(("handoff_max_ms", ms.into()));
                         }
                         row.extra.push(("zk_sessions", zk.options.sessions.into()));
+                        row.extra
+                            .push(("lock_cache", zk.options.lock_cache().into()));
+                    }
+                }
+                if let Ok(etcd) = env.etcd() {
+                    for row in measured
+                        .iter_mut()
+                        .filter(|r| matches!(r.system, System::EtcdNative | System::EtcdGuest))
+                    {
+                        row.extra.push(("local_handoff", etcd.local_handoff.into()));
+                        row.extra.push(("lock_cache", etcd.lock_cache().into()));
                     }
                 }
                 if let Ok(pg) = env.pg() {
