@@ -4,7 +4,7 @@
 //! or run with `--help`:
 //!
 //! `cargo run --release -p wardlock-tests --bin wardlock-bench -- [--zookeeper HOST:PORT]
-//! [--etcd [HOST:PORT]] [--postgres [URL]] [--workloads LIST] [--clients K] [--ops M] [--json]`
+//! [--etcd [HOST:PORT]] [--postgres [URL]] [--workloads LIST] [--clients K] [--ops M] [--no-lock-cache] [--json]`
 //!
 //! What it shares with the tests (the ZooKeeper harness, the guests' paths, the
 //! probes) comes from the `wardlock_tests` library.
