@@ -1,18 +1,23 @@
 // Apache Curator as a system of wardlock-bench (tests/src/bin/wardlock-bench/systems/curator.rs).
 //
 // One JVM runs every client of a phase as a thread, each with its own CuratorFramework
-// (its own ZooKeeper session). The clients stay connected between phases, so connecting
-// is not measured and the JIT warms up over the warm-up phase, as the server does.
+// (its own ZooKeeper session: `curator`), or all threads on one shared CuratorFramework
+// (one session, as an application uses Curator: `curator-shared`). The clients stay
+// connected between phases, so connecting is not measured and the JIT warms up over the
+// warm-up phase, as the server does.
 //
 // Usage: BenchDriver CONNECT SESSION_TIMEOUT_MS, then commands on stdin, one a line:
 //   prepare N                      have at least N clients connected; prints "ready"
+//   prepare-shared                 have the shared client connected; prints "ready"
 //   run CHECK (PATH PLAN)...       one thread per (PATH, PLAN) (the i-th uses client i), all
 //                                  at once; PLAN is one letter per op, w (exclusive) or r
 //                                  (shared). Every PLAN all w: InterProcessMutex on PATH,
-//                                  else InterProcessReadWriteLock on PATH. CHECK is the
-//                                  counter file of the exclusion check, or "-". Prints
-//                                  one JSON line: {"cpu_ns":N,"clients":[{"start":unix ns,
-//                                  "end":unix ns,"writes":N,"violations":N,"lat":[ns...]}]}
+//                                  else InterProcessReadWriteLock on PATH (one lock object
+//                                  per thread). CHECK is the counter file of the exclusion
+//                                  check, or "-". Prints one JSON line: {"cpu_ns":N,
+//                                  "clients":[{"start":unix ns,"end":unix ns,"writes":N,
+//                                  "violations":N,"lat":[ns...]}]}
+//   run-shared CHECK (PATH PLAN)...  as run, every thread on the shared client
 // End of input closes every client and exits.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -46,6 +51,7 @@ public class BenchDriver {
         String connect = args[0];
         int sessionTimeoutMs = Integer.parseInt(args[1]);
         List<CuratorFramework> clients = new ArrayList<>();
+        CuratorFramework shared = null;
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = stdin.readLine()) != null) {
@@ -54,20 +60,30 @@ public class BenchDriver {
                 case "prepare": {
                     int n = Integer.parseInt(words[1]);
                     while (clients.size() < n) {
-                        CuratorFramework client = CuratorFrameworkFactory.newClient(
-                                connect, sessionTimeoutMs, 5000, new RetryNTimes(5, 200));
-                        client.start();
-                        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
-                            throw new IllegalStateException("cannot connect to " + connect);
-                        }
-                        clients.add(client);
+                        clients.add(connect(connect, sessionTimeoutMs));
+                    }
+                    System.out.println("ready");
+                    System.out.flush();
+                    break;
+                }
+                case "prepare-shared": {
+                    if (shared == null) {
+                        shared = connect(connect, sessionTimeoutMs);
                     }
                     System.out.println("ready");
                     System.out.flush();
                     break;
                 }
                 case "run": {
-                    System.out.println(run(clients, words));
+                    System.out.println(run(clients, null, words));
+                    System.out.flush();
+                    break;
+                }
+                case "run-shared": {
+                    if (shared == null) {
+                        throw new IllegalStateException("run-shared before prepare-shared");
+                    }
+                    System.out.println(run(clients, shared, words));
                     System.out.flush();
                     break;
                 }
@@ -79,9 +95,24 @@ public class BenchDriver {
         for (CuratorFramework client : clients) {
             client.close();
         }
+        if (shared != null) {
+            shared.close();
+        }
     }
 
-    static String run(List<CuratorFramework> clients, String[] words) throws Exception {
+    static CuratorFramework connect(String connect, int sessionTimeoutMs) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.newClient(
+                connect, sessionTimeoutMs, 5000, new RetryNTimes(5, 200));
+        client.start();
+        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("cannot connect to " + connect);
+        }
+        return client;
+    }
+
+    // Every thread on `common` (the shared client) when it is given, else thread i on clients[i].
+    static String run(List<CuratorFramework> clients, CuratorFramework common, String[] words)
+            throws Exception {
         String check = words[1];
         int n = (words.length - 2) / 2;
         boolean mutex = true;
@@ -98,7 +129,7 @@ public class BenchDriver {
                 (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         long cpuBefore = os.getProcessCpuTime();
         for (int i = 0; i < n; i++) {
-            CuratorFramework client = clients.get(i);
+            CuratorFramework client = common != null ? common : clients.get(i);
             String path = words[2 + 2 * i];
             String plan = words[3 + 2 * i];
             Result result = new Result();

@@ -54,8 +54,8 @@ pub(crate) struct Args {
     )]
     pub systems: Vec<Pick<System>>,
 
-    /// Concurrent clients in `contended` and `rw`; waiters in `herd`; guests
-    /// per host process in `hosts`.
+    /// Concurrent clients in `contended`, `rw` and `spread`; waiters in
+    /// `herd`; guests per host process in `hosts`.
     #[arg(long, value_name = "K", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub clients: u64,
 
@@ -93,9 +93,20 @@ pub(crate) struct Args {
     /// client queues on its own node, the library's default), and the etcd
     /// and PostgreSQL ones with `LocalHandoff::NONE` (no local grant once
     /// another host waits). Without it they run as `wardlock run` and
-    /// `serve` do: hand-off on, default limits.
+    /// `serve` do: hand-off on, default limits, lock caching on ZooKeeper and
+    /// etcd (see `--no-lock-cache`).
     #[arg(long)]
     pub no_local_handoff: bool,
+
+    /// Run wardlock's ZooKeeper and etcd systems without lock caching
+    /// (`LocalHandoff::default()`: a host gives its node up as soon as its
+    /// last local holder releases), as `wardlock run --no-lock-cache` does.
+    /// Without it they cache as `wardlock run` and `serve` do by default
+    /// (`LocalHandoff::cached()`: the node stays 5 s after the last release,
+    /// until another host queues for the lock). PostgreSQL never caches here
+    /// (the command line does not either unless told `--linger-ms`).
+    #[arg(long)]
+    pub no_lock_cache: bool,
 
     /// Local grants a host still makes once another host waits (the product's
     /// `--handoff-max`; default: the product's default).

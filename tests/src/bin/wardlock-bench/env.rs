@@ -46,13 +46,16 @@ pub(crate) struct ZkEnv {
 }
 
 /// How wardlock's ZooKeeper backends run: host-local hand-off (on, as in
-/// `wardlock run` and `serve`, unless `--no-local-handoff`) and the session
-/// pool (`--zk-sessions`).
+/// `wardlock run` and `serve`, unless `--no-local-handoff`), lock caching
+/// (on, as there, unless `--no-lock-cache`) and the session pool
+/// (`--zk-sessions`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BackendOptions {
     pub local_handoff: bool,
     pub sessions: usize,
-    /// The hand-off's bounds (`--handoff-max`, `--handoff-max-ms`).
+    /// The hand-off's bounds (`--handoff-max`, `--handoff-max-ms`) and the
+    /// cache time (`linger`: [`LocalHandoff::cached`]'s, or zero with
+    /// `--no-lock-cache`).
     pub limits: LocalHandoff,
 }
 
@@ -65,12 +68,41 @@ impl BackendOptions {
             limits: limits(args),
         }
     }
+
+    /// The same backend without lock caching (`LocalHandoff::default()`'s
+    /// zero linger): another host that gives its node up at every release.
+    pub(crate) fn uncached(self) -> BackendOptions {
+        BackendOptions {
+            limits: LocalHandoff {
+                linger: Duration::ZERO,
+                ..self.limits
+            },
+            ..self
+        }
+    }
+
+    /// Whether a released lock stays cached on the host.
+    pub(crate) fn lock_cache(&self) -> bool {
+        self.local_handoff && !self.limits.linger.is_zero()
+    }
 }
 
-/// The hand-off's bounds: the product's defaults unless `--handoff-max` or
-/// `--handoff-max-ms` say otherwise.
+/// The hand-off's bounds of wardlock's ZooKeeper and etcd backends, as the
+/// command line sets them: the product's defaults with lock caching
+/// ([`LocalHandoff::cached`]; [`LocalHandoff::default`] with
+/// `--no-lock-cache`) unless `--handoff-max` or `--handoff-max-ms` say
+/// otherwise.
 pub(crate) fn limits(args: &Args) -> LocalHandoff {
-    let defaults = LocalHandoff::default();
+    let defaults = if args.no_lock_cache {
+        LocalHandoff::default()
+    } else {
+        LocalHandoff::cached()
+    };
+    bounded(args, defaults)
+}
+
+/// `defaults` with `--handoff-max` and `--handoff-max-ms` applied.
+fn bounded(args: &Args, defaults: LocalHandoff) -> LocalHandoff {
     LocalHandoff {
         max_handoffs: args.handoff_max.unwrap_or(defaults.max_handoffs),
         max_time: args
@@ -139,23 +171,43 @@ pub(crate) struct EtcdEnv {
     pub backend: Arc<EtcdBackend>,
     /// The lease TTL of every client, seconds.
     pub ttl_secs: i64,
+    /// The backend's hand-off (`LocalHandoff::NONE` with
+    /// `--no-local-handoff`).
+    pub handoff: LocalHandoff,
+    /// False with `--no-local-handoff`.
+    pub local_handoff: bool,
 }
 
 impl EtcdEnv {
-    /// Connects wardlock's etcd backend (hand-off as `--no-local-handoff`
-    /// says; etcd always queues one key per host and lock).
+    /// Connects wardlock's etcd backend (hand-off and lock caching as
+    /// `--no-local-handoff` and `--no-lock-cache` say; etcd always queues one
+    /// key per host and lock).
     ///
     /// # Errors
     /// When etcd cannot be reached.
     pub(crate) async fn connect(address: &str, args: &Args) -> anyhow::Result<EtcdEnv> {
-        let mut config = EtcdConfig::new(address)
-            .root(WARDLOCK_ROOT)
-            .lease_ttl(args.session_timeout());
-        config = config.local_handoff(if args.no_local_handoff {
+        let handoff = if args.no_local_handoff {
             LocalHandoff::NONE
         } else {
             limits(args)
-        });
+        };
+        Self::connect_with(address, args, handoff).await
+    }
+
+    /// Connects another etcd backend (another host: its own lease) with
+    /// `handoff`.
+    ///
+    /// # Errors
+    /// When etcd cannot be reached.
+    pub(crate) async fn connect_with(
+        address: &str,
+        args: &Args,
+        handoff: LocalHandoff,
+    ) -> anyhow::Result<EtcdEnv> {
+        let config = EtcdConfig::new(address)
+            .root(WARDLOCK_ROOT)
+            .lease_ttl(args.session_timeout())
+            .local_handoff(handoff);
         let ttl_secs = config.ttl_seconds();
         let backend = EtcdBackend::connect(config)
             .await
@@ -164,7 +216,14 @@ impl EtcdEnv {
             address: address.to_owned(),
             backend: Arc::new(backend),
             ttl_secs,
+            handoff,
+            local_handoff: !args.no_local_handoff,
         })
+    }
+
+    /// Whether a released lock stays cached on the host.
+    pub(crate) fn lock_cache(&self) -> bool {
+        !self.handoff.linger.is_zero()
     }
 }
 
@@ -212,10 +271,13 @@ impl PgEnv {
     /// # Errors
     /// When PostgreSQL cannot be reached or refuses the role.
     pub(crate) async fn connect(url: &str, args: &Args) -> anyhow::Result<PgEnv> {
+        // No lock caching: the command line does not cache on PostgreSQL
+        // unless told `--linger-ms` (the engine tells a holder nothing when
+        // someone queues).
         let handoff = if args.no_local_handoff {
             LocalHandoff::NONE
         } else {
-            limits(args)
+            bounded(args, LocalHandoff::default())
         };
         let config = |url: &str| {
             PostgresConfig::new(url)
@@ -601,7 +663,31 @@ impl Env {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+
+    #[test]
+    fn backends_cache_as_the_command_line_does_unless_told_not_to() {
+        let args = Args::parse_from(["wardlock-bench"]);
+        assert_eq!(limits(&args), LocalHandoff::cached());
+        let options = BackendOptions::from_args(&args);
+        assert!(options.lock_cache());
+        assert!(!options.uncached().lock_cache());
+        assert_eq!(options.uncached().limits, LocalHandoff::default());
+
+        let args = Args::parse_from(["wardlock-bench", "--no-lock-cache", "--handoff-max", "4"]);
+        let expected = LocalHandoff {
+            max_handoffs: 4,
+            ..LocalHandoff::default()
+        };
+        assert_eq!(limits(&args), expected);
+        assert!(!BackendOptions::from_args(&args).lock_cache());
+
+        // No hand-off, nothing to cache.
+        let args = Args::parse_from(["wardlock-bench", "--no-local-handoff"]);
+        assert!(!BackendOptions::from_args(&args).lock_cache());
+    }
 
     #[test]
     fn the_native_backend_names_its_connections_in_the_url() {

@@ -4,7 +4,7 @@
 //! or run with `--help`:
 //!
 //! `cargo run --release -p wardlock-tests --bin wardlock-bench -- [--zookeeper HOST:PORT]
-//! [--etcd [HOST:PORT]] [--postgres [URL]] [--workloads LIST] [--clients K] [--ops M] [--json]`
+//! [--etcd [HOST:PORT]] [--postgres [URL]] [--workloads LIST] [--clients K] [--ops M] [--no-lock-cache] [--json]`
 //!
 //! What it shares with the tests (the ZooKeeper harness, the guests' paths, the
 //! probes) comes from the `wardlock_tests` library.
@@ -189,6 +189,17 @@ async fn run(
                             row.extra.push(("handoff_max_ms", ms.into()));
                         }
                         row.extra.push(("zk_sessions", zk.options.sessions.into()));
+                        row.extra
+                            .push(("lock_cache", zk.options.lock_cache().into()));
+                    }
+                }
+                if let Ok(etcd) = env.etcd() {
+                    for row in measured
+                        .iter_mut()
+                        .filter(|r| matches!(r.system, System::EtcdNative | System::EtcdGuest))
+                    {
+                        row.extra.push(("local_handoff", etcd.local_handoff.into()));
+                        row.extra.push(("lock_cache", etcd.lock_cache().into()));
                     }
                 }
                 if let Ok(pg) = env.pg() {

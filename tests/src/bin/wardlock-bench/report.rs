@@ -133,6 +133,7 @@ pub(crate) fn add_ratios(rows: &mut [Row]) {
         let floor = find(rows, system.floor(), variant);
         let twin = system.native_twin().and_then(|t| find(rows, t, variant));
         let curator = find(rows, System::Curator, variant);
+        let shared = find(rows, System::CuratorShared, variant);
         let row = &mut rows[index];
         // Curator is a ZooKeeper client: a baseline for ZooKeeper systems only.
         if let Some((curator_p50, curator_ops)) = curator
@@ -143,6 +144,16 @@ pub(crate) fn add_ratios(rows: &mut [Row]) {
             let ops = ratio(row.ops_per_s, curator_ops);
             row.extra.push(("p50_vs_curator", round(p50, 3)));
             row.extra.push(("ops_per_s_vs_curator", round(ops, 3)));
+        }
+        if let Some((shared_p50, shared_ops)) = shared
+            && system != System::CuratorShared
+            && system.uses_zookeeper()
+        {
+            let p50 = ratio(row.p50_us, shared_p50);
+            let ops = ratio(row.ops_per_s, shared_ops);
+            row.extra.push(("p50_vs_curator_shared", round(p50, 3)));
+            row.extra
+                .push(("ops_per_s_vs_curator_shared", round(ops, 3)));
         }
         if let Some((floor_p50, floor_ops)) = floor {
             row.p50_vs_floor = ratio(row.p50_us, floor_p50);
@@ -202,6 +213,39 @@ mod tests {
         assert_eq!(rows[3].p50_vs_floor, Some(1.2));
         assert_eq!(rows[3].ops_per_s_vs_floor, Some(2.0));
         assert_eq!(rows[3].p50_vs_native, Some(2.4));
+    }
+
+    #[test]
+    fn zookeeper_rows_are_compared_with_both_curators() {
+        let mut rows = vec![
+            row(System::ZooKeeperGuest, 100, 4000),
+            row(System::Curator, 400, 1000),
+            row(System::CuratorShared, 200, 2000),
+            row(System::EtcdGuest, 100, 4000),
+        ];
+        add_ratios(&mut rows);
+        let extra = |row: &Row, key: &str| {
+            row.extra
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(extra(&rows[0], "ops_per_s_vs_curator"), Some(json!(4.0)));
+        assert_eq!(
+            extra(&rows[0], "ops_per_s_vs_curator_shared"),
+            Some(json!(2.0))
+        );
+        assert_eq!(extra(&rows[0], "p50_vs_curator_shared"), Some(json!(0.5)));
+        // Each Curator row against the other, not against itself.
+        assert_eq!(extra(&rows[1], "ops_per_s_vs_curator"), None);
+        assert_eq!(
+            extra(&rows[1], "ops_per_s_vs_curator_shared"),
+            Some(json!(0.5))
+        );
+        assert_eq!(extra(&rows[2], "ops_per_s_vs_curator"), Some(json!(2.0)));
+        assert_eq!(extra(&rows[2], "ops_per_s_vs_curator_shared"), None);
+        // etcd rows have no Curator baseline.
+        assert_eq!(extra(&rows[3], "ops_per_s_vs_curator_shared"), None);
     }
 
     #[test]

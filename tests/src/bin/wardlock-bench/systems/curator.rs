@@ -1,7 +1,9 @@
-//! `curator`: Apache Curator (Debian's jars, `libcurator-recipes-java`) running
-//! the same client loops as the other systems, in one JVM
-//! (`tests/interop/BenchDriver.java`, compiled here with `javac`): every client a
-//! thread with its own `CuratorFramework` (its own ZooKeeper session), exclusive
+//! `curator` and `curator-shared`: Apache Curator (Debian's jars,
+//! `libcurator-recipes-java`) running the same client loops as the other
+//! systems, in one JVM (`tests/interop/BenchDriver.java`, compiled here with
+//! `javac`): every client a thread, with its own `CuratorFramework` (its own
+//! ZooKeeper session: `curator`) or all on one shared `CuratorFramework` (one
+//! session, as an application uses Curator: `curator-shared`), exclusive
 //! ops through `InterProcessMutex`, mixed ones through
 //! `InterProcessReadWriteLock`, the exclusion check of [`crate::check`] in the
 //! critical section (the same file protocol, in Java).
@@ -38,6 +40,7 @@ pub(crate) struct Driver {
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
     connected: usize,
+    shared: bool,
 }
 
 impl Driver {
@@ -66,6 +69,7 @@ impl Driver {
             stdin,
             stdout,
             connected: 0,
+            shared: false,
         })
     }
 
@@ -95,8 +99,24 @@ impl Driver {
         Ok(())
     }
 
-    /// Runs one phase: every spec a client thread, all at once. Returns the
-    /// clients' results and the JVM's CPU time over the loops.
+    /// Has the shared client connected (outside any measurement).
+    ///
+    /// # Errors
+    /// When the driver fails.
+    pub(crate) async fn prepare_shared(&mut self) -> anyhow::Result<()> {
+        if !self.shared {
+            let answer = self.command("prepare-shared").await?;
+            if answer != "ready" {
+                bail!("Curator driver: {answer}");
+            }
+            self.shared = true;
+        }
+        Ok(())
+    }
+
+    /// Runs one phase: every spec a client thread, all at once, each on a
+    /// client of its own or all on the shared one. Returns the clients'
+    /// results and the JVM's CPU time over the loops.
     ///
     /// # Errors
     /// When a client fails.
@@ -104,12 +124,14 @@ impl Driver {
         &mut self,
         specs: &[LoopSpec],
         dir: &Path,
+        shared: bool,
     ) -> anyhow::Result<(Vec<LoopResult>, Duration)> {
         let check = specs
             .iter()
             .find_map(|s| s.check.as_ref())
             .map_or_else(|| "-".to_owned(), |c| dir.join(c).display().to_string());
-        let mut line = format!("run {check}");
+        let command = if shared { "run-shared" } else { "run" };
+        let mut line = format!("{command} {check}");
         for spec in specs {
             line.push_str(&format!(" {WARDLOCK_ROOT}/{} ", spec.lock.as_str()));
             line.extend((0..spec.ops).map(|i| match check::mode(spec.plan, i) {

@@ -60,6 +60,9 @@ impl HostProcess {
         if env.args.no_local_handoff {
             command.arg("--no-local-handoff");
         }
+        if env.args.no_lock_cache {
+            command.arg("--no-lock-cache");
+        }
         match system {
             System::ZooKeeperGuest => command.args(["--zookeeper", &env.zk()?.address]),
             System::EtcdGuest => command.args(["--etcd", &env.etcd()?.address]),

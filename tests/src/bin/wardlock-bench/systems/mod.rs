@@ -50,6 +50,10 @@ pub(crate) enum System {
     /// `InterProcessReadWriteLock`, one `CuratorFramework` per client, all
     /// clients threads of one JVM.
     Curator,
+    /// Apache Curator as an application uses it: every client a thread of one
+    /// JVM with a lock object of its own, all on one shared
+    /// `CuratorFramework` (one ZooKeeper session).
+    CuratorShared,
     /// Raw `etcd-client` running Go's `concurrency.Mutex` recipe, each client
     /// its own lease (only with `--etcd`).
     EtcdFloor,
@@ -79,7 +83,11 @@ impl System {
     pub(crate) fn uses_zookeeper(self) -> bool {
         matches!(
             self,
-            System::ZkFloor | System::ZooKeeperNative | System::ZooKeeperGuest | System::Curator
+            System::ZkFloor
+                | System::ZooKeeperNative
+                | System::ZooKeeperGuest
+                | System::Curator
+                | System::CuratorShared
         )
     }
 
@@ -235,7 +243,8 @@ enum Clients {
     PgFloor(Vec<pg_floor::PgFloorClient>),
     Sessions(Vec<native::SessionLocker>),
     Guests(Arc<Runner>),
-    Curator(tokio::sync::OwnedMutexGuard<Option<curator::Driver>>),
+    /// The driver, and whether every client runs on its shared client.
+    Curator(tokio::sync::OwnedMutexGuard<Option<curator::Driver>>, bool),
 }
 
 /// A started phase.
@@ -308,7 +317,16 @@ impl Prepared {
                     .context("no Curator driver")?
                     .prepare(specs.len())
                     .await?;
-                Clients::Curator(driver)
+                Clients::Curator(driver, false)
+            }
+            System::CuratorShared => {
+                let mut driver = env.curator().await?;
+                driver
+                    .as_mut()
+                    .context("no Curator driver")?
+                    .prepare_shared()
+                    .await?;
+                Clients::Curator(driver, true)
             }
         };
         Ok(Prepared {
@@ -354,9 +372,9 @@ impl Prepared {
             Clients::Guests(runner) => {
                 tokio::spawn(async move { Ok((guest::run_all(&runner, specs).await?, None)) })
             }
-            Clients::Curator(mut driver) => tokio::spawn(async move {
+            Clients::Curator(mut driver, shared) => tokio::spawn(async move {
                 let driver = driver.as_mut().context("no Curator driver")?;
-                let (results, cpu) = driver.run(&specs, &dir).await?;
+                let (results, cpu) = driver.run(&specs, &dir, shared).await?;
                 Ok((results, Some(cpu)))
             }),
         };

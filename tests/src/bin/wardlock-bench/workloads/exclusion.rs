@@ -6,7 +6,7 @@
 //! seen plus lost updates) must be 0.
 
 use super::Workload;
-use super::rounds::{Shape, interleaved};
+use super::rounds::{ROUNDS, Shape, interleaved};
 use crate::check::Plan;
 use crate::env::Env;
 use crate::report::Row;
@@ -36,6 +36,7 @@ pub(super) async fn run(
             _ => |_| Plan::Exclusive,
         },
         check: true,
+        rounds: ROUNDS,
     };
     let measured = interleaved(env, workload, systems, &shape).await?;
     Ok(measured

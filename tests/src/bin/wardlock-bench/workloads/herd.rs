@@ -54,6 +54,7 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
                 hand_offs(env, system, SessionLocker::new(session)).await?
             }
             System::Curator
+            | System::CuratorShared
             | System::EtcdFloor
             | System::EtcdNative
             | System::EtcdGuest

@@ -4,7 +4,7 @@
 //! calls), interleaved. The guest's extra time per pair is the overhead.
 
 use super::Workload;
-use super::rounds::{Shape, interleaved};
+use super::rounds::{ROUNDS, Shape, interleaved};
 use crate::check::Plan;
 use crate::env::Env;
 use crate::report::Row;
@@ -24,6 +24,7 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
         ops: env.args.ops.saturating_mul(OPS_FACTOR),
         plan: |_| Plan::Exclusive,
         check: false,
+        rounds: ROUNDS,
     };
     let measured = interleaved(env, Workload::HostCall, systems, &shape).await?;
     let native_p50 = measured

@@ -1,6 +1,7 @@
 //! The workloads: what each measures is documented in its module and in
 //! tests/BENCHMARKS.md.
 
+mod cached_handover;
 mod exclusion;
 mod fairness;
 mod guarded;
@@ -42,6 +43,8 @@ pub(crate) enum Workload {
     Guarded,
     /// Jepsen's lock-set under pauses and kills (issue 35).
     LockSet,
+    /// A waiter on another host behind a cached, released lock (issue 39).
+    CachedHandover,
 }
 
 impl Workload {
@@ -82,6 +85,14 @@ impl Workload {
                 System::EtcdNative,
             ],
             Workload::LockSet => &[System::ZooKeeperGuest, System::EtcdGuest],
+            Workload::CachedHandover => &[
+                System::ZkFloor,
+                System::ZooKeeperNative,
+                System::ZooKeeperGuest,
+                System::EtcdFloor,
+                System::EtcdNative,
+                System::EtcdGuest,
+            ],
         }
     }
 
@@ -126,6 +137,7 @@ impl Workload {
             Workload::Hosts => hosts::run(env, systems).await,
             Workload::Guarded => guarded::run(env, systems).await,
             Workload::LockSet => lock_set::run(env, systems).await,
+            Workload::CachedHandover => cached_handover::run(env, systems).await,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Several systems measured interleaved: a warm-up phase each (not recorded),
-//! then [`ROUNDS`] rounds in which every system runs its share of the ops in
-//! turn, so the drift of a noisy machine (or a warming JVM) hits all alike.
+//! then [`ROUNDS`] rounds (or the shape's own count) in which every system runs
+//! its share of the ops in turn, so the drift of a noisy machine (or a warming
+//! JVM) hits all alike.
 
 use super::{Workload, lock_name, progress};
 use crate::check::{self, Plan};
@@ -23,6 +24,8 @@ pub(super) struct Shape {
     pub plan: fn(u64) -> Plan,
     /// Whether the critical section checks a counter file (one per system).
     pub check: bool,
+    /// Measured rounds ([`ROUNDS`] but in `uncontended`).
+    pub rounds: u64,
 }
 
 /// One system's results.
@@ -30,6 +33,8 @@ pub(super) struct Measured {
     pub system: System,
     pub samples: Samples,
     pub writes: u64,
+    /// Each round's p50, µs.
+    pub round_p50_us: Vec<f64>,
 }
 
 /// Measures `shape` on every system of `systems`, interleaved. With a check,
@@ -86,17 +91,19 @@ pub(super) async fn interleaved(
             system,
             samples: Samples::default(),
             writes: 0,
+            round_p50_us: Vec::new(),
         })
         .collect();
-    for round in 0..ROUNDS {
+    let rounds = shape.rounds.max(1);
+    for round in 0..rounds {
         // Spread the remainder over the first rounds.
-        let share = shape.ops / ROUNDS + u64::from(round < shape.ops % ROUNDS);
+        let share = shape.ops / rounds + u64::from(round < shape.ops % rounds);
         if share == 0 {
             continue;
         }
         for entry in &mut measured {
             progress(&format!(
-                "{}: {} round {}/{ROUNDS} ({} × {share} ops)",
+                "{}: {} round {}/{rounds} ({} × {share} ops)",
                 workload.name(),
                 entry.system.name(),
                 round + 1,
@@ -105,6 +112,11 @@ pub(super) async fn interleaved(
             let phase = run_phase(env, entry.system, specs(entry.system, share)?).await?;
             entry.samples.add_phase(&phase);
             entry.writes += phase.writes();
+            let mut round_samples = Samples::default();
+            round_samples.add_phase(&phase);
+            if let Some(p50) = round_samples.percentile_us(0.5) {
+                entry.round_p50_us.push(p50);
+            }
         }
     }
     for entry in measured.iter_mut().filter(|_| shape.check) {

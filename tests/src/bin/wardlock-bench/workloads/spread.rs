@@ -5,7 +5,7 @@
 //! `--zk-sessions 4`), not the lock.
 
 use super::Workload;
-use super::rounds::{Shape, interleaved};
+use super::rounds::{ROUNDS, Shape, interleaved};
 use crate::check::Plan;
 use crate::env::Env;
 use crate::report::Row;
@@ -22,6 +22,7 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
         ops: env.args.ops,
         plan: |_| Plan::Exclusive,
         check: false,
+        rounds: ROUNDS,
     };
     let measured = interleaved(env, Workload::Spread, systems, &shape).await?;
     Ok(measured
