@@ -18,12 +18,10 @@
 //! checks the connection again after a long wait before handing its lock
 //! out (see `recipe`).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_postgres::{Client, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -131,11 +129,6 @@ pub(crate) struct PgConn {
     tls: MakeRustlsConnect,
     /// A `pg_advisory_lock` is in flight: no heartbeat can be answered.
     waiting: AtomicBool,
-    /// Unlocks in flight, by key: a new lock of the same key on this
-    /// connection waits for them, so it queues behind other clients rather
-    /// than re-entering the lock it is giving up.
-    unlocking: Mutex<HashMap<i64, usize>>,
-    unlocked: watch::Sender<()>,
 }
 
 impl PgConn {
@@ -188,8 +181,6 @@ impl PgConn {
             pid,
             tls: connector.tls.clone(),
             waiting: AtomicBool::new(false),
-            unlocking: Mutex::new(HashMap::new()),
-            unlocked: watch::Sender::new(()),
         });
         conn.liveness.heard(sent);
         tokio::spawn(heartbeat(Arc::downgrade(&conn)));
@@ -236,46 +227,6 @@ impl PgConn {
     pub(crate) fn health(&self) -> SessionHealth {
         self.liveness
             .health(!self.client.is_closed(), Instant::now())
-    }
-
-    /// Notes an unlock of `key` in flight; see [`PgConn::unlock_done`].
-    pub(crate) fn unlock_started(&self, key: i64) {
-        let mut unlocking = self.unlocking.lock().unwrap_or_else(|e| e.into_inner());
-        *unlocking.entry(key).or_default() += 1;
-    }
-
-    /// Notes an unlock of `key` answered (or failed).
-    pub(crate) fn unlock_done(&self, key: i64) {
-        let mut unlocking = self.unlocking.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = unlocking.get_mut(&key) {
-            *count -= 1;
-            if *count == 0 {
-                unlocking.remove(&key);
-            }
-        }
-        drop(unlocking);
-        self.unlocked.send_replace(());
-    }
-
-    /// Waits until no unlock of `key` is in flight on this connection.
-    ///
-    /// # Cancellation safety
-    /// Cancel safe.
-    pub(crate) async fn unlocks_settled(&self, key: i64) {
-        let mut unlocked = self.unlocked.subscribe();
-        loop {
-            let busy = self
-                .unlocking
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains_key(&key);
-            if !busy {
-                return;
-            }
-            if unlocked.changed().await.is_err() {
-                return;
-            }
-        }
     }
 }
 

@@ -107,7 +107,6 @@ async fn attempt(
     let (mode, deadline) = (*mode, *deadline);
     let key = advisory_key(name);
     let main = until(deadline, shared.pool.main()).await??;
-    until(deadline, main.unlocks_settled(key)).await?;
     if let Some(token) = until(deadline, try_lock(main.clone(), key, mode)).await?? {
         return Ok(Some(node(key, mode, &main, token)));
     }
@@ -143,7 +142,7 @@ async fn try_lock(conn: Arc<PgConn>, key: i64, mode: Mode) -> Result<Option<i64>
 /// Unlocks a key whose try was dropped while out: sent after it on the same
 /// connection, so it undoes a grant; after a refusal it unlocks nothing (no
 /// other grant of this host holds the key on that connection: one task per
-/// lock, and its earlier unlocks settled before the try).
+/// lock, and its earlier unlocks were sent before the try).
 struct UndoTry {
     conn: Option<Arc<PgConn>>,
     key: i64,
@@ -153,16 +152,13 @@ struct UndoTry {
 impl Drop for UndoTry {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
-            let (key, mode) = (self.key, self.mode);
-            conn.unlock_started(key);
-            tokio::spawn(async move { unlock(&conn, key, mode).await });
+            send_unlock(conn, self.key, self.mode, async {});
         }
     }
 }
 
 /// Unlocks `key` in `mode` on `conn` (a failure means the connection is
-/// gone, and the lock with it). The caller noted it first
-/// ([`PgConn::unlock_started`]), so a re-acquire on the connection waits for it.
+/// gone, and the lock with it).
 async fn unlock(conn: &PgConn, key: i64, mode: Mode) {
     let statement = match mode {
         Mode::Exclusive => &conn.statements.unlock_exclusive,
@@ -171,7 +167,29 @@ async fn unlock(conn: &PgConn, key: i64, mode: Mode) {
     if let Err(error) = conn.client.query(statement, &[&key]).await {
         tracing::debug!(%error, key, "unlocking failed (the connection is gone, and its locks)");
     }
-    conn.unlock_done(key);
+}
+
+/// Sends the unlock of `key` on `conn` now, before returning, and finishes
+/// it (then `after`) in the background. Sent now: tokio-postgres puts a
+/// statement on the connection's pipeline at its first poll, so whatever
+/// this host sends on the connection afterwards — the next try of the same
+/// lock — reaches the server behind the unlock and queues behind any other
+/// client's waiter, without waiting for the unlock's answer (one round trip
+/// less per re-acquire).
+fn send_unlock(
+    conn: Arc<PgConn>,
+    key: i64,
+    mode: Mode,
+    after: impl Future<Output = ()> + Send + 'static,
+) {
+    let mut unlocking = Box::pin(async move {
+        unlock(&conn, key, mode).await;
+        after.await;
+    });
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    if unlocking.as_mut().poll(&mut context).is_pending() {
+        tokio::spawn(unlocking);
+    }
 }
 
 /// What a blocked wait answered.
@@ -248,7 +266,6 @@ async fn wait_lock(
             Ok(token) => {
                 // The caller is gone: give the grant up.
                 if let Err(Ok((_, lent))) = answer.send(Ok((token, lent))) {
-                    lent.conn.unlock_started(key);
                     unlock(&lent.conn, key, mode).await;
                     task_shared.pool.give_back(lent);
                 }
@@ -349,13 +366,14 @@ pub(crate) fn release(shared: &Arc<Shared>, node: OwnedNode) {
         shared.pool.unhold(node.generation);
         return;
     };
-    // Noted now, so a re-acquire on this connection waits for it.
-    conn.unlock_started(key);
     let shared = shared.clone();
-    tokio::spawn(async move {
-        unlock(&conn, key, mode).await;
-        shared.pool.unhold(node.generation);
-    });
+    let generation = node.generation;
+    send_unlock(
+        conn,
+        key,
+        mode,
+        async move { shared.pool.unhold(generation) },
+    );
 }
 
 /// Resolves when another client's request that conflicts with the host's
