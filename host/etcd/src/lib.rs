@@ -170,7 +170,9 @@ impl LockBackend for EtcdBackend {
     }
 
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        // Revoking the lease deletes every key of this host at once.
+        // Revoking the lease deletes every key of this host at once, cached
+        // ones too; no lock is cached from now on.
+        self.shared.local_locks.drop_caches();
         Box::pin(self.shared.leases.close())
     }
 }

@@ -190,6 +190,7 @@ impl LockBackend for PostgresBackend {
     }
 
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        self.shared.local_locks.drop_caches();
         Box::pin(self.shared.pool.close())
     }
 }

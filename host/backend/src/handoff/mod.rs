@@ -48,7 +48,7 @@ pub use session_grants::{SessionGrants, SessionLookup};
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -199,6 +199,8 @@ pub(crate) enum Message {
         /// Where the task answers.
         reply: oneshot::Sender<usize>,
     },
+    /// Nothing but a wake-up: the task settles again (caches dropped).
+    Flush,
     /// Whether the task keeps a node nobody holds or waits for.
     Cached {
         /// Where the task answers.
@@ -228,6 +230,8 @@ pub struct LocalLocks {
     /// Nodes kept with nobody holding or waiting.
     cached: AtomicUsize,
     cache_limit: AtomicUsize,
+    /// The backend shuts down: no node is cached any more.
+    caches_dropped: AtomicBool,
 }
 
 impl Default for LocalLocks {
@@ -237,6 +241,7 @@ impl Default for LocalLocks {
             next_id: AtomicU64::new(0),
             cached: AtomicUsize::new(0),
             cache_limit: AtomicUsize::new(DEFAULT_CACHE_LIMIT),
+            caches_dropped: AtomicBool::new(false),
         }
     }
 }
@@ -258,6 +263,27 @@ impl LocalLocks {
         self.cache_limit.store(limit, Ordering::Relaxed);
     }
 
+    /// Gives every cached node up now and caches none from now on: what a
+    /// backend does first when it shuts down, so its releases finish at once
+    /// rather than after the cache's time.
+    pub fn drop_caches(&self) {
+        self.caches_dropped.store(true, Ordering::Relaxed);
+        let running: Vec<mpsc::UnboundedSender<Message>> = self
+            .running()
+            .values()
+            .map(|(_, sender)| sender.clone())
+            .collect();
+        for task in running {
+            // Wakes the task, whose next settle gives a cached node up.
+            let _ = task.send(Message::Flush);
+        }
+    }
+
+    /// Whether [`LocalLocks::drop_caches`] was called.
+    pub(crate) fn caches_dropped(&self) -> bool {
+        self.caches_dropped.load(Ordering::Relaxed)
+    }
+
     /// How many released locks this host caches now.
     pub fn cached(&self) -> usize {
         self.cached.load(Ordering::Relaxed)
@@ -266,6 +292,9 @@ impl LocalLocks {
     /// Takes a place in the cache for a node nobody holds or waits for:
     /// false when the cache is full (the node goes at once).
     pub(crate) fn try_cache(&self) -> bool {
+        if self.caches_dropped() {
+            return false;
+        }
         let limit = self.cache_limit.load(Ordering::Relaxed);
         self.cached
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {

@@ -17,8 +17,11 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 /// Longest wait for the server to acknowledge the close.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
-/// Waits (bounded) until no node is tracked, then closes the current session.
+/// Gives cached locks up, waits (bounded) until no node is tracked, then
+/// closes the current session.
 pub(crate) async fn shutdown(shared: &Arc<Shared>) {
+    // A cached node would otherwise be kept until its time runs out.
+    shared.local_locks.drop_caches();
     let drained = tokio::time::timeout(DRAIN_LIMIT, async {
         loop {
             let idle = shared.idle.notified();

@@ -25,10 +25,13 @@ impl LocalLock {
             let linger_over = node
                 .idle_since
                 .is_some_and(|since| since.elapsed() >= self.limits.linger);
+            let locks = self.engine.local_locks();
             let mut release = (node.draining && self.holders.is_empty())
                 || (nobody
-                    && (self.limits.linger.is_zero() || node.remote.is_some() || linger_over));
-            let locks = self.engine.local_locks();
+                    && (self.limits.linger.is_zero()
+                        || node.remote.is_some()
+                        || linger_over
+                        || locks.caches_dropped()));
             if !release && nobody && node.idle_since.is_none() {
                 // Cached from now on, if the host's cache has room.
                 if locks.try_cache() {

@@ -248,6 +248,7 @@ impl LocalLock {
             Message::Downgrade { id, new_id, reply } => {
                 let _ = reply.send(self.downgrade(id, new_id));
             }
+            Message::Flush => {}
             Message::Cached { reply } => {
                 let cached = self.node.as_ref().is_some_and(|n| n.idle_since.is_some());
                 let _ = reply.send(cached);
