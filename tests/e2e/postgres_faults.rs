@@ -101,6 +101,20 @@ async fn a_terminated_backend_s_holder_reads_lost_before_another_host_is_granted
     second.shutdown().await;
 }
 
+/// Takes `lock` on `session`, checking its token is above `last`.
+async fn take_above(
+    session: &dyn LockSession,
+    lock: &wardlock_host::LockName,
+    last: u64,
+) -> wardlock_host::Grant {
+    let grant = session
+        .acquire(lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("granted");
+    assert!(grant.token > last, "{} after {last}", grant.token);
+    grant
+}
+
 /// A clean restart and a crash (SIGKILL, recovery): holders read `lost`,
 /// the host grants again by itself, and fencing tokens keep rising across
 /// both (the sequence is moved past every server start). Before each fault
@@ -115,27 +129,11 @@ async fn tokens_keep_rising_across_restarts_and_crashes() {
     for crash in [false, true, false, true] {
         let session = host.open_session("holder");
         for _ in 0..100 {
-            let grant = session
-                .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
-                .await
-                .expect("granted");
-            assert!(
-                grant.token > last_token,
-                "{} after {last_token}",
-                grant.token
-            );
+            let grant = take_above(&*session, &lock, last_token).await;
             last_token = grant.token;
             session.release(grant.id).expect("release");
         }
-        let grant = session
-            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
-            .await
-            .expect("granted");
-        assert!(
-            grant.token > last_token,
-            "{} after {last_token}",
-            grant.token
-        );
+        let grant = take_above(&*session, &lock, last_token).await;
         last_token = grant.token;
         if crash {
             server.kill();
@@ -166,7 +164,8 @@ async fn tokens_keep_rising_across_restarts_and_crashes() {
 
 /// The network to the holder's host is cut by a proxy that stops forwarding
 /// without closing: the holder reads `suspended`, then `lost`, before the
-/// server ends its connection (`idle_session_timeout`, the session timeout)
+/// server ends its connection (`idle_session_timeout`: the session timeout
+/// and a fifth)
 /// and grants the host waiting behind it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_off_holder_reads_lost_before_another_host_is_granted() {
