@@ -54,14 +54,15 @@ use std::time::Duration;
 
 use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-    WatchOptions,
 };
 use tokio::time::Instant;
 
 use super::Shared;
+use super::errors::classify;
 use super::guarded::answered;
 use super::layout::{SHARED_VALUE, prefix};
 use super::recipe::{self, Attempt, Withdraw};
+use super::watch::{Unwatched, confirmed};
 use wardlock_backend::election::{check_value, differs};
 use wardlock_backend::handoff::{OwnedNode, local_token, until};
 use wardlock_backend::liveness::SessionHealth;
@@ -190,11 +191,11 @@ pub(super) async fn leader(
     name: &LockName,
 ) -> Result<Option<Leader>, BackendError> {
     let prefix = prefix(&shared.leases.config().root, name);
-    Ok(look(shared, &prefix).await?.0)
+    look(shared, &prefix).await
 }
 
-/// The leader under `prefix` and the revision of the read.
-async fn look(shared: &Shared, prefix: &str) -> Result<(Option<Leader>, i64), BackendError> {
+/// The leader under `prefix`.
+async fn look(shared: &Shared, prefix: &str) -> Result<Option<Leader>, BackendError> {
     let mut client = shared.leases.client().await?;
     let options = GetOptions::new()
         .with_prefix()
@@ -202,8 +203,7 @@ async fn look(shared: &Shared, prefix: &str) -> Result<(Option<Leader>, i64), Ba
         .with_limit(1);
     let read = client.get(prefix, Some(options));
     let answer = answered(shared, "read an election's leader", read).await?;
-    let revision = answer.header().map_or(0, |h| h.revision());
-    Ok((answer.kvs().first().map(leader_of), revision))
+    Ok(answer.kvs().first().map(leader_of))
 }
 
 /// The leader a candidate key stands for.
@@ -221,10 +221,10 @@ fn term_of(revision: i64) -> u64 {
     local_token(u64::try_from(revision).unwrap_or(0), 0)
 }
 
-/// Election `name`'s leader once it differs from `seen` ([`differs`]): reads
-/// it, then watches the election's prefix from the read's revision and reads
-/// again on every change (event driven, never polling). A broken watch is
-/// opened again from a fresh read.
+/// Election `name`'s leader once it differs from `seen` ([`differs`]):
+/// watches the election's prefix from now, reads the leader once etcd
+/// confirmed the watch, and again on every change (event driven, never
+/// polling). A broken watch is opened again and read again.
 ///
 /// # Errors
 /// `Unavailable` after [`ATTEMPTS`] consecutive reads or watches failed
@@ -242,18 +242,12 @@ pub(super) fn leader_changed(
     Box::pin(async move {
         let mut failures = 0u32;
         loop {
-            let failed = match look(&shared, &prefix).await {
-                Ok((now, _)) if differs(seen.as_ref(), now.as_ref()) => return Ok(now),
-                Ok((_, revision)) => {
-                    match until_changed(&shared, &prefix, revision + 1, seen.as_ref()).await {
-                        Ok(Some(now)) => return Ok(now),
-                        // The watch broke or was compacted: look again.
-                        Ok(None) => {
-                            failures = 0;
-                            continue;
-                        }
-                        Err(error) => error,
-                    }
+            let failed = match until_changed(&shared, &prefix, seen.as_ref()).await {
+                Ok(Some(now)) => return Ok(now),
+                // The watch broke or was cancelled: watch and look again.
+                Ok(None) => {
+                    failures = 0;
+                    continue;
                 }
                 Err(error @ BackendError::Refused(_)) => return Err(error),
                 Err(error) => error,
@@ -267,19 +261,31 @@ pub(super) fn leader_changed(
     })
 }
 
-/// Watches `prefix` from revision `from` and reads the leader again on every
-/// change: `Some(leader)` once it differs from `seen`, `None` when the watch
-/// ended (broken, compacted) without a change.
+/// Opens a confirmed watch on `prefix` (from etcd's current revision: see
+/// `watch`), then reads the leader, and again on every change: `Some(leader)`
+/// once it differs from `seen`, `None` when the watch ended (broken,
+/// cancelled) without a change.
 async fn until_changed(
     shared: &Shared,
     prefix: &str,
-    from: i64,
     seen: Option<&Leader>,
 ) -> Result<Option<Option<Leader>>, BackendError> {
-    let mut client = shared.leases.client().await?;
-    let options = WatchOptions::new().with_prefix().with_start_revision(from);
-    let watch = client.watch(prefix, Some(options));
-    let mut stream = answered(shared, "watch an election", watch).await?;
+    let client = shared.leases.client().await?;
+    let limit = shared.leases.config().connect_timeout;
+    let mut stream = match tokio::time::timeout(limit, confirmed(&client, prefix, true)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(Unwatched::Broken)) => return Ok(None),
+        Ok(Err(Unwatched::Failed(error))) => return Err(classify(&error, "watch an election")),
+        Err(_) => {
+            return Err(BackendError::Unavailable(format!(
+                "etcd did not answer within {limit:?} (to watch an election)"
+            )));
+        }
+    };
+    let now = look(shared, prefix).await?;
+    if differs(seen, now.as_ref()) {
+        return Ok(Some(now));
+    }
     while let Ok(Some(answer)) = stream.message().await {
         if answer.canceled() {
             return Ok(None);
@@ -287,7 +293,7 @@ async fn until_changed(
         if answer.events().is_empty() {
             continue;
         }
-        let (now, _) = look(shared, prefix).await?;
+        let now = look(shared, prefix).await?;
         if differs(seen, now.as_ref()) {
             return Ok(Some(now));
         }

@@ -26,6 +26,7 @@ mod registration;
 mod revoke;
 mod semaphore;
 mod session;
+mod watch;
 
 use std::sync::Arc;
 

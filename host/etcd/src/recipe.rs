@@ -7,7 +7,9 @@
 //! lists the lock's contenders. After a wait, the grant is confirmed before it
 //! is reported: etcd 3.4 can let a waiter through whose lease expired
 //! meanwhile (etcd-io/etcd#11456), so the key must still exist under the live
-//! lease.
+//! lease; the listing that finds no blocker left shows our key too, so that
+//! costs no read of its own. A waiter's watch starts now, not in the past
+//! (see `watch`).
 //!
 //! Fencing token: the key's create revision. Revisions are cluster-wide and
 //! never reset (ZooKeeper's sequence suffixes restart when a lock's directory
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, EventType, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget,
-    Txn, TxnOp, TxnOpResponse, WatchOptions,
+    Txn, TxnOp, TxnOpResponse, WatchStream,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -29,6 +31,7 @@ use super::Shared;
 use super::errors::{classify, retryable};
 use super::layout::{conflicts, contender_key, mode_of, prefix, value_of};
 use super::lease::Lease;
+use super::watch::{Unwatched, confirmed};
 use wardlock_backend::handoff::{OwnedNode, until};
 use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
@@ -117,8 +120,7 @@ pub(super) async fn attempt(
     value: &[u8],
     wait: bool,
 ) -> Result<Option<OwnedNode>, Attempt> {
-    let (mine, mut contenders, mut revision) =
-        put_and_list(shared, lease, prefix, key, value).await?;
+    let (mine, mut contenders) = put_and_list(shared, lease, prefix, key, value).await?;
     let mut waited = false;
     loop {
         let blocker = contenders
@@ -126,20 +128,31 @@ pub(super) async fn attempt(
             .filter(|kv| kv.create_revision() < mine && kv.key() != key.as_bytes())
             .filter(|kv| conflicts(mode, mode_of(kv.value())))
             .max_by_key(|kv| kv.create_revision())
-            .map(|kv| kv.key().to_vec());
-        let Some(blocker) = blocker else {
-            if waited {
-                confirm(shared, lease, key).await?;
+            .map(|kv| (kv.key().to_vec(), kv.create_revision()));
+        let Some((blocker, created)) = blocker else {
+            // After a wait the listing that found no blocker also shows our
+            // key: it must still be there under the live lease (etcd 3.4
+            // can let a waiter through whose lease expired meanwhile).
+            if waited && !still_ours(&contenders, key, lease) {
+                return Err(Attempt::LeaseGone);
             }
             return Ok(Some(owned(key, lease, mine)));
         };
         if !wait {
             return Ok(None);
         }
-        deleted(shared, lease, blocker, revision + 1).await?;
+        deleted(shared, lease, blocker, created).await?;
         waited = true;
-        (contenders, revision) = list(shared, lease, prefix, mine).await?;
+        contenders = list(shared, lease, prefix, mine).await?;
     }
+}
+
+/// Whether the listing holds `key` under `lease`, and the lease lives.
+fn still_ours(listed: &[KeyValue], key: &str, lease: &Lease) -> bool {
+    listed
+        .iter()
+        .any(|kv| kv.key() == key.as_bytes() && kv.lease() == lease.id)
+        && lease.health() == SessionHealth::Live
 }
 
 /// The node of a grant: `key`, put under `lease` at create revision `revision`.
@@ -176,14 +189,14 @@ where
 
 /// Puts `key` (holding `value`) under `lease` if absent, in one transaction
 /// with the listing of every key under `prefix` by create revision. Returns
-/// the key's create revision, the listing and the listing's revision.
+/// the key's create revision and the listing.
 pub(super) async fn put_and_list(
     shared: &Arc<Shared>,
     lease: &Arc<Lease>,
     prefix: &str,
     key: &str,
     value: &[u8],
-) -> Result<(i64, Vec<KeyValue>, i64), Attempt> {
+) -> Result<(i64, Vec<KeyValue>), Attempt> {
     let client = shared.leases.client().await?;
     let contenders = || {
         GetOptions::new()
@@ -203,7 +216,6 @@ pub(super) async fn put_and_list(
         async move { client.txn(txn).await }
     })
     .await?;
-    let revision = answer.header().map_or(0, |h| h.revision());
     let mut listed = Vec::new();
     for op in answer.op_responses() {
         if let TxnOpResponse::Get(mut got) = op {
@@ -217,63 +229,63 @@ pub(super) async fn put_and_list(
     if own.lease() != lease.id {
         return Err(Attempt::LeaseGone);
     }
-    Ok((own.create_revision(), listed, revision))
+    Ok((own.create_revision(), listed))
 }
 
-/// The contenders created before `mine`, and the listing's revision.
+/// The contenders created up to `mine` (our own key among them, so one read
+/// both finds the next blocker and confirms a grant).
 async fn list(
     shared: &Arc<Shared>,
     lease: &Arc<Lease>,
     prefix: &str,
     mine: i64,
-) -> Result<(Vec<KeyValue>, i64), Attempt> {
+) -> Result<Vec<KeyValue>, Attempt> {
     let client = shared.leases.client().await?;
     let mut answer = retried(lease, "list a lock's contenders", || {
         let mut client = client.clone();
         let options = GetOptions::new()
             .with_prefix()
-            .with_max_create_revision(mine - 1)
+            .with_max_create_revision(mine)
             .with_sort(SortTarget::Create, SortOrder::Ascend);
         async move { client.get(prefix, Some(options)).await }
     })
     .await?;
-    let revision = answer.header().map_or(0, |h| h.revision());
-    Ok((answer.take_kvs(), revision))
+    Ok(answer.take_kvs())
 }
 
-/// Waits until `key` is deleted (watching from `from`, so a deletion after
-/// the listing is not missed), or the lease ends.
+/// Waits until `key` is deleted, or the lease ends: a confirmed watch from
+/// now, then one read of the key (see [`watch`](super::watch): a watch from
+/// the listing's revision would wait for etcd's 100 ms catch-up loop
+/// whenever any write landed in between). A broken stream (a leader change,
+/// a reconnect) is opened again and the key read again.
 ///
-/// etcd serves a watch that starts in the past from a catch-up loop that
-/// runs every 100 ms: a waiter whose key ahead was deleted between the
-/// listing and the watch waited that long (3 to 9 turns in 100 behind a
-/// cached lock, `wardlock-bench --workloads cached-handover`). So once etcd
-/// confirms the watch, one read of the key answers at once when it is gone
-/// already; the watch from `from` stays what guarantees no deletion is missed
-/// (a broken stream, a lagging member).
+/// `key` is one host's key for the lock, put again on every acquisition: the
+/// one waited on is the one created at `created`. A key of that name
+/// created later is another turn (one that may wait on us), so it counts as
+/// gone.
 async fn deleted(
     shared: &Arc<Shared>,
     lease: &Arc<Lease>,
     key: Vec<u8>,
-    from: i64,
+    created: i64,
 ) -> Result<(), Attempt> {
     let client = shared.leases.client().await?;
     let wait = async {
         loop {
-            let mut stream = retried(lease, "watch a lock's contender", || {
-                let mut client = client.clone();
-                let options = WatchOptions::new().with_start_revision(from);
-                let key = key.clone();
-                async move { client.watch(key, Some(options)).await }
-            })
+            let mut stream = watched(
+                &client,
+                lease,
+                key.clone(),
+                false,
+                "watch a lock's contender",
+            )
             .await?;
-            let mut checked = false;
-            // A broken stream (a leader change, a reconnect) ends the loop:
-            // watch again from the same revision, and read again.
+            if gone(&client, lease, &key, created).await? {
+                return Ok(());
+            }
             while let Ok(Some(answer)) = stream.message().await {
                 if answer.canceled() {
-                    // Compacted past `from`: the key may be gone; the caller
-                    // lists again.
+                    // etcd ended the watch: the caller lists again.
                     return Ok(());
                 }
                 if answer
@@ -282,12 +294,6 @@ async fn deleted(
                     .any(|e| e.event_type() == EventType::Delete)
                 {
                     return Ok(());
-                }
-                if answer.created() && !checked {
-                    checked = true;
-                    if gone(&client, lease, &key).await? {
-                        return Ok(());
-                    }
                 }
             }
             if lease.health() == SessionHealth::Ended {
@@ -302,39 +308,54 @@ async fn deleted(
     }
 }
 
-/// Whether `key` no longer exists (one count-only read).
-async fn gone(client: &Client, lease: &Arc<Lease>, key: &[u8]) -> Result<bool, Attempt> {
+/// A confirmed watch on `key` ([`confirmed`]), opened again while it
+/// fails in a way worth repeating on a live lease.
+pub(super) async fn watched(
+    client: &Client,
+    lease: &Lease,
+    key: Vec<u8>,
+    prefix: bool,
+    what: &str,
+) -> Result<WatchStream, Attempt> {
+    loop {
+        match confirmed(client, key.clone(), prefix).await {
+            Ok(stream) => return Ok(stream),
+            Err(Unwatched::Failed(error)) if !retryable(&error) => {
+                return Err(Attempt::Failed(classify(&error, what)));
+            }
+            Err(failure) => {
+                if lease.health() == SessionHealth::Ended {
+                    return Err(Attempt::LeaseGone);
+                }
+                tracing::debug!(?failure, what, "etcd watch failed; repeating");
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+        }
+    }
+}
+
+/// Whether the key `key` created at `created` no longer exists (one read of
+/// the key's metadata): absent, or put again since.
+async fn gone(
+    client: &Client,
+    lease: &Arc<Lease>,
+    key: &[u8],
+    created: i64,
+) -> Result<bool, Attempt> {
     let answer = retried(lease, "read a lock's contender", || {
         let mut client = client.clone();
         let key = key.to_vec();
         async move {
             client
-                .get(key, Some(GetOptions::new().with_count_only()))
+                .get(key, Some(GetOptions::new().with_keys_only()))
                 .await
         }
     })
     .await?;
-    Ok(answer.count() == 0)
-}
-
-/// Confirms that `key` still exists under `lease` and the lease lives (see the
-/// module docs: etcd 3.4 may let an expired waiter through).
-async fn confirm(shared: &Arc<Shared>, lease: &Arc<Lease>, key: &str) -> Result<(), Attempt> {
-    let client = shared.leases.client().await?;
-    let answer = retried(lease, "confirm a grant", || {
-        let mut client = client.clone();
-        async move { client.get(key, None).await }
-    })
-    .await?;
-    let ours = answer
+    Ok(answer
         .kvs()
         .first()
-        .is_some_and(|kv| kv.lease() == lease.id);
-    if ours && lease.health() == SessionHealth::Live {
-        Ok(())
-    } else {
-        Err(Attempt::LeaseGone)
-    }
+        .is_none_or(|kv| kv.create_revision() != created))
 }
 
 /// Deletes `key` of lease `generation` in the background, repeating until it
@@ -427,29 +448,30 @@ pub(super) async fn remote_contender(
             && kv.create_revision() > mine
             && conflicts(mode, mode_of(kv.value()))
     };
+    // A confirmed watch from now, then one read (see `watch`): a watch from
+    // the read's revision would learn of a waiter up to 100 ms late whenever
+    // another write landed in between.
     let search = async {
         loop {
-            let Ok(mut client) = shared.leases.client().await else {
+            let Ok(client) = shared.leases.client().await else {
                 return;
+            };
+            let Ok(mut stream) = confirmed(&client, prefix.as_str(), true).await else {
+                tokio::time::sleep(RETRY_PAUSE).await;
+                continue;
             };
             let options = GetOptions::new()
                 .with_prefix()
                 .with_min_create_revision(mine + 1);
-            let revision = match client.get(prefix.as_str(), Some(options)).await {
+            let mut reader = client.clone();
+            match reader.get(prefix.as_str(), Some(options)).await {
                 Ok(answer) if answer.kvs().iter().any(behind) => return,
-                Ok(answer) => answer.header().map_or(0, |h| h.revision()),
+                Ok(_) => {}
                 Err(_) => {
                     tokio::time::sleep(RETRY_PAUSE).await;
                     continue;
                 }
-            };
-            let options = WatchOptions::new()
-                .with_prefix()
-                .with_start_revision(revision + 1);
-            let Ok(mut stream) = client.watch(prefix.as_str(), Some(options)).await else {
-                tokio::time::sleep(RETRY_PAUSE).await;
-                continue;
-            };
+            }
             while let Ok(Some(answer)) = stream.message().await {
                 let queued = answer
                     .events()

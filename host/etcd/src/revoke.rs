@@ -7,7 +7,7 @@
 //! grant) has another create revision and is not asked.
 //!
 //! A holder learns of it lazily, the first time its guest asks (as on
-//! ZooKeeper): one read of its marker, then a watch on it. With host-local
+//! ZooKeeper): a watch on its marker, then one read of it. With host-local
 //! hand-off one key serves the host's local holders: the first to see the
 //! marker tells the lock's task, which drains the key.
 //!
@@ -16,12 +16,13 @@
 
 use std::sync::Arc;
 
-use etcd_client::{EventType, PutOptions, WatchOptions};
+use etcd_client::{EventType, PutOptions};
 use tokio::sync::watch;
 
 use super::Shared;
 use super::inspect::contenders;
 use super::layout::room_prefix;
+use super::watch::confirmed;
 use wardlock_backend::BackendError;
 use wardlock_backend::name::LockName;
 use wardlock_backend::revocation::Seen;
@@ -105,7 +106,8 @@ pub(super) fn watch_marker(
     receiver
 }
 
-/// Reads the marker, then watches it until it names `revision`.
+/// Watches the marker from now, reads it, then waits until it names
+/// `revision`.
 async fn follow(
     shared: &Arc<Shared>,
     marker: &str,
@@ -116,11 +118,17 @@ async fn follow(
 ) {
     let expected = revision.to_string().into_bytes();
     let asked = |value: &[u8]| value == expected.as_slice();
-    let Ok(mut client) = shared.leases.client().await else {
+    let Ok(client) = shared.leases.client().await else {
         return;
     };
+    // A confirmed watch from now, then a read (see `watch`: a watch from the
+    // read's revision could see the marker 100 ms late).
     loop {
-        let Ok(read) = client.get(marker, None).await else {
+        let Ok(mut stream) = confirmed(&client, marker, false).await else {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            continue;
+        };
+        let Ok(read) = client.clone().get(marker, None).await else {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             continue;
         };
@@ -128,11 +136,6 @@ async fn follow(
             break;
         }
         seen.send_replace(Seen::NotAsked);
-        let from = read.header().map_or(0, |h| h.revision()) + 1;
-        let options = WatchOptions::new().with_start_revision(from);
-        let Ok(mut stream) = client.watch(marker, Some(options)).await else {
-            continue;
-        };
         let mut found = false;
         while let Ok(Some(answer)) = stream.message().await {
             found = answer.events().iter().any(|e| {

@@ -6,7 +6,8 @@
 //! keys by create revision hold a permit; the others wait, in create order.
 //!
 //! A waiter watches the prefix for deletions of keys created before its own
-//! (one watch per waiter; it re-lists only when such a key goes), so the
+//! (one watch per waiter, from etcd's current revision, confirmed before the
+//! waiter lists again; it re-lists only when such a key goes), so the
 //! waiter granted is always the earliest: grants are made in create order, and
 //! a permit's fencing token (its key's create revision) is greater than every
 //! permit granted before it. A key whose value names another `n` is refused
@@ -15,13 +16,13 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
+use etcd_client::{EventType, GetOptions, KeyValue, SortOrder, SortTarget, WatchStream};
 use tokio::time::Instant;
 
 use super::Shared;
-use super::errors::{classify, retryable};
+use super::errors::classify;
 use super::layout::room_prefix;
-use super::recipe::{Attempt, Withdraw, delete_key, owned, put_and_list};
+use super::recipe::{self, Attempt, Withdraw, delete_key, owned, put_and_list};
 use wardlock_backend::handoff::{OwnedNode, until};
 use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
@@ -68,15 +69,11 @@ async fn take(
     permits: u32,
     wait: bool,
 ) -> Result<Option<OwnedNode>, BackendError> {
-    let mut client = shared.leases.client().await?;
+    let client = shared.leases.client().await?;
     let expected = permits.to_string();
-    let (mine, mut listed, mut revision) =
-        put_and_list(shared, lease, prefix, key, expected.as_bytes())
-            .await
-            .map_err(|attempt| match attempt {
-                Attempt::LeaseGone => BackendError::Lost,
-                Attempt::Failed(error) => error,
-            })?;
+    let (mine, mut listed) = put_and_list(shared, lease, prefix, key, expected.as_bytes())
+        .await
+        .map_err(lost_if_gone)?;
     if let Some(other) = listed.iter().find(|kv| kv.value() != expected.as_bytes()) {
         return Err(BackendError::InvalidRequest(format!(
             "semaphore asked for {permits} permits, but its holders and waiters use {}",
@@ -84,78 +81,86 @@ async fn take(
         )));
     }
     let limit = usize::try_from(permits).unwrap_or(usize::MAX);
-    let mut waited = false;
-    loop {
-        let before: Vec<Vec<u8>> = listed
+    let before = |listed: &[KeyValue]| -> Vec<Vec<u8>> {
+        listed
             .iter()
             .filter(|kv| kv.create_revision() < mine)
             .map(|kv| kv.key().to_vec())
-            .collect();
-        if before.len() < limit {
-            if waited && lease.health() != SessionHealth::Live {
-                return Err(BackendError::Lost);
-            }
-            return Ok(Some(owned(key, lease, mine)));
-        }
-        if !wait {
-            return Ok(None);
-        }
-        one_goes(shared, lease, prefix, &before, revision + 1).await?;
-        waited = true;
-        let options = GetOptions::new()
-            .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_max_create_revision(mine);
-        let mut relisted = client
-            .get(prefix, Some(options))
-            .await
-            .map_err(|e| classify(&e, "list a semaphore"))?;
-        revision = relisted.header().map_or(0, |h| h.revision());
-        listed = relisted.take_kvs();
-        if !listed.iter().any(|kv| kv.key() == key.as_bytes()) {
-            return Err(BackendError::Lost);
-        }
+            .collect()
+    };
+    if before(&listed).len() < limit {
+        return Ok(Some(owned(key, lease, mine)));
     }
-}
-
-/// Waits until one of the keys `before` is deleted (watching the prefix from
-/// `from`), or the lease ends.
-async fn one_goes(
-    shared: &Arc<Shared>,
-    lease: &Arc<super::lease::Lease>,
-    prefix: &str,
-    before: &[Vec<u8>],
-    from: i64,
-) -> Result<(), BackendError> {
-    let mut client = shared.leases.client().await?;
-    let watched = async {
+    if !wait {
+        return Ok(None);
+    }
+    // One confirmed watch on the prefix for the whole wait, and a listing
+    // after it is confirmed and after every deletion of a key ahead (see
+    // `watch`: a watch from the listing's revision could wait 100 ms).
+    let waiting = async {
         loop {
-            let options = WatchOptions::new().with_prefix().with_start_revision(from);
-            let mut stream = match client.watch(prefix, Some(options)).await {
-                Ok(stream) => stream,
-                Err(error) if retryable(&error) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    continue;
+            let mut stream =
+                recipe::watched(&client, lease, prefix.into(), true, "watch a semaphore")
+                    .await
+                    .map_err(lost_if_gone)?;
+            loop {
+                let options = GetOptions::new()
+                    .with_prefix()
+                    .with_sort(SortTarget::Create, SortOrder::Ascend)
+                    .with_max_create_revision(mine);
+                listed = client
+                    .clone()
+                    .get(prefix, Some(options))
+                    .await
+                    .map_err(|e| classify(&e, "list a semaphore"))?
+                    .take_kvs();
+                if !listed.iter().any(|kv| kv.key() == key.as_bytes()) {
+                    return Err(BackendError::Lost);
                 }
-                Err(error) => return Err(classify(&error, "watch a semaphore")),
-            };
-            while let Ok(Some(answer)) = stream.message().await {
-                let gone = answer.canceled()
-                    || answer.events().iter().any(|e| {
-                        e.event_type() == EventType::Delete
-                            && e.kv()
-                                .is_some_and(|kv| before.iter().any(|b| b == kv.key()))
-                    });
-                if gone {
-                    return Ok(());
+                let ahead = before(&listed);
+                if ahead.len() < limit {
+                    if lease.health() != SessionHealth::Live {
+                        return Err(BackendError::Lost);
+                    }
+                    return Ok(Some(owned(key, lease, mine)));
+                }
+                if !one_goes(&mut stream, &ahead).await {
+                    // etcd ended the watch: open it again, list again.
+                    break;
                 }
             }
         }
     };
     tokio::select! {
-        done = watched => done,
+        taken = waiting => taken,
         () = lease.liveness.until_ended() => Err(BackendError::Lost),
     }
+}
+
+/// A semaphore's request has one lease: its end loses the request.
+fn lost_if_gone(attempt: Attempt) -> BackendError {
+    match attempt {
+        Attempt::LeaseGone => BackendError::Lost,
+        Attempt::Failed(error) => error,
+    }
+}
+
+/// Waits on `stream` until one of the keys `ahead` is deleted (`true`), or
+/// the watch ends (`false`).
+async fn one_goes(stream: &mut WatchStream, ahead: &[Vec<u8>]) -> bool {
+    while let Ok(Some(answer)) = stream.message().await {
+        if answer.canceled() {
+            return false;
+        }
+        let gone = answer.events().iter().any(|e| {
+            e.event_type() == EventType::Delete
+                && e.kv().is_some_and(|kv| ahead.iter().any(|a| a == kv.key()))
+        });
+        if gone {
+            return true;
+        }
+    }
+    false
 }
 
 /// Gives a permit back (in the background).
