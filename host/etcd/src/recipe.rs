@@ -141,9 +141,12 @@ pub(super) async fn attempt(
         if !wait {
             return Ok(None);
         }
-        deleted(shared, lease, blocker, created).await?;
+        let ahead = Ahead {
+            key: blocker,
+            created,
+        };
+        contenders = after(shared, lease, prefix, mine, &ahead).await?;
         waited = true;
-        contenders = list(shared, lease, prefix, mine).await?;
     }
 }
 
@@ -253,47 +256,56 @@ async fn list(
     Ok(answer.take_kvs())
 }
 
-/// Waits until `key` is deleted, or the lease ends: a confirmed watch from
-/// now, then one read of the key (see [`watch`](super::watch): a watch from
-/// the listing's revision would wait for etcd's 100 ms catch-up loop
-/// whenever any write landed in between). A broken stream (a leader change,
-/// a reconnect) is opened again and the key read again.
-///
-/// `key` is one host's key for the lock, put again on every acquisition: the
-/// one waited on is the one created at `created`. A key of that name
-/// created later is another turn (one that may wait on us), so it counts as
-/// gone.
-async fn deleted(
-    shared: &Arc<Shared>,
-    lease: &Arc<Lease>,
+/// The key a waiter waits on: one host's key for the lock, put again on
+/// every acquisition of that host, so the one waited on is the one created
+/// at `created`. A key of that name created later is another turn (one that
+/// may wait on us), so it counts as gone.
+struct Ahead {
     key: Vec<u8>,
     created: i64,
-) -> Result<(), Attempt> {
+}
+
+impl Ahead {
+    fn listed_in(&self, listed: &[KeyValue]) -> bool {
+        listed
+            .iter()
+            .any(|kv| kv.key() == self.key.as_slice() && kv.create_revision() == self.created)
+    }
+}
+
+/// Waits until `ahead` is gone, or the lease ends, and returns the listing of
+/// the contenders up to `mine` made after that: a confirmed watch on its key
+/// from now, then the listing (see [`watch`](super::watch): a watch from the
+/// last listing's revision would wait for etcd's 100 ms catch-up loop
+/// whenever any write landed in between), and again after its deletion. A
+/// broken stream (a leader change, a reconnect) is opened again and the
+/// contenders listed again. When the key went before the watch was
+/// confirmed, as behind a cached lock whose host deletes its key the moment
+/// we queue, the wait costs the watch and one listing.
+async fn after(
+    shared: &Arc<Shared>,
+    lease: &Arc<Lease>,
+    prefix: &str,
+    mine: i64,
+    ahead: &Ahead,
+) -> Result<Vec<KeyValue>, Attempt> {
     let client = shared.leases.client().await?;
     let wait = async {
         loop {
-            let mut stream = watched(
-                &client,
-                lease,
-                key.clone(),
-                false,
-                "watch a lock's contender",
-            )
-            .await?;
-            if gone(&client, lease, &key, created).await? {
-                return Ok(());
+            let what = "watch a lock's contender";
+            let mut stream = watched(&client, lease, ahead.key.clone(), false, what).await?;
+            let listed = list(shared, lease, prefix, mine).await?;
+            if !ahead.listed_in(&listed) {
+                return Ok(listed);
             }
             while let Ok(Some(answer)) = stream.message().await {
-                if answer.canceled() {
-                    // etcd ended the watch: the caller lists again.
-                    return Ok(());
-                }
-                if answer
+                // A cancelled watch (etcd ended it): list again.
+                let deleted = answer
                     .events()
                     .iter()
-                    .any(|e| e.event_type() == EventType::Delete)
-                {
-                    return Ok(());
+                    .any(|e| e.event_type() == EventType::Delete);
+                if answer.canceled() || deleted {
+                    return list(shared, lease, prefix, mine).await;
                 }
             }
             if lease.health() == SessionHealth::Ended {
@@ -332,30 +344,6 @@ pub(super) async fn watched(
             }
         }
     }
-}
-
-/// Whether the key `key` created at `created` no longer exists (one read of
-/// the key's metadata): absent, or put again since.
-async fn gone(
-    client: &Client,
-    lease: &Arc<Lease>,
-    key: &[u8],
-    created: i64,
-) -> Result<bool, Attempt> {
-    let answer = retried(lease, "read a lock's contender", || {
-        let mut client = client.clone();
-        let key = key.to_vec();
-        async move {
-            client
-                .get(key, Some(GetOptions::new().with_keys_only()))
-                .await
-        }
-    })
-    .await?;
-    Ok(answer
-        .kvs()
-        .first()
-        .is_none_or(|kv| kv.create_revision() != created))
 }
 
 /// Deletes `key` of lease `generation` in the background, repeating until it
