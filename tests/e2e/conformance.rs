@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 
+use wardlock_host::{Health, LockBackend, LockName, Mode};
 use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::probe::{HandoffProbe, ZkProbe};
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_zookeeper::{AUTO_SESSIONS, LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 use crate::zookeeper::{ROOT, assert_no_lock_nodes, start};
 
@@ -57,5 +58,47 @@ async fn zookeeper_backend_with_local_handoff_and_a_session_pool_conforms() {
     let subject = Subject::new(Arc::new(backend.clone()), Arc::new(HandoffProbe(backend)));
     conformance::all(&subject).await;
     drop(subject);
+    assert_no_lock_nodes(&probe).await;
+}
+
+/// The suite on what `wardlock run` and `serve` use by default: host-local
+/// hand-off and sessions opened on demand (up to [`AUTO_SESSIONS`]). One
+/// name keeps the host on one session; the suite's many names open more,
+/// never more than the bound, and the health stays `Connected` with
+/// sessions not yet opened. Afterwards no node is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_backend_with_sessions_on_demand_conforms() {
+    let server = ZkServer::start();
+    let config = ZooKeeperConfig::new(server.address())
+        .root(ROOT)
+        .sessions_on_demand(AUTO_SESSIONS)
+        .local_handoff(LocalHandoff::default());
+    let backend = ZooKeeperBackend::connect(config).await.expect("backend");
+    assert_eq!(backend.open_sessions(), 1, "connect opens the first only");
+    assert_eq!(backend.health(), Health::Connected);
+    let session = backend.open_session("one name");
+    let lock = LockName::new("on-demand/one").expect("valid");
+    for _ in 0..3 {
+        let grant = session
+            .acquire(&lock, Mode::Exclusive, None)
+            .await
+            .expect("grant");
+        session.release(grant.id).expect("release");
+    }
+    assert!(
+        backend.open_sessions() <= 2,
+        "one name, one more session at most"
+    );
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    let subject = Subject::new(
+        Arc::new(backend.clone()),
+        Arc::new(HandoffProbe(backend.clone())),
+    );
+    conformance::all(&subject).await;
+    drop(subject);
+    let open = backend.open_sessions();
+    assert!((2..=AUTO_SESSIONS).contains(&open), "{open} sessions open");
+    assert_eq!(backend.health(), Health::Connected);
+    drop(session);
     assert_no_lock_nodes(&probe).await;
 }

@@ -12,6 +12,13 @@ use wardlock_backend::tls::{Credentials, TlsFiles};
 /// Most ZooKeeper sessions one host may spread its locks over.
 pub(crate) const MAX_SESSIONS: usize = 64;
 
+/// The sessions `wardlock run` and `serve` open on demand by default
+/// (`--zk-sessions auto`): with 64 guests on 64 names, one session made
+/// 0.49 × the acquisitions per second of 64 raw sessions, 4 made 0.85–0.92 ×,
+/// 8 made 0.97–1.10 × and 16 no more (`wardlock-bench --workloads spread
+/// --clients 64 --no-lock-cache --zk-sessions N`; tests/BENCHMARKS.md).
+pub const AUTO_SESSIONS: usize = 8;
+
 /// Default ZooKeeper session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -41,6 +48,10 @@ pub struct ZooKeeperConfig {
     /// (by hash), so one session's strict request order does not serialise
     /// unrelated locks.
     pub sessions: usize,
+    /// Open each of the `sessions` only when a lock name of it is first used
+    /// (see [`ZooKeeperConfig::sessions_on_demand`]); `false`: all of them
+    /// at once.
+    pub on_demand: bool,
     /// TLS to the ensemble (`--zk-tls-ca`, `--zk-tls-cert`, `--zk-tls-key`):
     /// every host of `hosts` is reached over TLS (its `secureClientPort`).
     pub tls: Option<TlsFiles>,
@@ -61,6 +72,7 @@ impl ZooKeeperConfig {
             dialect: Dialect::default(),
             local_handoff: None,
             sessions: 1,
+            on_demand: false,
             tls: None,
             sasl: None,
         }
@@ -78,9 +90,23 @@ impl ZooKeeperConfig {
         self
     }
 
-    /// Spreads lock names over `sessions` ZooKeeper sessions.
+    /// Spreads lock names over `sessions` ZooKeeper sessions, all opened
+    /// when the backend connects.
     pub fn sessions(mut self, sessions: usize) -> Self {
         self.sessions = sessions;
+        self.on_demand = false;
+        self
+    }
+
+    /// Spreads lock names over up to `most` ZooKeeper sessions, each opened
+    /// the first time a lock name of it is used: a host that locks one name
+    /// keeps one session, a host busy on many names gets `most` (what
+    /// `--zk-sessions auto` does, with [`AUTO_SESSIONS`]). The backend's
+    /// health is the worst of the sessions opened so far (the first always
+    /// counts).
+    pub fn sessions_on_demand(mut self, most: usize) -> Self {
+        self.sessions = most;
+        self.on_demand = true;
         self
     }
 

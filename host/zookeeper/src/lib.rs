@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use zookeeper_client::Acls;
 
-pub use config::{ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
+pub use config::{AUTO_SESSIONS, ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
 pub use inspect::QueueNode;
 pub use recipe::dialect::{Dialect, UnknownDialect};
 pub use registration::ZooKeeperEngine;
@@ -129,10 +129,29 @@ impl ZooKeeperBackend {
     /// Cancel safe.
     pub async fn connect(config: ZooKeeperConfig) -> Result<Self, BackendError> {
         let backend = Self::new(config)?;
-        for shard in backend.shards.iter() {
+        for shard in backend.opened_now() {
             shard.session().await?;
         }
         Ok(backend)
+    }
+
+    /// The shards to connect when the backend starts: all of them, or only
+    /// the first when sessions open on demand.
+    fn opened_now(&self) -> &[Arc<Shared>] {
+        if self.config().on_demand {
+            &self.shards[..1]
+        } else {
+            &self.shards
+        }
+    }
+
+    /// How many ZooKeeper sessions this host has open now (at most
+    /// [`ZooKeeperConfig::sessions`]; fewer when they open on demand).
+    pub fn open_sessions(&self) -> usize {
+        self.shards
+            .iter()
+            .filter(|shard| shard.connection.latest().is_some())
+            .count()
     }
 
     /// A backend that connects now if it can and otherwise keeps trying in
@@ -150,7 +169,7 @@ impl ZooKeeperBackend {
     /// Cancel safe.
     pub async fn start(config: ZooKeeperConfig) -> Result<Self, BackendError> {
         let backend = Self::new(config)?;
-        for shard in backend.shards.iter() {
+        for shard in backend.opened_now() {
             match shard.session().await {
                 Ok(_) => {}
                 // A misconfiguration (TLS, credentials) does not fix itself:
@@ -227,7 +246,8 @@ impl LockBackend for ZooKeeperBackend {
         Some(self.config().lock_path(name))
     }
 
-    /// The worst of the pool's sessions.
+    /// The worst of the pool's sessions (of those opened on demand, the ones
+    /// asked for so far, and always the first).
     ///
     /// A shard is `Connected` while its session is live (connected and heard
     /// from within a fifth of the session timeout), `Connecting` while contact
@@ -240,7 +260,13 @@ impl LockBackend for ZooKeeperBackend {
                 shard.connection.unreachable().is_some(),
             )
         };
-        let all: Vec<Health> = self.shards.iter().map(of).collect();
+        let all: Vec<Health> = self
+            .shards
+            .iter()
+            .enumerate()
+            .filter(|(i, shard)| *i == 0 || shard.connection.asked())
+            .map(|(_, shard)| of(shard))
+            .collect();
         [Health::Down, Health::Connecting]
             .into_iter()
             .find(|worst| all.contains(worst))

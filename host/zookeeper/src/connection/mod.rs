@@ -144,6 +144,9 @@ pub(super) struct Connection {
     pub(super) reconnecting: AtomicBool,
     /// Set at shutdown: no session is connected any more.
     closed: AtomicBool,
+    /// Set by the first request for a session: a pool's session opened on
+    /// demand counts towards the backend's health from then on.
+    asked: AtomicBool,
 }
 
 impl Connection {
@@ -156,7 +159,13 @@ impl Connection {
             unreachable: RwLock::new(None),
             reconnecting: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            asked: AtomicBool::new(false),
         }
+    }
+
+    /// Whether anyone asked for a session yet.
+    pub(crate) fn asked(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
     }
 
     /// Why and since when the service is judged unreachable, if it is.
@@ -266,6 +275,7 @@ impl Connection {
         &self,
         even_if_down: bool,
     ) -> Result<(Arc<ZkSession>, bool), BackendError> {
+        self.asked.store(true, Ordering::Relaxed);
         if !even_if_down && let Some(down) = self.unreachable() {
             return Err(self.down_error(&down));
         }

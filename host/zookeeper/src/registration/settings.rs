@@ -3,7 +3,7 @@
 
 use wardlock_backend::registry::{Mistake, Setting, SettingKind, Settings};
 
-use crate::{Dialect, ZooKeeperConfig};
+use crate::{AUTO_SESSIONS, Dialect, ZooKeeperConfig};
 
 /// The ZooKeeper engine's settings (the shared remote ones come on top).
 pub(super) const SETTINGS: &[Setting] = &[
@@ -11,10 +11,10 @@ pub(super) const SETTINGS: &[Setting] = &[
         .value_name("HOST:PORT[,...]")
         .chooses()
         .help("ZooKeeper ensemble, HOST:PORT[,HOST:PORT...]: chooses the zookeeper engine."),
-    Setting::new("sessions", "zk-sessions", SettingKind::Integer)
-        .value_name("N")
-        .default("1")
-        .help("ZooKeeper sessions this host spreads its locks over (by lock name), so one session's strict request order does not serialise unrelated locks."),
+    Setting::new("sessions", "zk-sessions", SettingKind::Text)
+        .value_name("N|auto")
+        .default("auto")
+        .help("ZooKeeper sessions this host spreads its locks over (by lock name), so one session's strict request order does not serialise unrelated locks: N (1 to 64) opened at start, or auto (up to 8, each opened when a lock name of it is first used)."),
     Setting::new("dialect", "dialect", SettingKind::Text)
         .value_name("NAME")
         .default("curator-rw")
@@ -54,9 +54,24 @@ pub(super) fn config(settings: &Settings) -> Result<ZooKeeperConfig, Mistake> {
         .tls(settings.tls()?)
         .sasl(settings.user("sasl_user", "sasl_password_file")?);
     config.local_handoff = settings.handoff()?;
-    if let Some(sessions) = settings.integer("sessions")? {
-        config = config.sessions(sessions);
-    }
+    config = match settings.text("sessions") {
+        Ok(None) => config.sessions_on_demand(AUTO_SESSIONS),
+        Ok(Some(text)) if text.trim() == "auto" => config.sessions_on_demand(AUTO_SESSIONS),
+        Ok(Some(text)) => match text.trim().parse() {
+            Ok(sessions) => config.sessions(sessions),
+            Err(_) => {
+                return Err(settings.mistake(
+                    "sessions",
+                    format!("must be a number of sessions (1 to 64) or auto, not {text:?}"),
+                ));
+            }
+        },
+        // A number written as one (a config file's `sessions = 4`).
+        Err(_) => match settings.integer("sessions")? {
+            Some(sessions) => config.sessions(sessions),
+            None => config.sessions_on_demand(AUTO_SESSIONS),
+        },
+    };
     if let Some(name) = settings.text("dialect")? {
         let dialect =
             Dialect::parse(&name).map_err(|why| settings.mistake("dialect", why.to_string()))?;
@@ -82,4 +97,47 @@ pub(super) fn config(settings: &Settings) -> Result<ZooKeeperConfig, Mistake> {
         .validate()
         .map_err(|why| settings.mistake("hosts", why.to_string()))?;
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use wardlock_backend::registry::Value;
+
+    use super::*;
+
+    fn flags(sessions: Option<&str>) -> Result<ZooKeeperConfig, Mistake> {
+        let mut values = vec![("hosts", Value::Text("127.0.0.1:2181".into()))];
+        if let Some(sessions) = sessions {
+            values.push(("sessions", Value::Text(sessions.into())));
+        }
+        config(&Settings::from_flags(SETTINGS, values))
+    }
+
+    #[test]
+    fn sessions_open_on_demand_unless_a_number_is_given() {
+        let default = flags(None).expect("valid");
+        assert_eq!((default.sessions, default.on_demand), (AUTO_SESSIONS, true));
+        let auto = flags(Some("auto")).expect("valid");
+        assert_eq!((auto.sessions, auto.on_demand), (AUTO_SESSIONS, true));
+        let four = flags(Some("4")).expect("valid");
+        assert_eq!((four.sessions, four.on_demand), (4, false));
+        let (at, why) = flags(Some("many")).expect_err("neither");
+        assert_eq!(at, "--zk-sessions");
+        assert!(why.contains("auto") && why.contains("\"many\""), "{why}");
+        let file = Settings::from_entry(
+            SETTINGS,
+            true,
+            "backends.zk",
+            Path::new("/etc/w"),
+            [
+                ("hosts".to_owned(), Value::Text("h:1".into())),
+                ("sessions".to_owned(), Value::Integer(2)),
+            ],
+        )
+        .expect("known keys");
+        let two = config(&file).expect("valid");
+        assert_eq!((two.sessions, two.on_demand), (2, false));
+    }
 }

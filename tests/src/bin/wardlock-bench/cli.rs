@@ -119,9 +119,10 @@ pub(crate) struct Args {
     pub handoff_max_ms: Option<u64>,
 
     /// ZooKeeper sessions of wardlock's backend (its session pool: lock names
-    /// spread over them by hash).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
-    pub zk_sessions: u64,
+    /// spread over them by hash): N (1 to 64, opened at start) or auto (as
+    /// `wardlock run`: up to 8, each opened on first use).
+    #[arg(long, value_name = "N|auto", default_value = "auto", value_parser = parse_zk_sessions)]
+    pub zk_sessions: ZkSessions,
 
     /// Print one JSON object per result line instead of a table.
     #[arg(long)]
@@ -188,4 +189,34 @@ pub(crate) fn value_name<T: ValueEnum>(value: &T) -> String {
         .expect("no value is skipped")
         .get_name()
         .to_owned()
+}
+
+/// `--zk-sessions`: how many ZooKeeper sessions wardlock's backend spreads
+/// its locks over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ZkSessions {
+    /// Up to `wardlock_zookeeper::AUTO_SESSIONS`, each opened on first use
+    /// (the default of `wardlock run` and `serve`).
+    Auto,
+    /// This many, opened at start.
+    Fixed(usize),
+}
+
+impl std::fmt::Display for ZkSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ZkSessions::Auto => f.write_str("auto"),
+            ZkSessions::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+fn parse_zk_sessions(text: &str) -> Result<ZkSessions, String> {
+    if text == "auto" {
+        return Ok(ZkSessions::Auto);
+    }
+    match text.parse::<usize>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(ZkSessions::Fixed(n)),
+        _ => Err(format!("expected 1 to 64 or auto, not {text:?}")),
+    }
 }

@@ -13,6 +13,8 @@ use anyhow::{Context, bail};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use wardlock_etcd::{EtcdBackend, EtcdConfig};
+
+use crate::cli::ZkSessions;
 use wardlock_host::runner::{Preopen, Runner, RunnerConfig, Runtime, Stdio};
 use wardlock_host::{LockBackend, MemoryBackend};
 use wardlock_postgres::{PostgresBackend, PostgresConfig};
@@ -52,7 +54,7 @@ pub(crate) struct ZkEnv {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BackendOptions {
     pub local_handoff: bool,
-    pub sessions: usize,
+    pub sessions: ZkSessions,
     /// The hand-off's bounds (`--handoff-max`, `--handoff-max-ms`) and the
     /// cache time (`linger`: [`LocalHandoff::cached`]'s, or zero with
     /// `--no-lock-cache`).
@@ -64,7 +66,7 @@ impl BackendOptions {
     pub(crate) fn from_args(args: &Args) -> BackendOptions {
         BackendOptions {
             local_handoff: !args.no_local_handoff,
-            sessions: usize::try_from(args.zk_sessions).unwrap_or(1),
+            sessions: args.zk_sessions,
             limits: limits(args),
         }
     }
@@ -153,8 +155,11 @@ impl ZkEnv {
     ) -> anyhow::Result<ZooKeeperBackend> {
         let mut config = ZooKeeperConfig::new(address)
             .root(WARDLOCK_ROOT)
-            .session_timeout(session_timeout)
-            .sessions(options.sessions);
+            .session_timeout(session_timeout);
+        config = match options.sessions {
+            ZkSessions::Auto => config.sessions_on_demand(wardlock_zookeeper::AUTO_SESSIONS),
+            ZkSessions::Fixed(n) => config.sessions(n),
+        };
         if options.local_handoff {
             config = config.local_handoff(options.limits);
         }

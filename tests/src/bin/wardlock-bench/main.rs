@@ -188,7 +188,8 @@ async fn run(
                             let ms = u64::try_from(limits.max_time.as_millis()).unwrap_or(u64::MAX);
                             row.extra.push(("handoff_max_ms", ms.into()));
                         }
-                        row.extra.push(("zk_sessions", zk.options.sessions.into()));
+                        row.extra
+                            .push(("zk_sessions", zk.options.sessions.to_string().into()));
                         row.extra
                             .push(("lock_cache", zk.options.lock_cache().into()));
                     }
