@@ -14,6 +14,20 @@ pub(crate) fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// The median of `values` (the mean of the middle two for an even count).
+pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    })
+}
+
 /// Everything measured for one (system, workload), possibly over several
 /// phases (interleaved rounds).
 #[derive(Debug, Default, Clone)]

@@ -14,6 +14,7 @@ use super::rounds::{Measured, Shape, interleaved};
 use crate::check::Plan;
 use crate::env::Env;
 use crate::report::{Row, round};
+use crate::stats::median;
 use crate::systems::System;
 
 /// Measured rounds (issue 39: the median of 5 interleaved rounds).
@@ -77,20 +78,6 @@ fn median_ratio(m: &Measured, base: Option<&[f64]>) -> Option<f64> {
         .map(|(&a, &b)| a / b)
         .collect();
     median(&mut ratios)
-}
-
-/// The median of `values` (the mean of the middle two for an even count).
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    })
 }
 
 #[cfg(test)]
