@@ -2,7 +2,8 @@
 //! drawn from `wardlock-bench --json` output (one JSON object per line).
 //!
 //! Writes one SVG per workload (`OUT_DIR/<workload>.svg`: a bar per system
-//! and variant, its acquisitions per second) and `OUT_DIR/index.md`, the
+//! and variant, its acquisitions per second; for `cached-handover`, whose
+//! rows are latencies, its p99) and `OUT_DIR/index.md`, the
 //! images in the order the workloads appear, which `docs/benchmarks.md`
 //! includes. Lines that are not rows (no `workload`, `system` or
 //! `ops_per_s`) are skipped. `.ci/run` runs it before `mdbook build docs`.
@@ -15,12 +16,13 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-/// One bar: who, and how many acquisitions per second.
+/// One bar: who, and how many acquisitions per second (or the workload's
+/// [`svg::measure`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
     /// The system, its variant and a curve point's size, written left of the bar.
     pub label: String,
-    /// Acquisitions per second: the bar's length.
+    /// Acquisitions per second (or the workload's measure): the bar's length.
     pub ops_per_s: f64,
 }
 
@@ -70,11 +72,11 @@ fn charts(text: &str) -> Vec<(String, Vec<Bar>)> {
         let Ok(row) = serde_json::from_str::<Value>(line) else {
             continue;
         };
-        let (Some(workload), Some(system), Some(ops_per_s)) = (
-            row["workload"].as_str(),
-            row["system"].as_str(),
-            row["ops_per_s"].as_f64(),
-        ) else {
+        let (Some(workload), Some(system)) = (row["workload"].as_str(), row["system"].as_str())
+        else {
+            continue;
+        };
+        let Some(ops_per_s) = row[svg::measure(workload).key].as_f64() else {
             continue;
         };
         let mut label = match row["variant"].as_str() {
@@ -84,6 +86,15 @@ fn charts(text: &str) -> Vec<(String, Vec<Bar>)> {
         // A curve's point (the `scale` workload): name it by its size.
         if let Some(instances) = row["instances"].as_u64() {
             label.push_str(&format!(", {instances} instances"));
+        }
+        // Runs of one workload at several sizes, or without lock caching.
+        if workload == "spread"
+            && let Some(clients) = row["clients"].as_u64()
+        {
+            label.push_str(&format!(", {clients} clients"));
+        }
+        if row["lock_cache"].as_bool() == Some(false) {
+            label.push_str(", no cache");
         }
         // The `hosts` curve over the hand-off's count bound.
         if workload == "hosts"
@@ -118,9 +129,14 @@ mod tests {
             {\"system\":\"curator\",\"workload\":\"contended\",\"ops_per_s\":50.5}\n\
             {\"system\":\"wardlock-guest\",\"workload\":\"uncontended\",\"variant\":\"handoff\",\"ops_per_s\":300.0}\n\
             {\"metric\":\"other\"}\n\
-            {\"system\":\"wardlock-guest\",\"workload\":\"hosts\",\"ops_per_s\":9.0,\"handoff_max\":8}\n";
+            {\"system\":\"wardlock-guest\",\"workload\":\"hosts\",\"ops_per_s\":9.0,\"handoff_max\":8}\n\
+            {\"system\":\"wardlock-guest\",\"workload\":\"spread\",\"ops_per_s\":7.0,\"clients\":64,\"lock_cache\":false}\n\
+            {\"system\":\"etcd-guest\",\"workload\":\"cached-handover\",\"ops_per_s\":null,\"p99_us\":2500.0}\n";
         let charts = charts(text);
-        assert_eq!(charts.len(), 3);
+        assert_eq!(charts.len(), 5);
+        assert_eq!(charts[3].1[0].label, "wardlock-guest, 64 clients, no cache");
+        assert_eq!(charts[4].1[0].ops_per_s, 2500.0);
+        assert!(svg::bars("cached-handover", &charts[4].1).contains("p99"));
         assert_eq!(charts[2].1[0].label, "wardlock-guest, handoff-max 8");
         assert_eq!(charts[0].0, "uncontended");
         assert_eq!(
