@@ -275,8 +275,18 @@ impl LockBackend for ZooKeeperBackend {
 
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
-            for shard in self.shards.iter() {
-                shutdown::shutdown(shard).await;
+            // The sessions close side by side: each may wait (bounded) for
+            // its releases and for the server's acknowledgement.
+            let closing: Vec<_> = self
+                .shards
+                .iter()
+                .cloned()
+                .map(|shard| tokio::spawn(async move { shutdown::shutdown(&shard).await }))
+                .collect();
+            for close in closing {
+                if let Err(error) = close.await {
+                    tracing::warn!(%error, "closing a ZooKeeper session failed");
+                }
             }
         })
     }

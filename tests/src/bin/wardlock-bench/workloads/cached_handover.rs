@@ -265,18 +265,26 @@ struct Engine {
 }
 
 impl Engine {
-    async fn turn(&mut self, record: bool) -> anyhow::Result<()> {
-        for turns in &mut self.turns {
-            turns.turn(record).await?;
-        }
-        if let Some(floor) = &mut self.zk_floor {
-            floor.turn(record).await?;
-        }
-        if let Some(floor) = &mut self.etcd_floor {
-            floor.turn(record).await?;
-        }
-        if let Some(free) = &mut self.free {
-            free.turn(record).await?;
+    /// Turn `number` of every system of the engine, in an order that
+    /// rotates from turn to turn, so no system always comes first after the
+    /// other engine's writes (one disk serves both servers here).
+    async fn turn(&mut self, number: u64, record: bool) -> anyhow::Result<()> {
+        let floors = usize::from(self.zk_floor.is_some()) + usize::from(self.etcd_floor.is_some());
+        let count = self.turns.len() + floors + usize::from(self.free.is_some());
+        let first = usize::try_from(number).unwrap_or(0) % count.max(1);
+        for slot in (0..count).map(|i| (first + i) % count) {
+            if let Some(turns) = self.turns.get_mut(slot) {
+                turns.turn(record).await?;
+            } else if slot < self.turns.len() + floors {
+                if let Some(floor) = &mut self.zk_floor {
+                    floor.turn(record).await?;
+                }
+                if let Some(floor) = &mut self.etcd_floor {
+                    floor.turn(record).await?;
+                }
+            } else if let Some(free) = &mut self.free {
+                free.turn(record).await?;
+            }
         }
         Ok(())
     }
@@ -348,8 +356,12 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
                 WARM_UP + ROUNDS * SAMPLES
             ));
         }
-        for engine in &mut engines {
-            engine.turn(turn >= WARM_UP).await?;
+        let count = engines.len();
+        let first = usize::try_from(turn).unwrap_or(0) % count.max(1);
+        for i in 0..count {
+            engines[(first + i) % count]
+                .turn(turn, turn >= WARM_UP)
+                .await?;
         }
     }
     if let Ok(zk) = env.zk()
