@@ -342,6 +342,10 @@ async fn leader_failovers_are_invisible_to_holders() {
     assert!(kills >= 3, "only {kills} leader kills");
     assert!(report.increments > 0);
     assert_eq!(report.double_holders, 0);
+    assert_eq!(
+        report.overlaps_after_loss, 0,
+        "a leader change ended a holder's session"
+    );
     assert_eq!(report.counter, report.increments, "lost updates");
     assert_eq!(report.errors, 0);
     assert!(left.is_empty(), "{left:?}");

@@ -76,6 +76,10 @@ async fn chaos_phase(ensemble: &mut Ensemble, phase: &str, handoff: Option<Local
     assert!(kills >= 3, "only {kills} leader kills");
     assert!(increments > 0);
     assert_eq!(report.double_holders, 0);
+    assert_eq!(
+        report.overlaps_after_loss, 0,
+        "a leader change ended a holder's session"
+    );
     assert_eq!(count, increments, "lost updates");
     assert_eq!(report.errors, 0);
     assert!(

@@ -2,15 +2,22 @@
 //! the lock service underneath them (leader kills): each increments a counter
 //! file under the lock and marks its turn with a create-new marker file, so a
 //! double holder, a lost update or an error any worker saw is counted.
-//! Engine-neutral: the failover tests of ZooKeeper and etcd share it.
+//! Engine-neutral: the failover tests of ZooKeeper, etcd and PostgreSQL
+//! share it.
+//!
+//! A worker that finds the marker taken asks what its holder was told: a
+//! holder already told `lost` (its server session ended under it, as a
+//! PostgreSQL restart ends every session) may still be inside its turn, so
+//! that overlap is counted apart (`overlaps_after_loss`); one whose holder
+//! still reads `held` or `suspended` is a double holder.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use wardlock_host::{LockBackend, Mode};
+use wardlock_host::{GrantId, GrantStatus, LockBackend, LockSession, Mode};
 
 use crate::name;
 
@@ -22,7 +29,17 @@ const MAX_OPS: usize = 20_000;
 struct Tally {
     increments: AtomicUsize,
     double_holders: AtomicUsize,
+    overlaps_after_loss: AtomicUsize,
     errors: AtomicUsize,
+    /// The worker inside its turn (the marker's owner): its session and
+    /// grant, so a worker that finds the marker taken can ask its status.
+    holder: Mutex<Option<(Arc<dyn LockSession>, GrantId)>>,
+}
+
+impl Tally {
+    fn holder(&self) -> std::sync::MutexGuard<'_, Option<(Arc<dyn LockSession>, GrantId)>> {
+        self.holder.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Workers running until [`Contention::finish`].
@@ -40,6 +57,8 @@ pub struct ContentionReport {
     pub increments: usize,
     pub counter: usize,
     pub double_holders: usize,
+    /// Overlaps with a holder already told `lost` (each may cost one update).
+    pub overlaps_after_loss: usize,
     pub errors: usize,
 }
 
@@ -64,7 +83,8 @@ impl Contention {
                 let (backend, tally, stop) = (backend.clone(), tally.clone(), stop.clone());
                 let (counter, marker, lock) = (counter.clone(), marker.clone(), name(lock));
                 handles.push(tokio::spawn(async move {
-                    let session = backend.open_session(&format!("host {host} worker {worker}"));
+                    let session: Arc<dyn LockSession> =
+                        Arc::from(backend.open_session(&format!("host {host} worker {worker}")));
                     for _ in 0..MAX_OPS {
                         if stop.load(Ordering::SeqCst) {
                             break;
@@ -85,7 +105,17 @@ impl Contention {
                             .create_new(true)
                             .open(&marker);
                         if exclusive.is_err() {
-                            tally.double_holders.fetch_add(1, Ordering::SeqCst);
+                            let told_lost = tally
+                                .holder()
+                                .as_ref()
+                                .is_some_and(|(other, id)| other.status(*id) == GrantStatus::Lost);
+                            if told_lost {
+                                tally.overlaps_after_loss.fetch_add(1, Ordering::SeqCst);
+                            } else {
+                                tally.double_holders.fetch_add(1, Ordering::SeqCst);
+                            }
+                        } else {
+                            *tally.holder() = Some((session.clone(), grant.id));
                         }
                         let value: u64 = std::fs::read_to_string(&counter)
                             .ok()
@@ -95,6 +125,7 @@ impl Contention {
                         std::fs::write(&counter, (value + 1).to_string()).expect("write counter");
                         tally.increments.fetch_add(1, Ordering::SeqCst);
                         if exclusive.is_ok() {
+                            *tally.holder() = None;
                             let _ = std::fs::remove_file(&marker);
                         }
                         if let Err(error) = session.release(grant.id) {
@@ -133,6 +164,7 @@ impl Contention {
             increments: self.tally.increments.load(Ordering::SeqCst),
             counter,
             double_holders: self.tally.double_holders.load(Ordering::SeqCst),
+            overlaps_after_loss: self.tally.overlaps_after_loss.load(Ordering::SeqCst),
             errors: self.tally.errors.load(Ordering::SeqCst),
         }
     }

@@ -91,6 +91,8 @@ pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<
         backend = runner.config().backend.kind(),
         "running"
     );
+    // Installed before any guest runs (see `stop_signal`).
+    let stop = stop_signal();
     let started = Instant::now();
     if let Some(memory) = &faulty {
         args.faults.apply(memory);
@@ -104,7 +106,7 @@ pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<
                 tasks.spawn(async move { runner.run(instance, &guest_args).await });
             }
             let mut reports = Vec::with_capacity(instances);
-            let stopped = join_or_stop(&mut tasks, &mut reports).await?;
+            let stopped = join_or_stop(&mut tasks, &mut reports, stop).await?;
             (reports, stopped)
         }
         Some(name) => {
@@ -121,7 +123,7 @@ pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<
                 guest_args: args.guest_args.clone(),
                 on_term: None,
             };
-            singleton.run(runner.config(), stop_signal()).await?
+            singleton.run(runner.config(), stop).await?
         }
     };
     reports.sort_by_key(|r| r.instance);
@@ -167,8 +169,8 @@ pub(super) async fn run(args: &RunArgs, engines: Engines<'_>) -> anyhow::Result<
 async fn join_or_stop(
     tasks: &mut tokio::task::JoinSet<InstanceReport>,
     reports: &mut Vec<InstanceReport>,
+    signal: impl Future<Output = StopSignal>,
 ) -> anyhow::Result<Option<StopSignal>> {
-    let signal = stop_signal();
     tokio::pin!(signal);
     loop {
         tokio::select! {

@@ -31,33 +31,44 @@ impl StopSignal {
     }
 }
 
-/// Resolves with the first SIGTERM or SIGINT received.
+/// Resolves with the first SIGTERM or SIGINT received. The handlers are
+/// installed by this call, not at the first poll: call it before anything
+/// that another process could react to (a guest taking a lock), or a signal
+/// in between ends the process at once, without releasing its locks (a
+/// `wardlock run` stopped right after its guest took a lock held it until
+/// its session timed out).
 ///
 /// # Cancellation safety
 /// Cancel safe: a dropped wait leaves the signals as they were (a signal that
 /// arrives later is seen by the next wait).
-pub(super) async fn stop_signal() -> StopSignal {
+pub(super) fn stop_signal() -> impl Future<Output = StopSignal> + Send + 'static {
     #[cfg(unix)]
-    {
+    let handlers = {
         use tokio::signal::unix::{SignalKind, signal};
-        match (
+        (
             signal(SignalKind::terminate()),
             signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => tokio::select! {
-                _ = term.recv() => StopSignal::Terminate,
-                _ = int.recv() => StopSignal::Interrupt,
-            },
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-                StopSignal::Interrupt
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            match handlers {
+                (Ok(mut term), Ok(mut int)) => tokio::select! {
+                    _ = term.recv() => StopSignal::Terminate,
+                    _ = int.recv() => StopSignal::Interrupt,
+                },
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    StopSignal::Interrupt
+                }
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        StopSignal::Interrupt
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            StopSignal::Interrupt
+        }
     }
 }
 

@@ -201,6 +201,8 @@ impl ZooKeeperBackend {
 
     /// Watches the current ZooKeeper session's state (connected, disconnected,
     /// expired…), e.g. for health checks; `None` before the first connection.
+    /// With a session pool, the first session's ([`LockBackend::health`]
+    /// covers them all).
     pub fn state_watcher(&self) -> Option<zookeeper_client::StateWatcher> {
         self.first()
             .connection
@@ -222,7 +224,8 @@ impl ZooKeeperBackend {
     }
 
     /// The current session's id and password, for tools that must act as this
-    /// session (tests force its expiry this way).
+    /// session (tests force its expiry this way); with a session pool, the
+    /// first session's.
     pub fn session_info(&self) -> Option<zookeeper_client::SessionInfo> {
         self.first()
             .connection

@@ -102,6 +102,9 @@ pub(super) async fn run(
         );
         background.spawn(admin::serve(admin, state, stop_rx.clone()));
     }
+    // Installed before anyone is told we serve and before a singleton runs
+    // (see `stop_signal`).
+    let signal = stop_signal();
     for route in &router.routes {
         eprintln!(
             "wardlock: serving {} on http://{}{}",
@@ -116,7 +119,6 @@ pub(super) async fn run(
         singleton_tasks.spawn(singleton);
     }
     let mut connections = JoinSet::new();
-    let signal = stop_signal();
     tokio::pin!(signal);
     loop {
         tokio::select! {
