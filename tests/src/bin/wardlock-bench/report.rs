@@ -132,29 +132,22 @@ pub(crate) fn add_ratios(rows: &mut [Row]) {
         let (system, variant) = (rows[index].system, rows[index].variant);
         let floor = find(rows, system.floor(), variant);
         let twin = system.native_twin().and_then(|t| find(rows, t, variant));
-        let curator = find(rows, System::Curator, variant);
-        let shared = find(rows, System::CuratorShared, variant);
-        let row = &mut rows[index];
-        // Curator is a ZooKeeper client: a baseline for ZooKeeper systems only.
-        if let Some((curator_p50, curator_ops)) = curator
-            && system != System::Curator
-            && system.uses_zookeeper()
-        {
+        // Curator is a ZooKeeper client: a baseline for ZooKeeper systems
+        // only, in both its shapes (a client per thread, one shared client).
+        for (curator, p50_key, ops_key) in CURATORS {
+            let Some((curator_p50, curator_ops)) = find(rows, curator, variant) else {
+                continue;
+            };
+            if system == curator || !system.uses_zookeeper() {
+                continue;
+            }
+            let row = &mut rows[index];
             let p50 = ratio(row.p50_us, curator_p50);
             let ops = ratio(row.ops_per_s, curator_ops);
-            row.extra.push(("p50_vs_curator", round(p50, 3)));
-            row.extra.push(("ops_per_s_vs_curator", round(ops, 3)));
+            row.extra.push((p50_key, round(p50, 3)));
+            row.extra.push((ops_key, round(ops, 3)));
         }
-        if let Some((shared_p50, shared_ops)) = shared
-            && system != System::CuratorShared
-            && system.uses_zookeeper()
-        {
-            let p50 = ratio(row.p50_us, shared_p50);
-            let ops = ratio(row.ops_per_s, shared_ops);
-            row.extra.push(("p50_vs_curator_shared", round(p50, 3)));
-            row.extra
-                .push(("ops_per_s_vs_curator_shared", round(ops, 3)));
-        }
+        let row = &mut rows[index];
         if let Some((floor_p50, floor_ops)) = floor {
             row.p50_vs_floor = ratio(row.p50_us, floor_p50);
             row.ops_per_s_vs_floor = ratio(row.ops_per_s, floor_ops);
@@ -164,6 +157,17 @@ pub(crate) fn add_ratios(rows: &mut [Row]) {
         }
     }
 }
+
+/// The Curator systems every ZooKeeper row is compared with, and the keys of
+/// its p50 and ops/s ratios to each.
+const CURATORS: [(System, &str, &str); 2] = [
+    (System::Curator, "p50_vs_curator", "ops_per_s_vs_curator"),
+    (
+        System::CuratorShared,
+        "p50_vs_curator_shared",
+        "ops_per_s_vs_curator_shared",
+    ),
+];
 
 fn ratio(value: Option<f64>, base: Option<f64>) -> Option<f64> {
     let (value, base) = (value?, base?);

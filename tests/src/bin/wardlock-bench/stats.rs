@@ -14,6 +14,17 @@ pub(crate) fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// Nanoseconds since `started` (saturating).
+pub(crate) fn elapsed_ns(started: std::time::Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The p50 of `latencies_ns` in µs (0 when empty); sorts them.
+pub(crate) fn p50_us(latencies_ns: &mut [u64]) -> f64 {
+    latencies_ns.sort_unstable();
+    percentile(latencies_ns, 0.5).unwrap_or(0) as f64 / 1000.0
+}
+
 /// The median of `values` (the mean of the middle two for an even count).
 pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
     if values.is_empty() {

@@ -55,7 +55,7 @@ use super::{Workload, lock_name, progress};
 use crate::check::Plan;
 use crate::env::{Env, EtcdEnv, WARDLOCK_ROOT, ZkEnv, guest_runner};
 use crate::report::{Row, round};
-use crate::stats::{Samples, median, percentile};
+use crate::stats::{Samples, elapsed_ns, median, p50_us, percentile};
 use crate::systems::etcd_floor::EtcdFloorClient;
 use crate::systems::native::Locker;
 use crate::systems::zk_floor::FloorClient;
@@ -219,6 +219,16 @@ struct Handover<L: Locker> {
 }
 
 impl<L: Locker> Handover<L> {
+    /// `system`'s raw hand-over on `lock` between two clients of its own.
+    fn new(system: System, lock: LockName, holder: L, waiter: L) -> Self {
+        Handover {
+            system,
+            lock,
+            clients: Some((holder, waiter)),
+            samples: Samples::default(),
+        }
+    }
+
     async fn turn(&mut self, record: bool) -> anyhow::Result<()> {
         let (mut holder, mut waiter) = self.clients.take().context("no floor clients")?;
         holder.acquire(&self.lock, Mode::Exclusive).await?;
@@ -481,12 +491,7 @@ async fn zk_engine(env: &Env, systems: &[System]) -> anyhow::Result<Engine> {
                 let holder = FloorClient::connect(&zk.address, zk.session_timeout).await?;
                 holder.prepare(&lock).await?;
                 let waiter = FloorClient::connect(&zk.address, zk.session_timeout).await?;
-                engine.zk_floor = Some(Handover {
-                    system,
-                    lock,
-                    clients: Some((holder, waiter)),
-                    samples: Samples::default(),
-                });
+                engine.zk_floor = Some(Handover::new(system, lock, holder, waiter));
             }
             System::ZooKeeperNative | System::ZooKeeperGuest => {
                 engine
@@ -527,12 +532,7 @@ async fn etcd_engine(env: &Env, systems: &[System]) -> anyhow::Result<Engine> {
                 let lock = lock_name(Workload::CachedHandover, system, "")?;
                 let holder = EtcdFloorClient::connect(&etcd.address, etcd.ttl_secs).await?;
                 let waiter = EtcdFloorClient::connect(&etcd.address, etcd.ttl_secs).await?;
-                engine.etcd_floor = Some(Handover {
-                    system,
-                    lock,
-                    clients: Some((holder, waiter)),
-                    samples: Samples::default(),
-                });
+                engine.etcd_floor = Some(Handover::new(system, lock, holder, waiter));
             }
             System::EtcdNative | System::EtcdGuest => {
                 engine
@@ -613,14 +613,7 @@ async fn etcd_round_trips(address: &str) -> anyhow::Result<(f64, f64)> {
         writes.push(elapsed_ns(started));
     }
     client.delete(key.as_str(), None).await?;
-    reads.sort_unstable();
-    writes.sort_unstable();
-    let p50 = |sorted: &[u64]| percentile(sorted, 0.5).unwrap_or(0) as f64 / 1000.0;
-    Ok((p50(&reads), p50(&writes)))
-}
-
-fn elapsed_ns(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    Ok((p50_us(&mut reads), p50_us(&mut writes)))
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use zookeeper_client::{Acls, Client, CreateMode};
 use super::{Workload, lock_name, progress};
 use crate::env::{Env, WARDLOCK_ROOT, ZkEnv};
 use crate::report::Row;
-use crate::stats::{Samples, percentile};
+use crate::stats::{Samples, elapsed_ns, p50_us};
 use crate::systems::{System, guest, unix_ns};
 use wardlock_tests::probe::{HandoffProbe, MemoryProbe, Probe, ZkProbe};
 
@@ -167,12 +167,5 @@ pub(super) async fn round_trips(client: &Client) -> anyhow::Result<(f64, f64)> {
         writes.push(elapsed_ns(started));
     }
     client.delete(&scratch, None).await?;
-    reads.sort_unstable();
-    writes.sort_unstable();
-    let p50 = |sorted: &[u64]| percentile(sorted, 0.5).unwrap_or(0) as f64 / 1000.0;
-    Ok((p50(&reads), p50(&writes)))
-}
-
-fn elapsed_ns(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    Ok((p50_us(&mut reads), p50_us(&mut writes)))
 }
