@@ -37,7 +37,8 @@ async fn zookeeper_backend_conforms() {
     let subject = Subject::new(
         Arc::new(backend),
         Arc::new(ZkProbe::connect(&server.address(), ROOT).await),
-    );
+    )
+    .server_state(probe.node_dump());
     conformance::all(&subject).await;
     drop(subject);
     assert_no_lock_nodes(&probe).await;
@@ -55,7 +56,8 @@ async fn zookeeper_backend_with_local_handoff_and_a_session_pool_conforms() {
         .local_handoff(LocalHandoff::default());
     let backend = ZooKeeperBackend::connect(config).await.expect("backend");
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
-    let subject = Subject::new(Arc::new(backend.clone()), Arc::new(HandoffProbe(backend)));
+    let subject = Subject::new(Arc::new(backend.clone()), Arc::new(HandoffProbe(backend)))
+        .server_state(probe.node_dump());
     conformance::all(&subject).await;
     drop(subject);
     assert_no_lock_nodes(&probe).await;
@@ -93,7 +95,8 @@ async fn zookeeper_backend_with_sessions_on_demand_conforms() {
     let subject = Subject::new(
         Arc::new(backend.clone()),
         Arc::new(HandoffProbe(backend.clone())),
-    );
+    )
+    .server_state(probe.node_dump());
     conformance::all(&subject).await;
     drop(subject);
     let open = backend.open_sessions();
@@ -101,4 +104,93 @@ async fn zookeeper_backend_with_sessions_on_demand_conforms() {
     assert_eq!(backend.health(), Health::Connected);
     drop(session);
     assert_no_lock_nodes(&probe).await;
+}
+
+/// An engine that never answers: every acquire and try waits forever.
+struct Wedged;
+
+struct WedgedSession;
+
+impl LockBackend for Wedged {
+    fn open_session(&self, _owner: &str) -> Box<dyn wardlock_host::LockSession> {
+        Box::new(WedgedSession)
+    }
+
+    fn kind(&self) -> &'static str {
+        "wedged"
+    }
+}
+
+#[async_trait::async_trait]
+impl wardlock_host::LockSession for WedgedSession {
+    async fn acquire_request(
+        &self,
+        _request: wardlock_host::backend::Request<'_>,
+        _timeout: Option<std::time::Duration>,
+    ) -> Result<wardlock_host::Grant, wardlock_host::BackendError> {
+        std::future::pending().await
+    }
+
+    async fn try_acquire_request(
+        &self,
+        _request: wardlock_host::backend::Request<'_>,
+    ) -> Result<Option<wardlock_host::Grant>, wardlock_host::BackendError> {
+        std::future::pending().await
+    }
+
+    fn release(&self, grant: wardlock_host::GrantId) -> Result<(), wardlock_host::BackendError> {
+        Err(wardlock_host::BackendError::UnknownGrant(grant.0))
+    }
+
+    fn status(&self, _grant: wardlock_host::GrantId) -> wardlock_host::GrantStatus {
+        wardlock_host::GrantStatus::Released
+    }
+
+    fn status_changed(
+        &self,
+        _grant: wardlock_host::GrantId,
+        _seen: wardlock_host::GrantStatus,
+    ) -> wardlock_host::backend::StatusChange {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A wedged engine fails the kit within the subject's bound, and the failure
+/// names the check, the engine, what the check waited for and the server's
+/// state; the check's own waits (a grant without a timeout) would otherwise
+/// hang the test run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wedged_engine_fails_the_kit_within_its_bound() {
+    let limit = std::time::Duration::from_millis(300);
+    let started = std::time::Instant::now();
+    let run = tokio::spawn(async move {
+        let subject = Subject::new(
+            Arc::new(Wedged),
+            Arc::new(wardlock_tests::conformance::MemoryProbe(
+                wardlock_host::MemoryBackend::new(),
+            )),
+        )
+        .check_limit(limit)
+        .server_state(|| async { "no lock anywhere (the wedged engine's dump)".to_owned() });
+        conformance::all(&subject).await;
+    });
+    let failure = tokio::time::timeout(10 * limit, run)
+        .await
+        .expect("the kit's bound ends the run")
+        .expect_err("a wedged engine fails the kit");
+    let took = started.elapsed();
+    let message = failure
+        .into_panic()
+        .downcast::<String>()
+        .map(|m| *m)
+        .unwrap_or_default();
+    assert!(
+        message.contains("conformance check `exclusive_excludes`")
+            && message.contains("`wedged` engine")
+            && message.contains(&format!("{limit:?}"))
+            && message.contains("exclusive grant of conf/excl to session `a`")
+            && message.contains("the wedged engine's dump"),
+        "{message}"
+    );
+    assert!(took >= limit, "failed after {took:?}, before its bound");
 }

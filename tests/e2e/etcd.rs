@@ -44,7 +44,8 @@ async fn backend_with_ttl(address: &str, ttl: u64) -> EtcdBackend {
 async fn etcd_backend_conforms() {
     let server = EtcdServer::start();
     let backend = Arc::new(backend(&server.address()).await);
-    let subject = Subject::new(backend.clone(), Arc::new(HandoffProbe(backend.clone())));
+    let subject = Subject::new(backend.clone(), Arc::new(HandoffProbe(backend.clone())))
+        .server_state(server.key_dump(ROOT));
     conformance::all(&subject).await;
     drop(subject);
     server.wait_keys(ROOT, 0).await;

@@ -13,7 +13,7 @@ use sqlx::postgres::{PgAdvisoryLock, PgConnection};
 use wardlock_host::{BackendError, LockBackend, Mode};
 use wardlock_postgres::{PostgresBackend, PostgresConfig, advisory_key};
 use wardlock_tests::conformance::{self, Features, Subject};
-use wardlock_tests::postgres::PgServer;
+use wardlock_tests::postgres::{PgServer, lock_state};
 use wardlock_tests::probe::HandoffProbe;
 use wardlock_tests::serve::wardlock_bin;
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
@@ -60,8 +60,10 @@ pub(crate) async fn wait_no_advisory_lock(server: &PgServer) {
 async fn postgres_backend_conforms() {
     let server = PgServer::start();
     let backend = Arc::new(backend(&server.url()).await);
+    let url = server.url();
     let subject = Subject::new(backend.clone(), Arc::new(HandoffProbe(backend.clone())))
-        .features(POSTGRES_FEATURES);
+        .features(POSTGRES_FEATURES)
+        .server_state(move || lock_state(url.clone()));
     conformance::all(&subject).await;
     drop(subject);
     wait_no_advisory_lock(&server).await;

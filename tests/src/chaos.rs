@@ -42,6 +42,19 @@ impl Tally {
     }
 }
 
+/// Writes `value` to the counter file by renaming a file written beside
+/// it, so a worker that reads while another writes sees the old value or the
+/// new one, never a truncated file: with a plain write, an overlap's reader
+/// could read "" as 0 and reset the counter, so one overlap cost thousands
+/// of updates instead of one. Each writer's file is its own (named by the
+/// task), so two overlapping writers never write into one file.
+fn write_counter(counter: &std::path::Path, value: u64) {
+    let task = tokio::task::try_id().map_or_else(|| "main".to_owned(), |id| id.to_string());
+    let scratch = counter.with_extension(format!("new-{task}"));
+    std::fs::write(&scratch, value.to_string()).expect("write counter");
+    std::fs::rename(&scratch, counter).expect("replace counter");
+}
+
 /// Workers running until [`Contention::finish`].
 pub struct Contention {
     tally: Arc<Tally>,
@@ -118,11 +131,12 @@ impl Contention {
                             *tally.holder() = Some((session.clone(), grant.id));
                         }
                         let value: u64 = std::fs::read_to_string(&counter)
-                            .ok()
-                            .and_then(|v| v.trim().parse().ok())
-                            .unwrap_or(0);
+                            .expect("read counter")
+                            .trim()
+                            .parse()
+                            .expect("the counter holds a number");
                         tokio::task::yield_now().await;
-                        std::fs::write(&counter, (value + 1).to_string()).expect("write counter");
+                        write_counter(&counter, value + 1);
                         tally.increments.fetch_add(1, Ordering::SeqCst);
                         if exclusive.is_ok() {
                             *tally.holder() = None;

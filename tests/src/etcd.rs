@@ -264,6 +264,40 @@ impl EtcdServer {
             .collect()
     }
 
+    /// Dumps the keys under `prefix`, for the message of a check that ran
+    /// out of time ([`crate::conformance::Subject::server_state`]): a
+    /// closure that owns what it needs.
+    pub fn key_dump(
+        &self,
+        prefix: &str,
+    ) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync + 'static
+    {
+        let (address, prefix) = (self.address(), prefix.to_owned());
+        move || {
+            let mut command = tokio::process::Command::new("etcdctl");
+            command
+                .env("ETCDCTL_API", "3")
+                .arg(format!("--endpoints={address}"))
+                .args(["get", "--prefix", "--keys-only", &prefix]);
+            let prefix = prefix.clone();
+            Box::pin(async move {
+                match command.output().await {
+                    Ok(out) if out.status.success() => {
+                        format!(
+                            "etcd keys under {prefix}:\n{}",
+                            String::from_utf8_lossy(&out.stdout).trim()
+                        )
+                    }
+                    Ok(out) => format!(
+                        "etcdctl get failed: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ),
+                    Err(error) => format!("etcdctl did not run: {error}"),
+                }
+            })
+        }
+    }
+
     /// Waits until exactly `len` keys are under `prefix` (bounded).
     pub async fn wait_keys(&self, prefix: &str, len: usize) {
         let started = Instant::now();

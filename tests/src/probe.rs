@@ -123,6 +123,28 @@ impl ZkProbe {
         }
     }
 
+    /// Dumps every node below the root, for the message of a check that ran
+    /// out of time ([`crate::conformance::Subject::server_state`]).
+    pub fn node_dump(
+        &self,
+    ) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync + 'static
+    {
+        let probe = std::sync::Arc::new(ZkProbe {
+            client: self.client.clone(),
+            root: self.root.clone(),
+        });
+        move || {
+            let probe = probe.clone();
+            Box::pin(async move {
+                format!(
+                    "ZooKeeper nodes under {}:\n{}",
+                    probe.root,
+                    probe.all_nodes().await.join("\n")
+                )
+            })
+        }
+    }
+
     /// Every node below the root, depth first (root excluded).
     pub async fn all_nodes(&self) -> Vec<String> {
         let mut found = Vec::new();

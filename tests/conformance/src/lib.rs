@@ -108,19 +108,23 @@
     reason = "a test library: a check fails by panicking, with its message, as a test does"
 )]
 
+mod bound;
 #[cfg(feature = "guests")]
 mod guests;
 mod probe;
 mod suite;
 mod support;
 
+pub use bound::{CHECK_LIMIT, StateDump};
 #[cfg(feature = "guests")]
 pub use guests::{KitGuest, assert_success, lines, run_instances, spawn_run};
 pub use probe::{MemoryProbe, Probe};
 pub use suite::{all, checks};
 pub use support::{Acquired, TEST_WAIT_LIMIT, hold, name, spawn_acquire, token_of};
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use wardlock_backend::LockBackend;
 use wardlock_backend::memory::MemoryBackend;
@@ -174,22 +178,66 @@ pub struct Subject {
     pub probe: Arc<dyn Probe>,
     /// What it offers beyond locks.
     pub features: Features,
+    /// How long one check may take ([`CHECK_LIMIT`] unless set).
+    check_limit: Duration,
+    /// Dumps the lock service's state when a check runs out of time.
+    server_state: Option<StateDump>,
+    last_wait: bound::LastWait,
 }
 
 impl Subject {
     /// `backend`, observed by `probe`, offering every feature (change with
-    /// [`Subject::features`]).
+    /// [`Subject::features`]), each check bounded by [`CHECK_LIMIT`].
     pub fn new(backend: Arc<dyn LockBackend>, probe: Arc<dyn Probe>) -> Self {
         Subject {
             backend,
             probe,
             features: Features::ALL,
+            check_limit: CHECK_LIMIT,
+            server_state: None,
+            last_wait: bound::LastWait::default(),
         }
     }
 
     /// This subject, offering `features`.
     pub fn features(self, features: Features) -> Self {
         Subject { features, ..self }
+    }
+
+    /// This subject, each check failing once it has run for `limit`.
+    pub fn check_limit(self, limit: Duration) -> Self {
+        Subject {
+            check_limit: limit,
+            ..self
+        }
+    }
+
+    /// This subject, with `dump` describing the lock service's state (its
+    /// lock nodes or keys, `pg_locks`) in the message of a check that ran
+    /// out of time.
+    pub fn server_state<F, D>(self, dump: D) -> Self
+    where
+        D: Fn() -> F + Send + Sync + 'static,
+        F: Future<Output = String> + Send + 'static,
+    {
+        let dump: StateDump = Arc::new(move || Box::pin(dump()));
+        Subject {
+            server_state: Some(dump),
+            ..self
+        }
+    }
+
+    /// Waits until `lock` has `len` contenders, through the probe, naming
+    /// that wait for the check's bound.
+    pub async fn wait_len(&self, lock: &str, len: usize) {
+        self.waiting_for(format!("{len} contenders of `{lock}` (the probe)"));
+        self.probe.wait_len(lock, len).await;
+    }
+
+    /// Names what the running check waits for now, for the message of its
+    /// bound.
+    pub fn waiting_for(&self, what: impl Into<String>) {
+        self.last_wait.set(what.into());
     }
 
     /// A fresh in-memory backend and its probe.

@@ -507,6 +507,27 @@ fn psql_base() -> Command {
     command
 }
 
+/// What the server at `url` shows of locks now, as text: `pg_locks`' advisory
+/// rows and the client connections of `pg_stat_activity` (state, wait event,
+/// last query). For the message of a check that ran out of time
+/// ([`crate::conformance::Subject::server_state`]).
+pub async fn lock_state(url: String) -> String {
+    let sql = "SELECT 'lock', l.pid, l.mode, l.granted, l.classid, l.objid FROM pg_locks l \
+               WHERE l.locktype = 'advisory' ORDER BY l.pid; \
+               SELECT 'session', pid, state, coalesce(wait_event_type, '-'), \
+               coalesce(wait_event, '-'), left(query, 120) FROM pg_stat_activity \
+               WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() ORDER BY pid;";
+    let dumped = tokio::task::spawn_blocking(move || psql_at(&url, sql)).await;
+    match dumped {
+        Ok(Ok(rows)) if rows.is_empty() => "pg_locks and pg_stat_activity: nothing".to_owned(),
+        Ok(Ok(rows)) => format!(
+            "pg_locks (lock|pid|mode|granted|classid|objid) and pg_stat_activity (session|pid|state|wait type|wait event|query):\n{rows}"
+        ),
+        Ok(Err(stderr)) => format!("psql failed: {stderr}"),
+        Err(error) => format!("psql did not run: {error}"),
+    }
+}
+
 /// Runs `sql` with `psql` connected by `conninfo` (a `postgres://` URL or
 /// `key=value` pairs, as libpq takes them), as [`PgServer::psql`] does:
 /// its trimmed output, or its stderr when it fails (a refused login, an

@@ -80,7 +80,7 @@ pub(super) async fn contenders_list_holders_then_waiters(s: &Subject) {
     reader
         .release(granted.expect("reader granted").id)
         .expect("release reader");
-    s.probe.wait_len("conf/contenders", 0).await;
+    s.wait_len("conf/contenders", 0).await;
     assert_eq!(list(&*observer, &lock, 10).await.total, 0, "all gone");
 }
 

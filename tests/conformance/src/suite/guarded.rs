@@ -103,7 +103,7 @@ pub(super) async fn guarded_writes_need_a_standing_exclusive_grant(s: &Subject) 
     assert_eq!(b.guarded_delete(next.id, &k2).await, Ok(true));
     assert_eq!(keys(&*b, &lock, "", 10).await, Vec::<String>::new());
     b.release(next.id).expect("release b");
-    s.probe.wait_len("conf/guarded", 0).await;
+    s.wait_len("conf/guarded", 0).await;
 }
 
 fn key(key: &str) -> GuardedKey {

@@ -20,7 +20,7 @@ pub(super) async fn guest_counter_is_exact(s: &Subject) {
     reports.iter().for_each(assert_success);
     let count = std::fs::read_to_string(dir.path().join("count")).expect("count file");
     assert_eq!(count.trim(), "160");
-    s.probe.wait_len("conf/counter", 0).await;
+    s.wait_len("conf/counter", 0).await;
 }
 
 /// A guest trapping while holding hands its lock to a native waiter.
@@ -39,7 +39,7 @@ pub(super) async fn guest_trap_hands_over(s: &Subject) {
             "trap",
         ],
     );
-    s.probe.wait_len("conf/gate", 2).await;
+    s.wait_len("conf/gate", 2).await;
     let waiter = queued(s, "waiter", "conf/trap", Mode::Exclusive, 2).await;
     gate_session.release(gate.id).expect("open the gate");
     let report = guest.await.expect("guest task");
@@ -81,6 +81,6 @@ pub(super) async fn guest_sees_wit_semantics(s: &Subject) {
     assert!(out[9].starts_with("err invalid-name: "), "{out:?}");
     assert!(out[10].starts_with("h5 "), "{out:?}");
     for lock in ["conf/sem", "conf/sem-r", "conf/sem-free"] {
-        s.probe.wait_len(lock, 0).await;
+        s.wait_len(lock, 0).await;
     }
 }

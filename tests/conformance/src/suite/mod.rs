@@ -33,7 +33,7 @@ async fn queued(
     contenders: usize,
 ) -> tokio::task::JoinHandle<crate::Acquired> {
     let waiting = spawn_acquire(s.backend.open_session(owner), lock, mode);
-    s.probe.wait_len(lock, contenders).await;
+    s.wait_len(lock, contenders).await;
     waiting
 }
 
@@ -120,10 +120,10 @@ macro_rules! suite {
     ($($check:ident),* $(,)?) => {
         /// Every check, in order; each names itself on stderr first so a failure
         /// is easy to place.
+        /// Each is bounded by the subject's [`Subject::check_limit`].
         pub async fn all(subject: &Subject) {
             $(
-                eprintln!("conformance: {}", stringify!($check));
-                $check(subject).await;
+                crate::bound::run_bounded(subject, stringify!($check), $check(subject)).await;
             )*
         }
 
@@ -133,7 +133,7 @@ macro_rules! suite {
             $(
                 #[doc = concat!("The check `", stringify!($check), "` on `subject` (see its description in the kit's source, `suite/`).")]
                 pub async fn $check(subject: &Subject) {
-                    super::$check(subject).await;
+                    crate::bound::run_bounded(subject, stringify!($check), super::$check(subject)).await;
                 }
             )*
         }
@@ -147,6 +147,7 @@ async fn exclusive_excludes(s: &Subject) {
     let lock = name("conf/excl");
     let a = s.backend.open_session("a");
     let b = s.backend.open_session("b");
+    s.waiting_for(format!("exclusive grant of {lock} to session `a`"));
     let held = a
         .acquire(&lock, Mode::Exclusive, None)
         .await
@@ -173,7 +174,7 @@ async fn exclusive_excludes(s: &Subject) {
         next.token
     );
     b.release(next.id).expect("release");
-    s.probe.wait_len("conf/excl", 0).await;
+    s.wait_len("conf/excl", 0).await;
 }
 
 /// Readers share; a writer is refused while they hold.
@@ -181,6 +182,7 @@ async fn shared_holders_overlap(s: &Subject) {
     let lock = name("conf/shared");
     let a = s.backend.open_session("a");
     let b = s.backend.open_session("b");
+    s.waiting_for(format!("shared grant of {lock} to session `a`"));
     let ra = a.acquire(&lock, Mode::Shared, None).await.expect("a reads");
     let rb = b
         .try_acquire(&lock, Mode::Shared)
@@ -199,13 +201,14 @@ async fn shared_holders_overlap(s: &Subject) {
         .await
         .expect("writer after readers");
     c.release(w.id).expect("release");
-    s.probe.wait_len("conf/shared", 0).await;
+    s.wait_len("conf/shared", 0).await;
 }
 
 /// Exclusive waiters are granted in arrival order.
 async fn grants_in_arrival_order(s: &Subject) {
     let lock = name("conf/fifo");
     let holder = s.backend.open_session("holder");
+    s.waiting_for(format!("exclusive grant of {lock} to session `holder`"));
     let held = holder
         .acquire(&lock, Mode::Exclusive, None)
         .await
@@ -225,7 +228,7 @@ async fn grants_in_arrival_order(s: &Subject) {
             order_tx.send((i, grant.token)).expect("report");
             session.release(grant.id).expect("release");
         }));
-        s.probe.wait_len("conf/fifo", 2 + i).await;
+        s.wait_len("conf/fifo", 2 + i).await;
     }
     holder.release(held.id).expect("release");
     for waiter in waiters {
@@ -238,13 +241,14 @@ async fn grants_in_arrival_order(s: &Subject) {
         "{order:?}"
     );
     assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "{order:?}");
-    s.probe.wait_len("conf/fifo", 0).await;
+    s.wait_len("conf/fifo", 0).await;
 }
 
 /// A queued writer keeps readers that arrive after it out.
 async fn queued_writer_holds_back_readers(s: &Subject) {
     let lock = name("conf/writer-first");
     let reader = s.backend.open_session("reader");
+    s.waiting_for(format!("shared grant of {lock} to session `reader`"));
     let read = reader
         .acquire(&lock, Mode::Shared, None)
         .await
@@ -262,7 +266,7 @@ async fn queued_writer_holds_back_readers(s: &Subject) {
             grant.token
         })
     };
-    s.probe.wait_len("conf/writer-first", 2).await;
+    s.wait_len("conf/writer-first", 2).await;
     let late = s.backend.open_session("late reader");
     assert_eq!(
         late.try_acquire(&lock, Mode::Shared).await.expect("try"),
@@ -276,13 +280,14 @@ async fn queued_writer_holds_back_readers(s: &Subject) {
         .expect("late read");
     assert!(late_read.token > write_token);
     late.release(late_read.id).expect("release");
-    s.probe.wait_len("conf/writer-first", 0).await;
+    s.wait_len("conf/writer-first", 0).await;
 }
 
 /// A timed-out wait is withdrawn.
 async fn timeout_leaves_nothing_queued(s: &Subject) {
     let lock = name("conf/timeout");
     let a = s.backend.open_session("a");
+    s.waiting_for(format!("exclusive grant of {lock} to session `a`"));
     let held = a.acquire(&lock, Mode::Exclusive, None).await.expect("hold");
     let b = s.backend.open_session("b");
     for mode in [Mode::Exclusive, Mode::Shared] {
@@ -292,15 +297,16 @@ async fn timeout_leaves_nothing_queued(s: &Subject) {
             Err(BackendError::Timeout)
         );
     }
-    s.probe.wait_len("conf/timeout", 1).await;
+    s.wait_len("conf/timeout", 1).await;
     a.release(held.id).expect("release");
-    s.probe.wait_len("conf/timeout", 0).await;
+    s.wait_len("conf/timeout", 0).await;
 }
 
 /// Dropping a waiting acquire future withdraws the wait.
 async fn cancelled_wait_leaves_nothing_queued(s: &Subject) {
     let lock = name("conf/cancel");
     let a = s.backend.open_session("a");
+    s.waiting_for(format!("exclusive grant of {lock} to session `a`"));
     let held = a.acquire(&lock, Mode::Exclusive, None).await.expect("hold");
     let waiter = {
         let backend = s.backend.clone();
@@ -310,12 +316,12 @@ async fn cancelled_wait_leaves_nothing_queued(s: &Subject) {
             let _ = session.acquire(&lock, Mode::Exclusive, None).await;
         })
     };
-    s.probe.wait_len("conf/cancel", 2).await;
+    s.wait_len("conf/cancel", 2).await;
     waiter.abort();
     assert!(waiter.await.expect_err("aborted").is_cancelled());
-    s.probe.wait_len("conf/cancel", 1).await;
+    s.wait_len("conf/cancel", 1).await;
     a.release(held.id).expect("release");
-    s.probe.wait_len("conf/cancel", 0).await;
+    s.wait_len("conf/cancel", 0).await;
 }
 
 /// Dropping a session releases all its grants.
@@ -328,8 +334,8 @@ async fn session_drop_releases_everything(s: &Subject) {
         .await
         .expect("hold 2");
     drop(a);
-    s.probe.wait_len("conf/drop-1", 0).await;
-    s.probe.wait_len("conf/drop-2", 0).await;
+    s.wait_len("conf/drop-1", 0).await;
+    s.wait_len("conf/drop-2", 0).await;
     let b = s.backend.open_session("b");
     let grant = b
         .try_acquire(&name("conf/drop-1"), Mode::Exclusive)
@@ -344,6 +350,9 @@ async fn tokens_increase_across_names_and_sessions(s: &Subject) {
     for round in 0..3 {
         for lock in ["conf/tok-a", "conf/tok-b"] {
             let session = s.backend.open_session(&format!("round {round}"));
+            s.waiting_for(format!(
+                "exclusive grant of {lock} to session `round {round}`"
+            ));
             let grant = session
                 .acquire(&name(lock), Mode::Exclusive, None)
                 .await
@@ -372,11 +381,15 @@ async fn status_subscriber_wakes_on_release(s: &Subject) {
             .await
             .expect("acquire");
         let mut changed = session.status_changed(grant.id, GrantStatus::Held);
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(
-            changed.as_mut().poll(&mut cx).is_pending(),
-            "{mode}: a held grant's subscriber resolved at once"
-        );
+        // In a block of its own: a `Context` is not `Send`, and the check's
+        // future stays `Send` (a suite may spawn it).
+        {
+            let mut cx = Context::from_waker(Waker::noop());
+            assert!(
+                changed.as_mut().poll(&mut cx).is_pending(),
+                "{mode}: a held grant's subscriber resolved at once"
+            );
+        }
         session.release(grant.id).expect("release");
         let woke = tokio::time::timeout(TEST_WAIT_LIMIT, changed)
             .await
@@ -468,5 +481,5 @@ async fn missing_features_say_unsupported(s: &Subject) {
         );
         session.release(held.id).expect("release");
     }
-    s.probe.wait_len("conf/unsupported", 0).await;
+    s.wait_len("conf/unsupported", 0).await;
 }

@@ -57,6 +57,6 @@ pub(super) async fn revocation_reaches_every_holder(s: &Subject) {
         "a holder granted after the request was not asked"
     );
     w.release(granted.id).expect("release w");
-    s.probe.wait_len("conf/revoke", 0).await;
+    s.wait_len("conf/revoke", 0).await;
     assert_eq!(asker.request_revocation(&lock).await, Ok(0), "nobody holds");
 }
