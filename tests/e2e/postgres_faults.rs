@@ -220,26 +220,27 @@ async fn a_cut_off_holder_reads_lost_before_another_host_is_granted() {
     other.shutdown().await;
 }
 
-/// The server restarted again and again (every ~3 s for 15 s) under two
-/// hosts × four workers on one lock: no double holder (an overlap with a
-/// holder already told `lost` is counted apart: a restart ends its
-/// session), no update lost but to such an overlap, no error seen by a worker (a wait cut by a restart starts again by
-/// itself), no advisory lock left at the end.
+/// The server restarted 20 times, a second apart, under two hosts × four
+/// workers on one lock, their history judged by the one checker of fault
+/// runs (`chaos`): no two holders at once before the old one was told `lost`
+/// (a restart ends every session; the order of the two is checked, not a
+/// margin), tokens rising across restarts, no update lost but by a holder
+/// told `lost`, no error seen by a worker (a wait cut by a restart starts
+/// again by itself), no advisory lock left at the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarts_under_contention_lose_no_update() {
-    const CHAOS: Duration = Duration::from_secs(15);
-    const RESTART_EVERY: Duration = Duration::from_secs(3);
+    const RESTARTS: usize = 20;
+    const RESTART_EVERY: Duration = Duration::from_secs(1);
     let mut server = PgServer::start();
     let mut hosts: Vec<Arc<dyn LockBackend>> = Vec::new();
     for _ in 0..2 {
         hosts.push(Arc::new(backend(&server.url()).await));
     }
     let contention = Contention::start(&hosts, 4, "pg-chaos", Duration::from_secs(30));
-    let started = Instant::now();
     let mut restarts = 0;
-    while started.elapsed() < CHAOS {
+    while restarts < RESTARTS {
         tokio::time::sleep(RESTART_EVERY).await;
-        server.restart();
+        tokio::task::block_in_place(|| server.restart());
         restarts += 1;
     }
     let report = contention.finish().await;
@@ -248,25 +249,19 @@ async fn restarts_under_contention_lose_no_update() {
     }
     wait_no_advisory_lock(&server).await;
     eprintln!(
-        "{{\"metric\":\"postgres_restarts\",\"restarts\":{restarts},\"increments\":{},\"counter\":{},\"double_holders\":{},\"overlaps_after_loss\":{},\"errors\":{}}}",
-        report.increments,
-        report.counter,
-        report.double_holders,
-        report.overlaps_after_loss,
-        report.errors
+        "{{\"metric\":\"postgres_restarts\",\"restarts\":{restarts},{}}}",
+        report.json_fields()
     );
-    assert!(restarts >= 4, "only {restarts} restarts");
-    assert!(report.increments > 0);
-    assert_eq!(report.double_holders, 0);
-    // A restart ends every session: a holder inside its turn then is told
-    // `lost` (these workers write without the guarded store, so nothing
-    // fences that holder's write; the fence tests cover fenced writes).
-    // Each such overlap may cost one update, and nothing else may.
+    assert!(restarts >= RESTARTS, "only {restarts} restarts");
+    report.assert_safe();
+    // A restart ends every session: a holder inside its turn is told `lost`
+    // (these workers write a plain file, which nothing fences; the fence
+    // tests cover fenced writes) and may still write, costing the update of
+    // a holder after it: one at most per hold told lost, and nothing else.
     assert!(
-        report.increments.saturating_sub(report.counter) <= report.overlaps_after_loss,
-        "lost updates beyond the overlaps with holders told lost: {report:?}"
+        report.lost_updates <= report.told_lost,
+        "lost updates beyond the holds told lost: {report:?}"
     );
-    assert_eq!(report.errors, 0);
 }
 
 /// A guarded write is one statement with its check, on the holding

@@ -1,78 +1,87 @@
 //! Workers that contend on one lock through several hosts while a test breaks
-//! the lock service underneath them (leader kills): each increments a counter
-//! file under the lock and marks its turn with a create-new marker file, so a
-//! double holder, a lost update or an error any worker saw is counted.
-//! Engine-neutral: the failover tests of ZooKeeper, etcd and PostgreSQL
-//! share it.
+//! the lock service underneath them (leader kills, server restarts). Each
+//! turn adds one element to a set file under the lock (read, yield, write
+//! back), and every step goes into one history, judged by the one checker of
+//! every fault run ([`crate::lock_set::history::check`]):
+//! - `acquire` `invoke`, then `ok` with the grant's token (or `fail`);
+//! - `add` `invoke` and `ok` with the element;
+//! - `release` `invoke`;
+//! - `lost` (`info`, with the token): the moment the host told the hold
+//!   `lost`, seen by a watcher of the grant's status as it happens.
 //!
-//! A worker that finds the marker taken asks what its holder was told: a
-//! holder already told `lost` (its server session ended under it, as a
-//! PostgreSQL restart ends every session) may still be inside its turn, so
-//! that overlap is counted apart (`overlaps_after_loss`); one whose holder
-//! still reads `held` or `suspended` is a double holder.
+//! Stamped on one monotonic clock, in one order (under one lock), so the
+//! checker sees the order of events, not a margin: a hold that overlaps
+//! another before its `lost` is a double holder; a hold after `lost` is
+//! excused nothing. Engine-neutral: the failover tests of ZooKeeper, etcd
+//! and PostgreSQL share it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use wardlock_host::{GrantId, GrantStatus, LockBackend, LockSession, Mode};
 
+use crate::lock_set::history::{self, Event, FinalSet, Kind, Variant};
 use crate::name;
 
 /// Most acquisitions per worker: bounds the loop in count as well as in time
 /// (a run makes a few hundred in all).
 const MAX_OPS: usize = 20_000;
 
-#[derive(Default)]
-struct Tally {
-    increments: AtomicUsize,
-    double_holders: AtomicUsize,
-    overlaps_after_loss: AtomicUsize,
-    errors: AtomicUsize,
-    /// The worker inside its turn (the marker's owner): its session and
-    /// grant, so a worker that finds the marker taken can ask its status.
-    holder: Mutex<Option<(Arc<dyn LockSession>, GrantId)>>,
+/// The history of a run: every worker's events, in the order they happened.
+struct History {
+    started: Instant,
+    events: Mutex<Vec<Event>>,
 }
 
-impl Tally {
-    fn holder(&self) -> std::sync::MutexGuard<'_, Option<(Arc<dyn LockSession>, GrantId)>> {
-        self.holder.lock().unwrap_or_else(|e| e.into_inner())
+impl History {
+    /// Records `op` of worker `id`, stamped now (under the lock, so stamps
+    /// and order agree).
+    fn record(&self, op: &str, kind: Kind, id: &str, element: Option<&str>, token: Option<u64>) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let t_ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        events.push(Event {
+            op: op.to_owned(),
+            kind,
+            id: id.to_owned(),
+            element: element.map(str::to_owned),
+            token,
+            revision: None,
+            error: None,
+            t_ns,
+        });
     }
-}
-
-/// Writes `value` to the counter file by renaming a file written beside
-/// it, so a worker that reads while another writes sees the old value or the
-/// new one, never a truncated file: with a plain write, an overlap's reader
-/// could read "" as 0 and reset the counter, so one overlap cost thousands
-/// of updates instead of one. Each writer's file is its own (named by the
-/// task), so two overlapping writers never write into one file.
-fn write_counter(counter: &std::path::Path, value: u64) {
-    let task = tokio::task::try_id().map_or_else(|| "main".to_owned(), |id| id.to_string());
-    let scratch = counter.with_extension(format!("new-{task}"));
-    std::fs::write(&scratch, value.to_string()).expect("write counter");
-    std::fs::rename(&scratch, counter).expect("replace counter");
 }
 
 /// Workers running until [`Contention::finish`].
 pub struct Contention {
-    tally: Arc<Tally>,
+    history: Arc<History>,
+    errors: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
-    counter: PathBuf,
+    set: PathBuf,
     _dir: tempfile::TempDir,
 }
 
-/// What the workers saw.
+/// What the checker found in the run's history.
 #[derive(Debug)]
 pub struct ContentionReport {
-    pub increments: usize,
-    pub counter: usize,
-    pub double_holders: usize,
-    /// Overlaps with a holder already told `lost` (each may cost one update).
-    pub overlaps_after_loss: usize,
+    /// Acknowledged adds: turns completed under the lock.
+    pub increments: u64,
+    /// Acknowledged adds missing from the set as it ended.
+    pub lost_updates: u64,
+    /// Pairs of holds at once, neither yet told `lost` (the checker's (c)).
+    pub double_holders: u64,
+    /// Holds their host told `lost` while they held.
+    pub told_lost: u64,
+    /// Holds whose token is not above that of the hold before them.
+    pub token_regressions: u64,
+    /// Acquisitions and releases that failed.
     pub errors: usize,
+    /// The checker's first problems, for a failure message.
+    pub problems: Vec<String>,
 }
 
 impl Contention {
@@ -85,82 +94,44 @@ impl Contention {
         wait: Duration,
     ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let counter = dir.path().join("count");
-        let marker = dir.path().join("holder");
-        std::fs::write(&counter, "0").expect("counter");
-        let tally = Arc::new(Tally::default());
+        let set = dir.path().join("set");
+        std::fs::write(&set, "").expect("set file");
+        let history = Arc::new(History {
+            started: Instant::now(),
+            events: Mutex::new(Vec::new()),
+        });
+        let errors = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::new();
         for (host, backend) in hosts.iter().enumerate() {
             for worker in 0..workers {
-                let (backend, tally, stop) = (backend.clone(), tally.clone(), stop.clone());
-                let (counter, marker, lock) = (counter.clone(), marker.clone(), name(lock));
-                handles.push(tokio::spawn(async move {
-                    let session: Arc<dyn LockSession> =
-                        Arc::from(backend.open_session(&format!("host {host} worker {worker}")));
-                    for _ in 0..MAX_OPS {
-                        if stop.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        let grant = match session.acquire(&lock, Mode::Exclusive, Some(wait)).await
-                        {
-                            Ok(grant) => grant,
-                            Err(error) => {
-                                eprintln!("host {host} worker {worker}: {error}");
-                                tally.errors.fetch_add(1, Ordering::SeqCst);
-                                // A back-off, not a synchronisation: the test fails anyway.
-                                tokio::time::sleep(Duration::from_millis(100)).await;
-                                continue;
-                            }
-                        };
-                        let exclusive = std::fs::OpenOptions::new()
-                            .write(true)
-                            .create_new(true)
-                            .open(&marker);
-                        if exclusive.is_err() {
-                            let told_lost = tally
-                                .holder()
-                                .as_ref()
-                                .is_some_and(|(other, id)| other.status(*id) == GrantStatus::Lost);
-                            if told_lost {
-                                tally.overlaps_after_loss.fetch_add(1, Ordering::SeqCst);
-                            } else {
-                                tally.double_holders.fetch_add(1, Ordering::SeqCst);
-                            }
-                        } else {
-                            *tally.holder() = Some((session.clone(), grant.id));
-                        }
-                        let value: u64 = std::fs::read_to_string(&counter)
-                            .expect("read counter")
-                            .trim()
-                            .parse()
-                            .expect("the counter holds a number");
-                        tokio::task::yield_now().await;
-                        write_counter(&counter, value + 1);
-                        tally.increments.fetch_add(1, Ordering::SeqCst);
-                        if exclusive.is_ok() {
-                            *tally.holder() = None;
-                            let _ = std::fs::remove_file(&marker);
-                        }
-                        if let Err(error) = session.release(grant.id) {
-                            eprintln!("host {host} worker {worker}: release: {error}");
-                            tally.errors.fetch_add(1, Ordering::SeqCst);
-                        }
-                    }
-                }));
+                let turns = Turns {
+                    id: format!("h{host}w{worker}"),
+                    session: Arc::from(
+                        backend.open_session(&format!("host {host} worker {worker}")),
+                    ),
+                    lock: lock.to_owned(),
+                    wait,
+                    set: set.clone(),
+                    history: history.clone(),
+                    errors: errors.clone(),
+                    stop: stop.clone(),
+                };
+                handles.push(tokio::spawn(turns.run()));
             }
         }
         Contention {
-            tally,
+            history,
+            errors,
             stop,
             workers: handles,
-            counter,
+            set,
             _dir: dir,
         }
     }
 
     /// Stops the workers (each finishes its turn, bounded by 60 s) and
-    /// reports.
+    /// judges the history.
     pub async fn finish(self) -> ContentionReport {
         self.stop.store(true, Ordering::SeqCst);
         for worker in self.workers {
@@ -169,17 +140,269 @@ impl Contention {
                 .expect("worker finishes")
                 .expect("worker");
         }
-        let counter = std::fs::read_to_string(&self.counter)
-            .expect("counter")
-            .trim()
-            .parse()
-            .expect("number");
+        let last = FinalSet::from_file_text(&std::fs::read_to_string(&self.set).expect("set"));
+        let events = std::mem::take(
+            &mut *self
+                .history
+                .events
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        let told_lost = events.iter().filter(|e| e.op == "lost").count() as u64;
+        let report = history::check(&events, &last, Variant::Plain, 0);
         ContentionReport {
-            increments: self.tally.increments.load(Ordering::SeqCst),
-            counter,
-            double_holders: self.tally.double_holders.load(Ordering::SeqCst),
-            overlaps_after_loss: self.tally.overlaps_after_loss.load(Ordering::SeqCst),
-            errors: self.tally.errors.load(Ordering::SeqCst),
+            increments: report.counts.acknowledged,
+            lost_updates: report.counts.lost,
+            double_holders: report.counts.overlaps,
+            told_lost,
+            token_regressions: report.counts.token_regressions,
+            errors: self.errors.load(Ordering::SeqCst),
+            problems: report.problems,
         }
+    }
+}
+
+impl ContentionReport {
+    /// The figures as JSON fields (`"increments":N,...`), for a test's one
+    /// metric line.
+    pub fn json_fields(&self) -> String {
+        format!(
+            "\"increments\":{},\"lost_updates\":{},\"double_holders\":{},\"told_lost\":{},\"token_regressions\":{},\"errors\":{}",
+            self.increments,
+            self.lost_updates,
+            self.double_holders,
+            self.told_lost,
+            self.token_regressions,
+            self.errors
+        )
+    }
+
+    /// What every fault run must show: turns were made; no two holders at
+    /// once before one was told `lost`; tokens rising from hold to hold; no
+    /// error seen by a worker.
+    ///
+    /// # Panics
+    /// When one of them fails, with the checker's problems.
+    pub fn assert_safe(&self) {
+        assert!(self.increments > 0, "no turn was made: {self:?}");
+        assert_eq!(
+            self.double_holders, 0,
+            "double holders: {:#?}",
+            self.problems
+        );
+        assert_eq!(
+            self.token_regressions, 0,
+            "tokens went down: {:#?}",
+            self.problems
+        );
+        assert_eq!(self.errors, 0, "{self:?}");
+    }
+
+    /// [`ContentionReport::assert_safe`], and the faults were invisible to
+    /// the holders: none told `lost`, no update lost.
+    ///
+    /// # Panics
+    /// When one of them fails.
+    pub fn assert_invisible(&self) {
+        self.assert_safe();
+        assert_eq!(
+            self.told_lost, 0,
+            "a fault ended a holder's session: {self:?}"
+        );
+        assert_eq!(self.lost_updates, 0, "lost updates: {:#?}", self.problems);
+    }
+}
+
+/// One worker: its turns on the lock until stopped.
+struct Turns {
+    id: String,
+    session: Arc<dyn LockSession>,
+    lock: String,
+    wait: Duration,
+    set: PathBuf,
+    history: Arc<History>,
+    errors: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Turns {
+    async fn run(self) {
+        let lock = name(&self.lock);
+        let id = self.id.as_str();
+        for turn in 0..MAX_OPS {
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            self.history.record("acquire", Kind::Invoke, id, None, None);
+            let grant = match self
+                .session
+                .acquire(&lock, Mode::Exclusive, Some(self.wait))
+                .await
+            {
+                Ok(grant) => grant,
+                Err(error) => {
+                    self.history.record("acquire", Kind::Fail, id, None, None);
+                    eprintln!("{id}: {error}");
+                    self.errors.fetch_add(1, Ordering::SeqCst);
+                    // A back-off, not a synchronisation: the test fails anyway.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let token = Some(grant.token);
+            self.history.record("acquire", Kind::Ok, id, None, token);
+            let watcher = tokio::spawn(watch_loss(
+                self.session.clone(),
+                grant.id,
+                self.history.clone(),
+                self.id.clone(),
+                grant.token,
+            ));
+            let element = format!("{id}-{turn}");
+            self.history
+                .record("add", Kind::Invoke, id, Some(&element), token);
+            let mut set = std::fs::read_to_string(&self.set).expect("read the set");
+            tokio::task::yield_now().await;
+            set.push_str(&element);
+            set.push('\n');
+            replace_file(&self.set, &set);
+            self.history
+                .record("add", Kind::Ok, id, Some(&element), token);
+            self.history
+                .record("release", Kind::Invoke, id, None, token);
+            if let Err(error) = self.session.release(grant.id) {
+                eprintln!("{id}: release: {error}");
+                self.errors.fetch_add(1, Ordering::SeqCst);
+            }
+            // Released: what its status does now is no news of the hold.
+            watcher.abort();
+        }
+    }
+}
+
+/// Records `lost` (with the hold's token) the moment `grant` is told it;
+/// ends quietly when it is released first.
+async fn watch_loss(
+    session: Arc<dyn LockSession>,
+    grant: GrantId,
+    history: Arc<History>,
+    id: String,
+    token: u64,
+) {
+    let mut seen = GrantStatus::Held;
+    loop {
+        match session.status_changed(grant, seen).await {
+            GrantStatus::Lost => {
+                history.record("lost", Kind::Info, &id, None, Some(token));
+                return;
+            }
+            GrantStatus::Released => return,
+            now => seen = now,
+        }
+    }
+}
+
+/// Writes `text` to `path` by renaming a file written beside it, so a worker
+/// that reads while another writes (a holder told `lost` still finishing its
+/// turn) sees the old set or the new one, never a truncated file: a plain
+/// write let such a reader read an empty set and write back one element, so
+/// one overlap cost every update before it. Each writer's file is its own
+/// (named by the task).
+fn replace_file(path: &Path, text: &str) {
+    let task = tokio::task::try_id().map_or_else(|| "main".to_owned(), |id| id.to_string());
+    let scratch = path.with_extension(format!("new-{task}"));
+    std::fs::write(&scratch, text).expect("write the set");
+    std::fs::rename(&scratch, path).expect("replace the set");
+}
+
+/// A mutant of an engine, for showing that the checker catches what it
+/// must: its acquire waits at most [`Impatient::PATIENCE`] for the engine's
+/// grant, then grants anyway (a grant that does not wait for its
+/// predecessor). Everything else goes to the engine.
+pub struct Impatient(pub Arc<dyn LockBackend>);
+
+impl Impatient {
+    /// How long an acquire waits for the real grant.
+    pub const PATIENCE: Duration = Duration::from_millis(2);
+}
+
+impl LockBackend for Impatient {
+    fn open_session(&self, owner: &str) -> Box<dyn LockSession> {
+        Box::new(ImpatientSession {
+            inner: self.0.open_session(owner),
+            made_up: Mutex::new(std::collections::HashSet::new()),
+            next: std::sync::atomic::AtomicU64::new(1 << 48),
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "impatient"
+    }
+}
+
+/// A session of [`Impatient`]: the grants it made up, beside the engine's.
+struct ImpatientSession {
+    inner: Box<dyn LockSession>,
+    made_up: Mutex<std::collections::HashSet<u64>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl ImpatientSession {
+    fn made_up(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<u64>> {
+        self.made_up.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[async_trait::async_trait]
+impl LockSession for ImpatientSession {
+    async fn acquire_request(
+        &self,
+        request: wardlock_host::backend::Request<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<wardlock_host::Grant, wardlock_host::BackendError> {
+        let real = self.inner.acquire_request(request, timeout);
+        match tokio::time::timeout(Impatient::PATIENCE, real).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                let id = self.next.fetch_add(1, Ordering::SeqCst);
+                self.made_up().insert(id);
+                Ok(wardlock_host::Grant {
+                    id: GrantId(id),
+                    token: 0,
+                })
+            }
+        }
+    }
+
+    async fn try_acquire_request(
+        &self,
+        request: wardlock_host::backend::Request<'_>,
+    ) -> Result<Option<wardlock_host::Grant>, wardlock_host::BackendError> {
+        self.inner.try_acquire_request(request).await
+    }
+
+    fn release(&self, grant: GrantId) -> Result<(), wardlock_host::BackendError> {
+        if self.made_up().remove(&grant.0) {
+            return Ok(());
+        }
+        self.inner.release(grant)
+    }
+
+    fn status(&self, grant: GrantId) -> GrantStatus {
+        if self.made_up().contains(&grant.0) {
+            return GrantStatus::Held;
+        }
+        self.inner.status(grant)
+    }
+
+    fn status_changed(
+        &self,
+        grant: GrantId,
+        seen: GrantStatus,
+    ) -> wardlock_host::backend::StatusChange {
+        if self.made_up().contains(&grant.0) {
+            return wardlock_host::backend::settled(GrantStatus::Held, seen);
+        }
+        self.inner.status_changed(grant, seen)
     }
 }

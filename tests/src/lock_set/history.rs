@@ -17,6 +17,16 @@
 //!
 //! Timestamps are the guests' wall clocks (`wasi:clocks`), one machine's
 //! clock for every host process.
+//!
+//! The native chaos workers (`crate::chaos`: leader kills, restarts) write
+//! the same events, stamped on one monotonic clock, plus what a guest cannot
+//! see as it happens: `lost` (`info`), the moment the host told a hold it
+//! was lost. That ends the hold there, and excuses nothing after: a hold
+//! that overlaps another before its `lost` is a double holder, so the check
+//! shows the order (the old holder told `lost` before the next grant), not
+//! a margin. Their histories also go through (d):
+//! - (d) tokens rise: ordered by when they began, holds carry strictly
+//!   rising fencing tokens (`token_regressions`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -136,6 +146,11 @@ pub struct Counts {
     pub order_violations: u64,
     /// Lines that were not history events (reported, not judged).
     pub malformed: u64,
+    /// (d): a hold whose token is not above the token of the hold that
+    /// began before it (judged apart: a guest's line can be stamped after a
+    /// pause, out of grant order; the chaos workers stamp as they are
+    /// granted).
+    pub token_regressions: u64,
 }
 
 impl Counts {
@@ -154,6 +169,7 @@ impl Counts {
         self.overlaps += other.overlaps;
         self.order_violations += other.order_violations;
         self.malformed += other.malformed;
+        self.token_regressions += other.token_regressions;
     }
 }
 
@@ -251,6 +267,7 @@ pub fn check(events: &[Event], last: &FinalSet, variant: Variant, malformed: u64
         check_token_order(&adds, last, &mut report);
     }
     check_overlaps(&mut holds, &mut report);
+    check_hold_tokens(&holds, &mut report);
     report
 }
 
@@ -296,6 +313,19 @@ fn walk_guest(lines: &[&Event], holds: &mut Vec<Hold>, adds: &mut Vec<Add>) {
             ("release", Kind::Invoke) => {
                 holds.extend(open.take().map(|h| Hold {
                     end: event.t_ns,
+                    ..h
+                }));
+            }
+            // The host told the open hold `lost` now (the hold of that
+            // token: a late word of an earlier hold ends nothing): it ends
+            // here, and nothing after is excused.
+            ("lost", _)
+                if open
+                    .as_ref()
+                    .is_some_and(|h| event.token.is_none_or(|t| h.token == Some(t))) =>
+            {
+                holds.extend(open.take().map(|h| Hold {
+                    end: event.t_ns.max(h.start),
                     ..h
                 }));
             }
@@ -394,6 +424,28 @@ fn check_token_order(adds: &[Add], last: &FinalSet, report: &mut Report) {
         report.problem(format!(
             "the final entry's token {token} is no acknowledged or unknown write's"
         ));
+    }
+}
+
+/// (d): holds that began one after the other carry rising tokens (holds
+/// sorted by start, as [`check_overlaps`] leaves them; a hold ended by
+/// `lost` before it was stamped, so empty, says nothing of the order).
+fn check_hold_tokens(holds: &[Hold], report: &mut Report) {
+    let mut before: Option<&Hold> = None;
+    for hold in holds
+        .iter()
+        .filter(|h| h.end > h.start && h.token.is_some())
+    {
+        if let Some(earlier) = before
+            && hold.token <= earlier.token
+        {
+            report.counts.token_regressions += 1;
+            report.problem(format!(
+                "{} began after {} with token {:?}, not above {:?}",
+                hold.id, earlier.id, hold.token, earlier.token
+            ));
+        }
+        before = Some(hold);
     }
 }
 
@@ -541,6 +593,41 @@ mod tests {
             .collect();
         early.extend(attempt("b", 11, 2, "b-0", "ok"));
         assert_eq!(judged(&early, &last, Variant::Guarded).overlaps, 1);
+    }
+
+    /// A host's `lost` ends the hold: a grant after it is no overlap, one
+    /// before it is a double holder (the order is what counts).
+    #[test]
+    fn a_hold_ends_when_its_host_says_lost_and_not_before() {
+        let history = |lost_at: u64| {
+            let mut lines = vec![
+                line("acquire", "ok", "a", 10, r#","token":1"#),
+                line("lost", "info", "a", lost_at, ""),
+                line("release", "invoke", "a", 40, r#","token":1"#),
+            ];
+            lines.extend(attempt("b", 20, 2, "b-0", "ok"));
+            lines
+        };
+        let before = judged(&history(15), &set(&["b-0"], None), Variant::Plain);
+        assert_eq!(before.overlaps, 0, "{before:?}");
+        let after = judged(&history(25), &set(&["b-0"], None), Variant::Plain);
+        assert_eq!(after.overlaps, 1, "told lost after b's grant: {after:?}");
+    }
+
+    /// Holds in the order they began carry rising tokens; a token at or
+    /// below the one before is counted (a mutant that hands out stale
+    /// tokens).
+    #[test]
+    fn tokens_that_do_not_rise_from_hold_to_hold_are_counted() {
+        let mut rising = attempt("a", 10, 1, "a-0", "ok");
+        rising.extend(attempt("b", 20, 2, "b-0", "ok"));
+        let counts = judged(&rising, &set(&["a-0", "b-0"], None), Variant::Plain);
+        assert_eq!(counts.token_regressions, 0);
+        let mut stale = attempt("a", 10, 2, "a-0", "ok");
+        stale.extend(attempt("b", 20, 2, "b-0", "ok"));
+        stale.extend(attempt("c", 30, 1, "c-0", "ok"));
+        let counts = judged(&stale, &set(&["a-0", "b-0", "c-0"], None), Variant::Plain);
+        assert_eq!(counts.token_regressions, 2, "{counts:?}");
     }
 
     #[test]
