@@ -6,10 +6,11 @@
 use std::time::{Duration, Instant};
 
 use wardlock_host::{BackendError, GrantStatus, Health, LockBackend, Mode};
+use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::serve::{Server, get, post};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, name};
-use wardlock_zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock";
 const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -237,4 +238,105 @@ async fn serve_starts_before_its_zookeeper() {
         "serve ready {:?} after ZooKeeper started",
         started.elapsed()
     );
+}
+
+/// How long a request of `wardlock serve --request-timeout 2` waits for its
+/// lock: what "served after a restart" means in issue 54.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Issue 54's cell: a host holds one lock and has released (with caching on,
+/// keeps) another when the server is killed; once its grant reads `lost`
+/// (the session judged gone) the server restarts with its data, which
+/// brings the old session and its nodes back until the server expires it a
+/// session timeout later. The host closes that session before it says it is
+/// connected: then both locks are granted at once (within a request's 2 s),
+/// each with one node on the server, the host's new one.
+async fn restart_with_data_leaves_nothing_in_the_way(caching: bool, sessions: usize) {
+    let mut server = ZkServer::start();
+    let handoff = if caching {
+        LocalHandoff::cached()
+    } else {
+        LocalHandoff::default()
+    };
+    let root = format!("{ROOT}/restart-{caching}-{sessions}");
+    let backend = ZooKeeperBackend::start(
+        config(&server)
+            .root(root.as_str())
+            .local_handoff(handoff)
+            .sessions(sessions),
+    )
+    .await
+    .expect("backend");
+    let before = take_and_release(&backend, "released")
+        .await
+        .expect("before");
+    let holder = backend.open_session("holder");
+    let held = holder
+        .acquire(&name("held"), Mode::Exclusive, Some(REQUEST_TIMEOUT))
+        .await
+        .expect("held");
+    let probe = ZkProbe::connect(&server.address(), &root).await;
+    assert_eq!(probe.contenders("held").await.len(), 1);
+    let cached = probe.contenders("released").await.len();
+    assert_eq!(cached, usize::from(caching), "the released lock's node");
+    let lost = holder.status_changed(held.id, GrantStatus::Held);
+    server.stop();
+    let lost = tokio::time::timeout(SESSION_TIMEOUT * 3, async {
+        let mut now = lost.await;
+        while now != GrantStatus::Lost {
+            now = holder.status_changed(held.id, now).await;
+        }
+    })
+    .await;
+    assert!(lost.is_ok(), "the holder was never told lost");
+    drop(holder);
+    server.restart();
+    let ready = health_becomes(&backend, Health::Connected, Duration::from_secs(10)).await;
+    assert!(ready.is_some(), "not Connected within 10 s of the restart");
+    let session = backend.open_session("after");
+    let mut tokens = Vec::new();
+    for lock in ["held", "released"] {
+        let asked = Instant::now();
+        let grant = session
+            .acquire(&name(lock), Mode::Exclusive, Some(REQUEST_TIMEOUT))
+            .await
+            .unwrap_or_else(|e| {
+                panic!("{lock} after the restart: {e} after {:?}", asked.elapsed())
+            });
+        tokens.push(grant.token);
+        let nodes = probe.contenders(lock).await;
+        assert_eq!(
+            nodes.len(),
+            1,
+            "{lock}: nodes of the old session left: {nodes:?}"
+        );
+    }
+    assert!(
+        tokens.iter().all(|t| *t > before),
+        "tokens went back: {before} then {tokens:?}"
+    );
+    eprintln!(
+        "{{\"metric\":\"restart_with_data\",\"caching\":{caching},\"sessions\":{sessions},\"ready_ms\":{}}}",
+        ready.unwrap_or_default().as_millis()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_with_data_caching_on_one_session() {
+    restart_with_data_leaves_nothing_in_the_way(true, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_with_data_caching_off_one_session() {
+    restart_with_data_leaves_nothing_in_the_way(false, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_with_data_caching_on_three_sessions() {
+    restart_with_data_leaves_nothing_in_the_way(true, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_with_data_caching_off_three_sessions() {
+    restart_with_data_leaves_nothing_in_the_way(false, 3).await;
 }

@@ -73,6 +73,12 @@ pub(crate) struct Leases {
     reconnecting: AtomicBool,
     closed: AtomicBool,
     runtime: tokio::runtime::Handle,
+    /// Leases this host gave up (judged gone by its clock) that etcd may
+    /// still keep, with their keys: an etcd restarted from its data restores
+    /// its leases with a fresh TTL, so the keys of the host's held, queued
+    /// and cached locks would hold its next requests behind its own past
+    /// until then. Revoked before the next lease is handed out.
+    given_up: Mutex<Vec<i64>>,
 }
 
 impl Leases {
@@ -87,6 +93,7 @@ impl Leases {
             reconnecting: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             runtime,
+            given_up: Mutex::new(Vec::new()),
         }
     }
 
@@ -200,6 +207,20 @@ impl Leases {
         match granted {
             Ok(lease) => {
                 self.set_unreachable(None);
+                let replaced = self
+                    .current
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                if let Some(replaced) = replaced {
+                    self.given_up
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(replaced.id);
+                }
+                // etcd answers again: what a lease given up left goes before
+                // this host says it is connected.
+                self.revoke_given_up().await;
                 *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease.clone());
                 self.runtime
                     .spawn(keep_alive(Arc::downgrade(self), lease.clone()));
@@ -311,12 +332,50 @@ impl Leases {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Revokes every lease given up (each bounded by the connect timeout):
+    /// etcd deletes its keys with it; one etcd no longer knows has none.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: a lease not revoked yet expires on etcd later.
+    async fn revoke_given_up(&self) {
+        let given_up =
+            std::mem::take(&mut *self.given_up.lock().unwrap_or_else(|e| e.into_inner()));
+        if given_up.is_empty() {
+            return;
+        }
+        let Ok(mut client) = self.client().await else {
+            return;
+        };
+        for id in given_up {
+            let revoked =
+                tokio::time::timeout(self.config.connect_timeout, client.lease_revoke(id)).await;
+            match revoked {
+                Ok(Ok(_)) => tracing::info!(
+                    lease = format!("{id:x}"),
+                    "revoked a lease this host had given up, which etcd still kept (with its keys)"
+                ),
+                Ok(Err(error)) => {
+                    tracing::debug!(lease = format!("{id:x}"), %error, "a lease given up is gone from etcd")
+                }
+                Err(_) => tracing::warn!(
+                    lease = format!("{id:x}"),
+                    "revoking a lease given up got no answer; its keys go with its TTL"
+                ),
+            }
+        }
+    }
+
     /// Forgets lease `generation` once it ended, and starts making the next.
     fn ended(self: &Arc<Self>, generation: u64) {
         {
             let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-            if current.as_ref().is_some_and(|l| l.generation == generation) {
-                *current = None;
+            if current.as_ref().is_some_and(|l| l.generation == generation)
+                && let Some(lease) = current.take()
+            {
+                self.given_up
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(lease.id);
             }
         }
         tracing::warn!(

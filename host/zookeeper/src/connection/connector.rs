@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::{Client, Connector, Error as ZkError, SaslOptions, TlsOptions};
+use zookeeper_client::{Client, Connector, Error as ZkError, SaslOptions, SessionInfo, TlsOptions};
 
 use crate::config::ZooKeeperConfig;
 use wardlock_backend::BackendError;
@@ -47,6 +47,38 @@ pub(super) async fn connect(config: &ZooKeeperConfig) -> Result<Client, BackendE
         Ok(Ok(client)) => Ok(client),
         Ok(Err(error)) => Err(diagnose(config, Some(&error)).await),
         Err(_) => Err(diagnose(config, None).await),
+    }
+}
+
+/// Attaches to `session` again (its id and password), as `config` says,
+/// giving up after the session timeout: how a session this host gave up on
+/// is closed once the server answers again (see `left_behind`).
+///
+/// # Errors
+/// What the client said: `SessionExpired` when the server no longer knows
+/// the session.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped attempt leaves the session as it was.
+pub(super) async fn reattach(
+    config: &ZooKeeperConfig,
+    session: SessionInfo,
+) -> Result<Client, String> {
+    let connector = connector(config)
+        .map_err(|e| e.to_string())?
+        .with_session(session);
+    let hosts = &config.hosts;
+    let attempt = async {
+        if config.tls.is_some() {
+            connector.secure_connect(hosts).await
+        } else {
+            connector.connect(hosts).await
+        }
+    };
+    match tokio::time::timeout(config.session_timeout, attempt).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err(format!("no answer within {:?}", config.session_timeout)),
     }
 }
 

@@ -7,6 +7,7 @@
 //! lost and the next call connects a new session with a new generation.
 
 mod connector;
+mod left_behind;
 pub(super) mod monitor;
 pub(super) mod reconcile;
 pub(super) mod reconnect;
@@ -147,6 +148,9 @@ pub(super) struct Connection {
     /// Set by the first request for a session: a pool's session opened on
     /// demand counts towards the backend's health from then on.
     asked: AtomicBool,
+    /// Sessions replaced while the server may still keep them (and their
+    /// nodes): closed before the next session is handed out.
+    left_behind: left_behind::LeftBehind,
 }
 
 impl Connection {
@@ -160,6 +164,7 @@ impl Connection {
             reconnecting: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             asked: AtomicBool::new(false),
+            left_behind: left_behind::LeftBehind::default(),
         }
     }
 
@@ -212,8 +217,10 @@ impl Connection {
     /// nodes if the server still knows the session).
     pub(crate) fn forget(&self, generation: u64) {
         let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
-        if current.as_ref().is_some_and(|s| s.generation == generation) {
-            *current = None;
+        if current.as_ref().is_some_and(|s| s.generation == generation)
+            && let Some(forgotten) = current.take()
+        {
+            self.left_behind.keep(&forgotten);
         }
     }
 
@@ -309,6 +316,17 @@ impl Connection {
             generation = session.generation,
             "connected to ZooKeeper"
         );
+        let replaced = self
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(replaced) = replaced {
+            self.left_behind.keep(&replaced);
+        }
+        // The server answers again: what a session given up left on it goes
+        // before this host says it is connected (see `left_behind`).
+        self.left_behind.close_all(&self.config).await;
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
         Ok((session, true))
     }
