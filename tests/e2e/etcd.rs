@@ -463,3 +463,94 @@ async fn serve_on_etcd_counts_exactly_and_stops_cleanly() {
         "keys left after SIGTERM"
     );
 }
+
+/// Issue 54's cell on etcd: a host holds one lock and has released (with
+/// caching on, keeps) another when etcd is stopped; once the holder reads
+/// `lost` (the lease judged gone) etcd restarts on its data, which restores
+/// the old lease, with its keys, for a fresh TTL. The host revokes it before
+/// it says it is connected: both locks are granted within a request's 2 s,
+/// each with one key, the new lease's.
+async fn restart_with_data_leaves_nothing_in_the_way(caching: bool) {
+    const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+    let mut server = EtcdServer::start();
+    let root = format!("{ROOT}/restart-{caching}");
+    let handoff = if caching {
+        wardlock_host::backend::handoff::LocalHandoff::cached()
+    } else {
+        wardlock_host::backend::handoff::LocalHandoff::default()
+    };
+    let config = EtcdConfig::new(&server.address())
+        .root(root.as_str())
+        .lease_ttl(Duration::from_secs(4))
+        .local_handoff(handoff);
+    let backend = EtcdBackend::connect(config).await.expect("etcd backend");
+    let released = backend.open_session("released");
+    let before = released
+        .acquire(&name("released"), Mode::Exclusive, Some(REQUEST_TIMEOUT))
+        .await
+        .expect("released");
+    released.release(before.id).expect("release");
+    let holder = backend.open_session("holder");
+    let held = holder
+        .acquire(&name("held"), Mode::Exclusive, Some(REQUEST_TIMEOUT))
+        .await
+        .expect("held");
+    server
+        .wait_keys(&format!("{root}/released/"), usize::from(caching))
+        .await;
+    server.stop();
+    let lost = tokio::time::timeout(TEST_WAIT_LIMIT, async {
+        let mut now = GrantStatus::Held;
+        while now != GrantStatus::Lost {
+            now = holder.status_changed(held.id, now).await;
+        }
+    })
+    .await;
+    assert!(lost.is_ok(), "the holder was never told lost");
+    drop(holder);
+    server.restart();
+    let restarted = Instant::now();
+    while backend.health() != wardlock_host::Health::Connected {
+        assert!(
+            restarted.elapsed() < Duration::from_secs(10),
+            "not connected {:?} after the restart",
+            restarted.elapsed()
+        );
+        // Health is a reading, not an event: look again soon.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ready = restarted.elapsed();
+    let session = backend.open_session("after");
+    for lock in ["held", "released"] {
+        let asked = Instant::now();
+        let grant = session
+            .acquire(&name(lock), Mode::Exclusive, Some(REQUEST_TIMEOUT))
+            .await
+            .unwrap_or_else(|e| {
+                panic!("{lock} after the restart: {e} after {:?}", asked.elapsed())
+            });
+        assert!(grant.token > before.token, "{lock}: tokens went back");
+        let keys = server.keys(&format!("{root}/{lock}/")).await;
+        assert_eq!(
+            keys.len(),
+            1,
+            "{lock}: keys of the old lease left: {keys:?}"
+        );
+    }
+    eprintln!(
+        "{{\"metric\":\"etcd_restart_with_data\",\"caching\":{caching},\"ready_ms\":{}}}",
+        ready.as_millis()
+    );
+    drop(session);
+    backend.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_with_data_caching_on() {
+    restart_with_data_leaves_nothing_in_the_way(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_with_data_caching_off() {
+    restart_with_data_leaves_nothing_in_the_way(false).await;
+}
