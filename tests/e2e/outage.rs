@@ -340,3 +340,95 @@ async fn restart_with_data_caching_on_three_sessions() {
 async fn restart_with_data_caching_off_three_sessions() {
     restart_with_data_leaves_nothing_in_the_way(false, 3).await;
 }
+
+/// Issue 54 as an operator saw it: `wardlock serve` (the http-counter
+/// plugin, `--session-timeout 4 --request-timeout 2`) on one ZooKeeper
+/// killed after a request and restarted with its data once the host judged
+/// its session gone: the first request after `/healthz` turns 200 is served,
+/// twice in a row, with lock caching on (the default) or off.
+async fn serve_serves_the_first_request_after_a_restart_with_data(extra: &[&str]) {
+    let mut zk = ZkServer::start();
+    let address = zk.address();
+    let data = tempfile::tempdir().expect("data dir");
+    let preopen = format!("{}::/data", data.path().display());
+    let mut args = vec![
+        "--dir",
+        &preopen,
+        "--zookeeper",
+        &address,
+        "--session-timeout",
+        "4",
+        "--request-timeout",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    args.push(Guest::HttpCounter.path());
+    let server = Server::start_live(&args).await;
+    // Polls `path` on the admin port until it answers `want` (bounded).
+    let admin_says = |path: &'static str, want: u16, within: Duration| {
+        let admin = server.admin.clone();
+        async move {
+            let started = Instant::now();
+            loop {
+                let answer = get(&admin, path).await.expect(path);
+                if answer.status == want {
+                    return started.elapsed();
+                }
+                assert!(
+                    started.elapsed() < within,
+                    "{path} not {want} within {within:?}: {}",
+                    answer.body
+                );
+                // A reading, not an event: look again soon.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    admin_says("/healthz", 200, Duration::from_secs(10)).await;
+    for round in 0..2 {
+        let served = post(&server.addr, "/before").await.expect("a request");
+        assert_eq!(served.status, 200, "round {round}: {}", served.body);
+        zk.stop();
+        // The session is judged gone once requests fail at once (`Down`).
+        let started = Instant::now();
+        loop {
+            let refused = post(&server.addr, "/during").await.expect("a request");
+            if refused.status == 503 {
+                break;
+            }
+            assert!(
+                started.elapsed() < SESSION_TIMEOUT * 4,
+                "round {round}: requests never failed fast during the outage"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        zk.restart();
+        let ready = admin_says("/healthz", 200, Duration::from_secs(10)).await;
+        let asked = Instant::now();
+        let first = post(&server.addr, "/first").await.expect("a request");
+        assert_eq!(
+            first.status,
+            200,
+            "round {round}: the first request after /healthz turned 200 ({ready:?} after the restart) answered in {:?}: {}\n{}",
+            asked.elapsed(),
+            first.body,
+            server.log()
+        );
+        eprintln!(
+            "{{\"metric\":\"serve_restart_with_data\",\"flags\":\"{}\",\"round\":{round},\"healthy_ms\":{},\"first_request_ms\":{}}}",
+            extra.join(" "),
+            ready.as_millis(),
+            asked.elapsed().as_millis()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_after_a_restart_with_data_with_lock_caching() {
+    serve_serves_the_first_request_after_a_restart_with_data(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_after_a_restart_with_data_without_lock_caching() {
+    serve_serves_the_first_request_after_a_restart_with_data(&["--no-lock-cache"]).await;
+}
