@@ -89,7 +89,10 @@
 //!
 //! `cargo test` then prints one line per check (`test exclusive_excludes ...
 //! ok`); a check of a feature the engine lacks says on stderr that it was
-//! skipped. The helpers the checks use ([`hold`], [`spawn_acquire`],
+//! skipped. Every check is bounded ([`Subject::check_limit`], [`CHECK_LIMIT`]
+//! by default): one that runs past it fails naming the check, the engine, the
+//! last wait it named and the lock service's state as
+//! [`Subject::server_state`] dumps it, instead of hanging the test run. The helpers the checks use ([`hold`], [`spawn_acquire`],
 //! [`name`], [`TEST_WAIT_LIMIT`]) are public, for an engine's own tests
 //! beside the kit.
 //!
