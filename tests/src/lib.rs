@@ -32,6 +32,7 @@ pub use wardlock_conformance::{
 pub mod embedding;
 pub mod etcd;
 pub mod fenced;
+pub mod handoff_model;
 pub mod holds;
 pub mod host_process;
 pub mod interop;
@@ -53,7 +54,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use wardlock_host::runner::{InstanceReport, Preopen, Runner, RunnerConfig, Runtime, Stdio};
+use wardlock_host::runner::{
+    CompileCache, InstanceReport, Preopen, Runner, RunnerConfig, Runtime, RuntimeOptions, Stdio,
+};
 use wardlock_host::{Grant, LockBackend, LockPolicy, LockSession, MemoryBackend, Mode};
 use wasmtime::component::Component;
 
@@ -153,10 +156,19 @@ fn user_id() -> u32 {
         .unwrap_or(0)
 }
 
-/// The engine shared by every test in this process.
+/// The engine shared by every test in this process, compiling through the
+/// tests' compilation cache ([`cache_dir`]): each test runs in a process of
+/// its own (`cargo nextest run`), and a Python or JavaScript guest compiled
+/// anew in each took 10-30 s of both cores.
 pub fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| Runtime::new().expect("engine"))
+    RUNTIME.get_or_init(|| {
+        Runtime::with_options(RuntimeOptions {
+            cache: CompileCache::Dir(cache_dir().into()),
+            ..RuntimeOptions::default()
+        })
+        .expect("engine")
+    })
 }
 
 /// `guest` compiled once per test process.
