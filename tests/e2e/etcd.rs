@@ -396,19 +396,8 @@ async fn recovers_by_itself_after_an_outage() {
         asked.elapsed()
     );
     server.restart();
-    let restarted = Instant::now();
-    while backend.health() != wardlock_host::Health::Connected {
-        assert!(
-            restarted.elapsed() < Duration::from_secs(10),
-            "not connected {:?} after the restart",
-            restarted.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    eprintln!(
-        "connected again {:?} after the restart",
-        restarted.elapsed()
-    );
+    let restarted = connected_within(&backend, Duration::from_secs(10)).await;
+    eprintln!("connected again {:?} after the restart", restarted);
     let after = other
         .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
@@ -422,6 +411,22 @@ async fn recovers_by_itself_after_an_outage() {
     other.release(after.id).expect("release");
     drop(session);
     backend.shutdown().await;
+}
+
+/// Waits until `backend` reports `Connected`; how long that took. Fails
+/// after `limit`.
+async fn connected_within(backend: &EtcdBackend, limit: Duration) -> Duration {
+    let started = Instant::now();
+    while backend.health() != wardlock_host::Health::Connected {
+        assert!(
+            started.elapsed() < limit,
+            "not connected {:?} after the restart",
+            started.elapsed()
+        );
+        // Health is a reading, not an event: look again soon.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    started.elapsed()
 }
 
 /// `wardlock serve --etcd` on two hosts: 100 concurrent increments through
@@ -509,17 +514,7 @@ async fn restart_with_data_leaves_nothing_in_the_way(caching: bool) {
     assert!(lost.is_ok(), "the holder was never told lost");
     drop(holder);
     server.restart();
-    let restarted = Instant::now();
-    while backend.health() != wardlock_host::Health::Connected {
-        assert!(
-            restarted.elapsed() < Duration::from_secs(10),
-            "not connected {:?} after the restart",
-            restarted.elapsed()
-        );
-        // Health is a reading, not an event: look again soon.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let ready = restarted.elapsed();
+    let ready = connected_within(&backend, Duration::from_secs(10)).await;
     let session = backend.open_session("after");
     for lock in ["held", "released"] {
         let asked = Instant::now();

@@ -108,12 +108,6 @@ async fn the_checker_catches_a_grant_that_does_not_wait_for_its_predecessor() {
         report.double_holders > 0,
         "the mutant went unseen: {report:?}"
     );
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.contains("held the lock at once")),
-        "{:?}",
-        report.problems
-    );
+    // Its made-up grants carry no token of the engine's (0).
+    assert!(report.token_regressions > 0, "{report:?}");
 }

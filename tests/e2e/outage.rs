@@ -219,25 +219,33 @@ async fn serve_starts_before_its_zookeeper() {
     );
     zk.restart();
     let started = Instant::now();
-    loop {
-        let ready = get(&server.admin, "/readyz").await.expect("readyz");
-        if ready.status == 200 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "not ready 5 s after ZooKeeper started: {}\n{}",
-            ready.body,
-            server.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    admin_answers(&server, "/readyz", 200, Duration::from_secs(5)).await;
     let served = post(&server.addr, "/late").await.expect("a request");
     assert_eq!(served.status, 200, "{}", served.body);
     eprintln!(
         "serve ready {:?} after ZooKeeper started",
         started.elapsed()
     );
+}
+
+/// Polls `path` on `server`'s admin port until it answers `want`; how long
+/// that took. Fails after `within`, with the last answer and the log.
+async fn admin_answers(server: &Server, path: &str, want: u16, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let answer = get(&server.admin, path).await.expect(path);
+        if answer.status == want {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < within,
+            "{path} not {want} within {within:?}: {}\n{}",
+            answer.body,
+            server.log()
+        );
+        // A reading, not an event: look again soon.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// How long a request of `wardlock serve --request-timeout 2` waits for its
@@ -364,27 +372,7 @@ async fn serve_serves_the_first_request_after_a_restart_with_data(extra: &[&str]
     args.extend_from_slice(extra);
     args.push(Guest::HttpCounter.path());
     let server = Server::start_live(&args).await;
-    // Polls `path` on the admin port until it answers `want` (bounded).
-    let admin_says = |path: &'static str, want: u16, within: Duration| {
-        let admin = server.admin.clone();
-        async move {
-            let started = Instant::now();
-            loop {
-                let answer = get(&admin, path).await.expect(path);
-                if answer.status == want {
-                    return started.elapsed();
-                }
-                assert!(
-                    started.elapsed() < within,
-                    "{path} not {want} within {within:?}: {}",
-                    answer.body
-                );
-                // A reading, not an event: look again soon.
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    };
-    admin_says("/healthz", 200, Duration::from_secs(10)).await;
+    admin_answers(&server, "/healthz", 200, Duration::from_secs(10)).await;
     for round in 0..2 {
         let served = post(&server.addr, "/before").await.expect("a request");
         assert_eq!(served.status, 200, "round {round}: {}", served.body);
@@ -403,7 +391,7 @@ async fn serve_serves_the_first_request_after_a_restart_with_data(extra: &[&str]
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         zk.restart();
-        let ready = admin_says("/healthz", 200, Duration::from_secs(10)).await;
+        let ready = admin_answers(&server, "/healthz", 200, Duration::from_secs(10)).await;
         let asked = Instant::now();
         let first = post(&server.addr, "/first").await.expect("a request");
         assert_eq!(

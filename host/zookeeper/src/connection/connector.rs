@@ -22,23 +22,14 @@ use wardlock_backend::tls_probe::{handshake_failure, tls_without_settings};
 /// # Cancellation safety
 /// Cancel safe: a dropped attempt leaves no session.
 pub(super) async fn connect(config: &ZooKeeperConfig) -> Result<Client, BackendError> {
-    let connector = connector(config)?;
-    let hosts = &config.hosts;
-    let attempt = async {
-        if config.tls.is_some() {
-            connector.secure_connect(hosts).await
-        } else {
-            connector.connect(hosts).await
-        }
-    };
-    let attempt = tokio::time::timeout(config.session_timeout, attempt);
+    let attempt = tokio::time::timeout(config.session_timeout, start(connector(config)?, config));
     let outcome = if config.tls.is_none() {
         // A plaintext client at a TLS port the server keeps silent on would
         // wait out the session timeout: notice the TLS within a second or
         // two instead. (One that closes at once is asked in `diagnose`.)
         tokio::select! {
             outcome = attempt => outcome,
-            refusal = tls_port(first_host(hosts)) => return Err(refusal),
+            refusal = tls_port(first_host(&config.hosts)) => return Err(refusal),
         }
     } else {
         attempt.await
@@ -67,18 +58,20 @@ pub(super) async fn reattach(
     let connector = connector(config)
         .map_err(|e| e.to_string())?
         .with_session(session);
-    let hosts = &config.hosts;
-    let attempt = async {
-        if config.tls.is_some() {
-            connector.secure_connect(hosts).await
-        } else {
-            connector.connect(hosts).await
-        }
-    };
+    let attempt = start(connector, config);
     match tokio::time::timeout(config.session_timeout, attempt).await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(error)) => Err(error.to_string()),
         Err(_) => Err(format!("no answer within {:?}", config.session_timeout)),
+    }
+}
+
+/// `connector` started on the configured hosts, over TLS when configured.
+async fn start(connector: Connector, config: &ZooKeeperConfig) -> Result<Client, ZkError> {
+    if config.tls.is_some() {
+        connector.secure_connect(&config.hosts).await
+    } else {
+        connector.connect(&config.hosts).await
     }
 }
 
