@@ -12,6 +12,7 @@ use wardlock_host::{GrantStatus, LockBackend, LockSession, Mode};
 use wardlock_tests::chaos::Contention;
 use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::etcd::{EtcdServer, EtcdctlLock};
+use wardlock_tests::loss::lost_at;
 use wardlock_tests::probe::HandoffProbe;
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::serve::{
@@ -504,14 +505,7 @@ async fn restart_with_data_leaves_nothing_in_the_way(caching: bool) {
         .wait_keys(&format!("{root}/released/"), usize::from(caching))
         .await;
     server.stop();
-    let lost = tokio::time::timeout(TEST_WAIT_LIMIT, async {
-        let mut now = GrantStatus::Held;
-        while now != GrantStatus::Lost {
-            now = holder.status_changed(held.id, now).await;
-        }
-    })
-    .await;
-    assert!(lost.is_ok(), "the holder was never told lost");
+    lost_at(&*holder, held.id, GrantStatus::Held, TEST_WAIT_LIMIT).await;
     drop(holder);
     server.restart();
     let ready = connected_within(&backend, Duration::from_secs(10)).await;

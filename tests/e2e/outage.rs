@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use wardlock_host::{BackendError, GrantStatus, Health, LockBackend, Mode};
+use wardlock_tests::loss::lost_at;
 use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::serve::{Server, get, post};
 use wardlock_tests::zookeeper::ZkServer;
@@ -287,16 +288,8 @@ async fn restart_with_data_leaves_nothing_in_the_way(caching: bool, sessions: us
     assert_eq!(probe.contenders("held").await.len(), 1);
     let cached = probe.contenders("released").await.len();
     assert_eq!(cached, usize::from(caching), "the released lock's node");
-    let lost = holder.status_changed(held.id, GrantStatus::Held);
     server.stop();
-    let lost = tokio::time::timeout(SESSION_TIMEOUT * 3, async {
-        let mut now = lost.await;
-        while now != GrantStatus::Lost {
-            now = holder.status_changed(held.id, now).await;
-        }
-    })
-    .await;
-    assert!(lost.is_ok(), "the holder was never told lost");
+    lost_at(&*holder, held.id, GrantStatus::Held, SESSION_TIMEOUT * 3).await;
     drop(holder);
     server.restart();
     let ready = health_becomes(&backend, Health::Connected, Duration::from_secs(10)).await;

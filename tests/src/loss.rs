@@ -1,12 +1,13 @@
 //! How soon a guest parked on a `subscribe` pollable (of a lock or a permit)
-//! learns of an injected loss, on the in-memory backend, as the host sees it.
+//! learns of an injected loss, on the in-memory backend, as the host sees it;
+//! and the moment a native holder is told `lost`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wardlock_host::backend::memory::Fault;
 use wardlock_host::runner::{InstanceReport, Runner};
-use wardlock_host::{LockBackend, MemoryBackend, Mode};
+use wardlock_host::{GrantId, GrantStatus, LockBackend, LockSession, MemoryBackend, Mode};
 
 use crate::{assert_success, name, spawn_run, wait_counts};
 
@@ -50,4 +51,30 @@ pub async fn loss_reactions(
     }
     latencies.sort();
     (latencies, reports)
+}
+
+/// Waits, from `seen`, until `grant` of `session` reads `lost` (through
+/// `suspended` only) and returns when it did.
+///
+/// # Panics
+/// When it is not told `lost` within `limit`, or is told anything else.
+pub async fn lost_at(
+    session: &dyn LockSession,
+    grant: GrantId,
+    seen: GrantStatus,
+    limit: Duration,
+) -> Instant {
+    let told = tokio::time::timeout(limit, async {
+        let mut now = seen;
+        loop {
+            now = session.status_changed(grant, now).await;
+            match now {
+                GrantStatus::Lost => return Instant::now(),
+                GrantStatus::Suspended => {}
+                other => panic!("{other:?} before lost"),
+            }
+        }
+    })
+    .await;
+    told.unwrap_or_else(|_| panic!("not told lost within {limit:?}"))
 }
