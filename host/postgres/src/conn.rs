@@ -14,11 +14,11 @@
 //! clock at once.
 //!
 //! A connection blocked in `pg_advisory_lock` answers nothing until granted:
-//! while it is [`PgConn::waiting`] its heartbeat pauses, and the recipe
+//! while a wait is in flight ([`PgConn::start_wait`]) its heartbeat pauses, and the recipe
 //! checks the connection again after a long wait before handing its lock
 //! out (see `recipe`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -127,9 +127,19 @@ pub(crate) struct PgConn {
     /// The server process serving it (`pg_backend_pid()`).
     pub(crate) pid: i32,
     tls: MakeRustlsConnect,
-    /// A `pg_advisory_lock` is in flight: no heartbeat can be answered.
-    waiting: AtomicBool,
+    /// Whether a `pg_advisory_lock` is in flight (no heartbeat can be
+    /// answered), and whether a cancel request was sent for it (see
+    /// [`PgConn::cancel_wait`]).
+    wait: AtomicU8,
 }
+
+/// No wait in flight on the connection.
+const NOT_WAITING: u8 = 0;
+/// A wait is in flight.
+const WAITING: u8 = 1;
+/// A cancel request was sent for the wait in flight: the connection is not
+/// used again (see [`PgConn::cancel_wait`]).
+const CANCELLED: u8 = 2;
 
 impl PgConn {
     /// Opens connection `generation`: connects (bounded by the connect
@@ -180,16 +190,37 @@ impl PgConn {
             liveness,
             pid,
             tls: connector.tls.clone(),
-            waiting: AtomicBool::new(false),
+            wait: AtomicU8::new(NOT_WAITING),
         });
         conn.liveness.heard(sent);
         tokio::spawn(heartbeat(Arc::downgrade(&conn)));
         Ok(conn)
     }
 
-    /// Marks a blocking wait in flight (or over).
-    pub(crate) fn set_waiting(&self, waiting: bool) {
-        self.waiting.store(waiting, Ordering::Relaxed);
+    /// Marks a blocking wait in flight.
+    pub(crate) fn start_wait(&self) {
+        self.wait.store(WAITING, Ordering::SeqCst);
+    }
+
+    /// Marks the wait over: true when it ended by itself, false when a
+    /// cancel request was sent for it, and the connection must not be used
+    /// again (drop it: closing it frees whatever the wait was granted).
+    pub(crate) fn finish_wait(&self) -> bool {
+        self.wait
+            .compare_exchange(WAITING, NOT_WAITING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// Claims the wait in flight for a cancel request: true when one must be
+    /// sent. PostgreSQL cancels whatever the server process runs when the
+    /// request arrives, so a request for a wait that already ended would
+    /// cancel the connection's next statement (another guest's wait, an
+    /// unlock); a wait over says false, and a claimed one keeps its
+    /// connection from being used again ([`PgConn::finish_wait`]).
+    pub(crate) fn cancel_wait(&self) -> bool {
+        self.wait
+            .compare_exchange(WAITING, CANCELLED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
     }
 
     /// One round trip: records it in the clock when answered.
@@ -218,9 +249,12 @@ impl PgConn {
         }
     }
 
-    /// Whether the connection is over (closed, or its clock ran out).
+    /// Whether the connection is over (closed, its clock ran out, or a
+    /// cancel request was sent on it).
     pub(crate) fn is_over(&self) -> bool {
-        self.liveness.is_ended() || self.client.is_closed()
+        self.liveness.is_ended()
+            || self.client.is_closed()
+            || self.wait.load(Ordering::SeqCst) == CANCELLED
     }
 
     /// What the connection vouches for now.
@@ -329,7 +363,7 @@ async fn heartbeat(conn: Weak<PgConn>) {
         let Some(conn) = conn.upgrade() else {
             return;
         };
-        if conn.waiting.load(Ordering::Relaxed) {
+        if conn.wait.load(Ordering::SeqCst) != NOT_WAITING {
             continue;
         }
         // An unanswered ping leaves the clock where it was; the next tick

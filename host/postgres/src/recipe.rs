@@ -202,7 +202,11 @@ struct CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
+        // Only a wait still in flight is cancelled (a late request would
+        // cancel the connection's next statement): see `PgConn::cancel_wait`.
+        if let Some(conn) = self.conn.take()
+            && conn.cancel_wait()
+        {
             tokio::spawn(async move { conn.cancel().await });
         }
     }
@@ -233,7 +237,7 @@ async fn wait_lock(
     let (answer, answered) = oneshot::channel::<WaitAnswer>();
     let task_shared = shared.clone();
     let long_wait = shared.config.session_timeout / 10;
-    conn.set_waiting(true);
+    conn.start_wait();
     tokio::spawn(async move {
         let conn = lent.conn.clone();
         let sent = Instant::now();
@@ -261,7 +265,13 @@ async fn wait_lock(
             ))),
             Err(e) => Err(classify(&e, "wait for a lock")),
         };
-        conn.set_waiting(false);
+        if !conn.finish_wait() {
+            // The caller is gone and a cancel request is on its way: the
+            // connection is not used again, and closing it frees a grant
+            // that raced with the cancel.
+            drop(lent);
+            return;
+        }
         match outcome {
             Ok(token) => {
                 // The caller is gone: give the grant up.
