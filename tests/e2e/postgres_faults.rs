@@ -45,8 +45,19 @@ async fn lost_at(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminated_backend_s_holder_reads_lost_before_another_host_is_granted() {
     let server = PgServer::start();
-    let first = Arc::new(backend(&server.url()).await);
-    let second = Arc::new(backend(&server.url()).await);
+    // A grant that follows a terminated holder waits a tenth of the session
+    // timeout: 3 s keeps the ten rounds short.
+    let config = || PostgresConfig::new(&server.url()).session_timeout(Duration::from_secs(3));
+    let first = Arc::new(
+        PostgresBackend::connect(config())
+            .await
+            .expect("first host"),
+    );
+    let second = Arc::new(
+        PostgresBackend::connect(config())
+            .await
+            .expect("second host"),
+    );
     let lock = name("terminated");
     let key = advisory_key(&lock);
     for round in 0..10 {

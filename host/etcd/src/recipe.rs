@@ -193,6 +193,15 @@ where
 /// Puts `key` (holding `value`) under `lease` if absent, in one transaction
 /// with the listing of every key under `prefix` by create revision. Returns
 /// the key's create revision and the listing.
+///
+/// A key already there on the first try is a leftover of this host: an
+/// acquisition of a key waits for its deletions ([`Deletes::finished`]), and
+/// election and semaphore keys are numbered, so it is a key whose background
+/// delete gave up while the lease lived on. Taking it again would reuse its
+/// create revision, and the fencing tokens of its grants would start over
+/// below those already handed out (`node << 16 | k` with `k` from 0 again),
+/// so it is deleted and a fresh key put. On a repeated try the key found is
+/// the one the earlier try put (its answer was lost), and it is ours.
 pub(super) async fn put_and_list(
     shared: &Arc<Shared>,
     lease: &Arc<Lease>,
@@ -207,32 +216,77 @@ pub(super) async fn put_and_list(
             .with_sort(SortTarget::Create, SortOrder::Ascend)
     };
     let put = PutOptions::new().with_lease(lease.id);
-    let answer = retried(lease, "queue for a lock", || {
+    // Bounded: each round deletes the leftover it found, and a fresh key is
+    // never deleted by the next (its create revision differs).
+    for _ in 0..LEFTOVER_ROUNDS {
+        let mut tries = 0_u32;
+        let answer = retried(lease, "queue for a lock", || {
+            tries += 1;
+            let mut client = client.clone();
+            let txn = Txn::new()
+                .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+                .and_then([
+                    TxnOp::put(key, value, Some(put.clone())),
+                    TxnOp::get(prefix, Some(contenders())),
+                ])
+                .or_else([TxnOp::get(prefix, Some(contenders()))]);
+            async move { client.txn(txn).await }
+        })
+        .await?;
+        let mut listed = Vec::new();
+        for op in answer.op_responses() {
+            if let TxnOpResponse::Get(mut got) = op {
+                listed = got.take_kvs();
+            }
+        }
+        let Some(own) = listed.iter().find(|kv| kv.key() == key.as_bytes()) else {
+            // Neither put nor found: the lease is gone.
+            return Err(Attempt::LeaseGone);
+        };
+        if own.lease() != lease.id {
+            return Err(Attempt::LeaseGone);
+        }
+        let created = own.create_revision();
+        if !answer.succeeded() && tries == 1 {
+            tracing::warn!(
+                key,
+                created,
+                "an earlier key of this host for the lock was never deleted; deleting it and queueing afresh"
+            );
+            delete_created(shared, lease, key, created).await?;
+            continue;
+        }
+        return Ok((created, listed));
+    }
+    Err(Attempt::Failed(BackendError::Unavailable(format!(
+        "etcd kept an earlier key {key} of this host through {LEFTOVER_ROUNDS} deletions"
+    ))))
+}
+
+/// Rounds of [`put_and_list`] that find and delete a leftover key.
+const LEFTOVER_ROUNDS: usize = 3;
+
+/// Deletes `key` if it is still the one created at revision `created`, with
+/// its revocation marker (if any), as [`delete_key`] does.
+async fn delete_created(
+    shared: &Arc<Shared>,
+    lease: &Lease,
+    key: &str,
+    created: i64,
+) -> Result<(), Attempt> {
+    let client = shared.leases.client().await?;
+    let marker = super::revoke::marker_of_key(&shared.leases.config().root, key);
+    retried(lease, "delete a leftover key", || {
         let mut client = client.clone();
+        let mut deletes = vec![TxnOp::delete(key, None)];
+        deletes.extend(marker.as_deref().map(|m| TxnOp::delete(m, None)));
         let txn = Txn::new()
-            .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-            .and_then([
-                TxnOp::put(key, value, Some(put.clone())),
-                TxnOp::get(prefix, Some(contenders())),
-            ])
-            .or_else([TxnOp::get(prefix, Some(contenders()))]);
+            .when([Compare::create_revision(key, CompareOp::Equal, created)])
+            .and_then(deletes);
         async move { client.txn(txn).await }
     })
     .await?;
-    let mut listed = Vec::new();
-    for op in answer.op_responses() {
-        if let TxnOpResponse::Get(mut got) = op {
-            listed = got.take_kvs();
-        }
-    }
-    let Some(own) = listed.iter().find(|kv| kv.key() == key.as_bytes()) else {
-        // Neither put nor found: the lease is gone.
-        return Err(Attempt::LeaseGone);
-    };
-    if own.lease() != lease.id {
-        return Err(Attempt::LeaseGone);
-    }
-    Ok((own.create_revision(), listed))
+    Ok(())
 }
 
 /// The contenders created up to `mine` (our own key among them, so one read

@@ -318,10 +318,6 @@ async fn wait_lock(
     }
 }
 
-/// How long a grant that follows a vanished holder is held back (see
-/// [`confirm`]).
-const VANISHED_HOLDER_GRACE: Duration = Duration::from_millis(10);
-
 /// Before a grant that followed a wait is handed out:
 /// - "last heard" must be a time the server saw this connection: the wait's
 ///   own send time, unless it is more than a tenth of the session timeout
@@ -330,8 +326,11 @@ const VANISHED_HOLDER_GRACE: Duration = Duration::from_millis(10);
 ///   lock was freed by its end (terminated, crashed), not by an unlock: the
 ///   server told that client first (a backend sends its FATAL before it
 ///   frees its locks), but its host may not have read it yet. The grant is
-///   held back [`VANISHED_HOLDER_GRACE`] so that old holder reads `lost`
-///   first.
+///   held back a tenth of the session timeout (`long_wait`, the interval of
+///   the host's own heartbeat) so that old holder reads `lost` first even
+///   on a loaded machine: at 10 ms, a CI run whose host process was held
+///   off the CPU longer than that saw the old holder read `lost` 36 µs after
+///   the other host's grant.
 async fn confirm(
     conn: &PgConn,
     sent: Instant,
@@ -356,7 +355,7 @@ async fn confirm(
     conn.liveness.heard(asked);
     if usize::try_from(alive).unwrap_or(0) < ahead.len() {
         tracing::debug!("a holder ahead vanished: the grant waits its grace");
-        tokio::time::sleep(VANISHED_HOLDER_GRACE).await;
+        tokio::time::sleep(long_wait).await;
     }
     Ok(())
 }
