@@ -30,14 +30,30 @@ pub fn wardlock_bin() -> &'static PathBuf {
 /// cargo, in this code's profile, and returns the path of `file` (relative to
 /// the profile's directory: `wardlock`, `examples/embed`).
 ///
+/// Built as the test build resolved its dependencies' features, so nothing
+/// but the target itself is compiled: from the workspace's root (its default
+/// members, as `cargo nextest run` selects them) and with `--examples`
+/// (examples need the dev-dependencies, as the tests do). Built alone from
+/// `host/cli`, the binary unified features over that package only (tokio
+/// without `fs`, `process` and `test-util`, among others), so the first test
+/// to ask for it compiled tokio and all that uses it a second time, a
+/// minute or more of CPU while every other test asking waited on cargo's
+/// lock.
+///
 /// # Panics
 /// When cargo cannot build it.
 pub fn host_target(target: &[&str], file: &str) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../host/cli/Cargo.toml");
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
     let release = !cfg!(debug_assertions);
     let status = Command::new(cargo)
-        .args(["build", "--quiet", "--manifest-path", manifest])
+        .args([
+            "build",
+            "--quiet",
+            "--manifest-path",
+            manifest,
+            "--examples",
+        ])
         .args(target)
         .args(release.then_some("--release"))
         .status()
