@@ -85,7 +85,11 @@ impl PostgresConfig {
         self
     }
 
-    /// Sets the session timeout.
+    /// Sets the session timeout: a holder is told `lost` this long after the
+    /// host last heard from the server, and the server ends a silent
+    /// connection a fifth later. A grant that follows a server process which
+    /// ended while it held or queued ahead (terminated, a killed host's) waits
+    /// a tenth of it, so that process's host reads `lost` first.
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self
