@@ -126,3 +126,62 @@ async fn partition_reports_lost_before_another_host_is_granted() {
     drop(holder);
     probe.wait_len("part", 0).await;
 }
+
+/// Partitions under contention, judged by the one history checker: two hosts
+/// × three workers take turns on one lock, and three times, as a worker of
+/// the first host begins a turn, that host's link is cut (nothing flows,
+/// nothing closes) for longer than its session timeout. The first host's
+/// turns last longer than the session (6 s between reading the set and
+/// writing it), so each cut catches a holder: it must be told `lost` before
+/// the other host is granted (no two holds overlap before one was told
+/// `lost`), and tokens rise from hold to hold. The holder told `lost` still
+/// writes the plain set when its turn ends, so lost updates are expected and
+/// counted, not refused (the guarded store is what fences such a write:
+/// `fence.rs`); so are the failed releases of lost grants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_under_contention_keep_the_checker_s_rules() {
+    const CUTS: u64 = 3;
+    let server = ZkServer::start();
+    let proxy = Proxy::start(server.address()).await;
+    let hosts: Vec<std::sync::Arc<dyn LockBackend>> = vec![
+        std::sync::Arc::new(backend(&proxy.address()).await),
+        std::sync::Arc::new(backend(&server.address()).await),
+    ];
+    let contention = wardlock_tests::chaos::Contention::start_with_holds(
+        &hosts,
+        3,
+        "chaos",
+        TEST_WAIT_LIMIT,
+        &[SESSION_TIMEOUT + Duration::from_secs(2)],
+    );
+    for _ in 0..CUTS {
+        contention.until_next_turn(0).await;
+        proxy.partition(true);
+        // Past the session timeout: the server expires the cut-off session.
+        tokio::time::sleep(SESSION_TIMEOUT + Duration::from_secs(2)).await;
+        proxy.partition(false);
+    }
+    let report = contention.finish().await;
+    eprintln!(
+        "{{\"metric\":\"partition_chaos\",\"cuts\":{CUTS},{}}}",
+        report.json_fields()
+    );
+    assert!(report.increments > 0, "{report:?}");
+    assert_eq!(
+        report.double_holders, 0,
+        "double holders: {:#?}",
+        report.problems
+    );
+    assert_eq!(
+        report.token_regressions, 0,
+        "tokens went down: {:#?}",
+        report.problems
+    );
+    assert!(
+        report.told_lost >= CUTS,
+        "{} holds told lost in {CUTS} cuts: {report:?}",
+        report.told_lost
+    );
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    probe.wait_len("chaos", 0).await;
+}

@@ -61,6 +61,8 @@ pub struct Contention {
     errors: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
+    /// Per host: how many turns its workers have begun.
+    begun: Vec<Arc<tokio::sync::watch::Sender<u64>>>,
     set: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -93,6 +95,20 @@ impl Contention {
         lock: &str,
         wait: Duration,
     ) -> Self {
+        Self::start_with_holds(hosts, workers, lock, wait, &[])
+    }
+
+    /// [`Contention::start`], where the workers of host `i` spend `holds[i]`
+    /// (none past the slice's end) between reading the set and writing it
+    /// back: a long critical section, for faults that must find a holder
+    /// inside one and outlast a session while it holds.
+    pub fn start_with_holds(
+        hosts: &[Arc<dyn LockBackend>],
+        workers: usize,
+        lock: &str,
+        wait: Duration,
+        holds: &[Duration],
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let set = dir.path().join("set");
         std::fs::write(&set, "").expect("set file");
@@ -103,7 +119,10 @@ impl Contention {
         let errors = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::new();
+        let mut begun = Vec::new();
         for (host, backend) in hosts.iter().enumerate() {
+            let host_begun = Arc::new(tokio::sync::watch::Sender::new(0));
+            begun.push(host_begun.clone());
             for worker in 0..workers {
                 let turns = Turns {
                     id: format!("h{host}w{worker}"),
@@ -112,6 +131,8 @@ impl Contention {
                     ),
                     lock: lock.to_owned(),
                     wait,
+                    hold: holds.get(host).copied().unwrap_or(Duration::ZERO),
+                    begun: host_begun.clone(),
                     set: set.clone(),
                     history: history.clone(),
                     errors: errors.clone(),
@@ -125,9 +146,24 @@ impl Contention {
             errors,
             stop,
             workers: handles,
+            begun,
             set,
             _dir: dir,
         }
+    }
+
+    /// Waits until a worker of host `host` (its index in `hosts`) begins a
+    /// turn (reads the set, under its grant) after this call.
+    ///
+    /// # Panics
+    /// When none does within [`crate::TEST_WAIT_LIMIT`].
+    pub async fn until_next_turn(&self, host: usize) {
+        let mut begun = self.begun[host].subscribe();
+        let before = *begun.borrow_and_update();
+        tokio::time::timeout(crate::TEST_WAIT_LIMIT, begun.wait_for(|n| *n > before))
+            .await
+            .expect("a worker of the host began a turn within the wait limit")
+            .expect("the workers' counter lives");
     }
 
     /// Stops the workers (each finishes its turn, bounded by 60 s) and
@@ -219,6 +255,10 @@ struct Turns {
     session: Arc<dyn LockSession>,
     lock: String,
     wait: Duration,
+    /// Spent between reading the set and writing it back.
+    hold: Duration,
+    /// The host's count of turns begun.
+    begun: Arc<tokio::sync::watch::Sender<u64>>,
     set: PathBuf,
     history: Arc<History>,
     errors: Arc<AtomicUsize>,
@@ -261,8 +301,13 @@ impl Turns {
             let element = format!("{id}-{turn}");
             self.history
                 .record("add", Kind::Invoke, id, Some(&element), token);
+            self.begun.send_modify(|n| *n += 1);
             let mut set = std::fs::read_to_string(&self.set).expect("read the set");
             tokio::task::yield_now().await;
+            if !self.hold.is_zero() {
+                // The critical section's work, not a synchronisation.
+                tokio::time::sleep(self.hold).await;
+            }
             set.push_str(&element);
             set.push('\n');
             replace_file(&self.set, &set);

@@ -20,6 +20,7 @@
 )]
 
 pub mod browser;
+pub mod cargo_env;
 pub mod chaos;
 pub mod crate_graph;
 /// The conformance kit (its own crate, `tests/conformance`), under the name

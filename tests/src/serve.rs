@@ -46,7 +46,7 @@ pub fn host_target(target: &[&str], file: &str) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
     let release = !cfg!(debug_assertions);
-    let status = Command::new(cargo)
+    let status = crate::cargo_env::without_package_variables(&mut Command::new(cargo))
         .args([
             "build",
             "--quiet",

@@ -82,6 +82,15 @@ impl Liveness {
         now.saturating_duration_since(heard)
     }
 
+    /// The moment the session ends locally unless something is heard before:
+    /// last heard + the timeout. A session's watcher wakes at it as well as
+    /// on its heartbeat ticks, so subscribers learn `lost` at the moment the
+    /// clock allows no more, not up to a tick later: on ZooKeeper the server
+    /// may expire the session (and grant another host) from that moment on.
+    pub fn deadline(&self) -> Instant {
+        self.start + Duration::from_millis(self.heard_ms.load(Ordering::Relaxed)) + self.timeout
+    }
+
     /// What may be claimed at `now`, given whether the client says it is connected.
     /// Ends the session locally once the server may have expired it.
     pub fn health(&self, connected: bool, now: Instant) -> SessionHealth {

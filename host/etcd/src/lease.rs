@@ -469,6 +469,13 @@ async fn keep_alive(leases: Weak<Leases>, lease: Arc<Lease>) {
                 }
             },
             () = lease.liveness.until_ended() => break,
+            // The clock's end, which a tick may pass: subscribers learn
+            // `lost` at it (see `Liveness::deadline`).
+            () = tokio::time::sleep_until(lease.liveness.deadline()) => {
+                if lease.health() == SessionHealth::Ended {
+                    break;
+                }
+            }
         }
     }
     lease.liveness.end();

@@ -354,23 +354,32 @@ async fn prepare(client: &Client, schema: &Schema) -> Result<Statements, Backend
 /// learn of silence from the clock, not from the next request. Pauses while
 /// a lock wait blocks the connection.
 async fn heartbeat(conn: Weak<PgConn>) {
-    let interval = match conn.upgrade() {
-        Some(conn) => conn.liveness.heartbeat_interval(),
+    let (interval, mut deadline) = match conn.upgrade() {
+        Some(conn) => (conn.liveness.heartbeat_interval(), conn.liveness.deadline()),
         None => return,
     };
     loop {
-        tokio::time::sleep(interval).await;
+        // Woken at the clock's end too, so subscribers learn `lost` at it
+        // (see `Liveness::deadline`), not up to two intervals later.
+        tokio::time::sleep_until((Instant::now() + interval).min(deadline)).await;
         let Some(conn) = conn.upgrade() else {
             return;
         };
         if conn.wait.load(Ordering::SeqCst) != NOT_WAITING {
+            // A blocked wait answers nothing: no clock to keep until it ends.
+            deadline = Instant::now() + interval;
             continue;
         }
-        // An unanswered ping leaves the clock where it was; the next tick
-        // computes what that silence allows.
-        let _ = tokio::time::timeout(interval, conn.ping()).await;
         if conn.health() == SessionHealth::Ended {
             return;
         }
+        // An unanswered ping leaves the clock where it was; the health
+        // computed at its end (or at the clock's end) says what that allows.
+        let pinged = (Instant::now() + interval).min(conn.liveness.deadline());
+        let _ = tokio::time::timeout_at(pinged, conn.ping()).await;
+        if conn.health() == SessionHealth::Ended {
+            return;
+        }
+        deadline = conn.liveness.deadline();
     }
 }

@@ -140,7 +140,8 @@ impl Context {
     /// repository and wardlock's compilation cache kept out of the user's.
     fn bash(&self, script: &str) -> Command {
         let mut command = Command::new("bash");
-        command
+        // Its cargo commands reuse the test build (see `cargo_env`).
+        wardlock_tests::cargo_env::without_package_variables(&mut command)
             .args(["-c", script])
             .current_dir(&self.cwd)
             .env("WARDLOCK", &self.root)

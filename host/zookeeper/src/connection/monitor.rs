@@ -44,6 +44,8 @@ pub(crate) async fn monitor(shared: Weak<Shared>, session: Weak<ZkSession>) {
                 }
             }
             () = liveness.until_ended() => {}
+            // The clock's end, which a tick may pass by a tenth of the timeout.
+            () = tokio::time::sleep_until(liveness.deadline()) => {}
         }
         let (Some(shared_now), Some(session_now)) = (shared.upgrade(), session.upgrade()) else {
             return;
