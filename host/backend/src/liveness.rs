@@ -22,8 +22,8 @@
 //!
 //! Every health this clock computes is also published ([`Liveness::watch_health`]),
 //! so subscribers to a grant's status are woken by the computation that noticed
-//! the change (the session monitor's, on each heartbeat tick and each client
-//! state change), not by polling of their own.
+//! the change (the session monitor's, on each heartbeat tick, each client
+//! state change and at [`Liveness::deadline`]), not by polling of their own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

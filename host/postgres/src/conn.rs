@@ -354,20 +354,27 @@ async fn prepare(client: &Client, schema: &Schema) -> Result<Statements, Backend
 /// learn of silence from the clock, not from the next request. Pauses while
 /// a lock wait blocks the connection.
 async fn heartbeat(conn: Weak<PgConn>) {
-    let (interval, mut deadline) = match conn.upgrade() {
-        Some(conn) => (conn.liveness.heartbeat_interval(), conn.liveness.deadline()),
+    // The next wake: a tick, or the clock's end if sooner, so subscribers
+    // learn `lost` at it (see `Liveness::deadline`), not up to two intervals
+    // later.
+    let next = |conn: &PgConn, interval: Duration| {
+        (Instant::now() + interval).min(conn.liveness.deadline())
+    };
+    let (interval, mut wake) = match conn.upgrade() {
+        Some(conn) => {
+            let interval = conn.liveness.heartbeat_interval();
+            (interval, next(&conn, interval))
+        }
         None => return,
     };
     loop {
-        // Woken at the clock's end too, so subscribers learn `lost` at it
-        // (see `Liveness::deadline`), not up to two intervals later.
-        tokio::time::sleep_until((Instant::now() + interval).min(deadline)).await;
+        tokio::time::sleep_until(wake).await;
         let Some(conn) = conn.upgrade() else {
             return;
         };
         if conn.wait.load(Ordering::SeqCst) != NOT_WAITING {
             // A blocked wait answers nothing: no clock to keep until it ends.
-            deadline = Instant::now() + interval;
+            wake = Instant::now() + interval;
             continue;
         }
         if conn.health() == SessionHealth::Ended {
@@ -375,11 +382,10 @@ async fn heartbeat(conn: Weak<PgConn>) {
         }
         // An unanswered ping leaves the clock where it was; the health
         // computed at its end (or at the clock's end) says what that allows.
-        let pinged = (Instant::now() + interval).min(conn.liveness.deadline());
-        let _ = tokio::time::timeout_at(pinged, conn.ping()).await;
+        let _ = tokio::time::timeout_at(next(&conn, interval), conn.ping()).await;
         if conn.health() == SessionHealth::Ended {
             return;
         }
-        deadline = conn.liveness.deadline();
+        wake = next(&conn, interval);
     }
 }
