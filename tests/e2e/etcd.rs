@@ -441,15 +441,7 @@ async fn recovers_by_itself_after_an_outage() {
     }
     // Lost: the lease is over; wait for the backend to judge etcd unreachable
     // (its first reconnect attempt fails) before asking.
-    let started = Instant::now();
-    while backend.health() != wardlock_host::Health::Down {
-        assert!(
-            started.elapsed() < TEST_WAIT_LIMIT,
-            "{:?}",
-            backend.health()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    health_within(&backend, wardlock_host::Health::Down, TEST_WAIT_LIMIT).await;
     let other = backend.open_session("while down");
     let asked = Instant::now();
     let refused = other
@@ -469,7 +461,12 @@ async fn recovers_by_itself_after_an_outage() {
         asked.elapsed()
     );
     server.restart();
-    let restarted = connected_within(&backend, Duration::from_secs(10)).await;
+    let restarted = health_within(
+        &backend,
+        wardlock_host::Health::Connected,
+        Duration::from_secs(10),
+    )
+    .await;
     eprintln!("connected again {:?} after the restart", restarted);
     let after = other
         .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
@@ -486,20 +483,27 @@ async fn recovers_by_itself_after_an_outage() {
     backend.shutdown().await;
 }
 
-/// Waits until `backend` reports `Connected`; how long that took. Fails
-/// after `limit`.
-async fn connected_within(backend: &EtcdBackend, limit: Duration) -> Duration {
+/// Waits until `backend` reports `health`; how long that took. Fails after
+/// `limit`, with the health it reported last.
+async fn health_within(
+    backend: &EtcdBackend,
+    health: wardlock_host::Health,
+    limit: Duration,
+) -> Duration {
     let started = Instant::now();
-    while backend.health() != wardlock_host::Health::Connected {
+    loop {
+        let now = backend.health();
+        if now == health {
+            return started.elapsed();
+        }
         assert!(
             started.elapsed() < limit,
-            "not connected {:?} after the restart",
+            "{now:?}, not {health:?}, {:?} after the restart or outage",
             started.elapsed()
         );
         // Health is a reading, not an event: look again soon.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    started.elapsed()
 }
 
 /// `wardlock serve --etcd` on two hosts: 100 concurrent increments through
@@ -580,7 +584,12 @@ async fn restart_with_data_leaves_nothing_in_the_way(caching: bool) {
     lost_at(&*holder, held.id, GrantStatus::Held, TEST_WAIT_LIMIT).await;
     drop(holder);
     server.restart();
-    let ready = connected_within(&backend, Duration::from_secs(10)).await;
+    let ready = health_within(
+        &backend,
+        wardlock_host::Health::Connected,
+        Duration::from_secs(10),
+    )
+    .await;
     let session = backend.open_session("after");
     for lock in ["held", "released"] {
         let asked = Instant::now();
