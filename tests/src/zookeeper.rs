@@ -153,6 +153,30 @@ impl Drop for ZkServer {
     }
 }
 
+/// Attaches to the session `info` and closes it, until the server answers
+/// that it is gone. A dropped client sends its close in the background, so
+/// one attach is not enough: were the proxy resumed before the server handled
+/// that close, the backend could take the session back for a moment (and
+/// truly hold its locks) before losing it.
+///
+/// # Panics
+/// When the session still answers after 20 closes, or on another error.
+async fn close_on_the_server(info: zookeeper_client::SessionInfo, server: &ZkServer) {
+    for _ in 0..20 {
+        let attached = zookeeper_client::Client::connector()
+            .with_session(info.clone())
+            .with_session_timeout(Duration::from_secs(2))
+            .connect(&server.address())
+            .await;
+        match attached {
+            Ok(intruder) => drop(intruder),
+            Err(zookeeper_client::Error::SessionExpired) => return,
+            Err(other) => panic!("attaching to the session to close it: {other}"),
+        }
+    }
+    panic!("the session still answered after 20 closes");
+}
+
 fn four_letter(port: u16, word: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -165,7 +189,7 @@ fn four_letter(port: u16, word: &str) -> Option<String> {
 /// Expires `backend`'s ZooKeeper session for real and waits until the backend
 /// has seen it end: with `proxy` (between the backend and `server`)
 /// partitioned, so the backend cannot take the session back, another client
-/// attaches to the session and closes it.
+/// attaches to the session and closes it, until the server says it is gone.
 ///
 /// # Panics
 /// When the session does not end within [`crate::TEST_WAIT_LIMIT`].
@@ -175,13 +199,7 @@ pub async fn expire_session(backend: &ZooKeeperBackend, proxy: &Proxy, server: &
     // a new one, whose state would never turn terminated.
     let mut old_state = backend.state_watcher().expect("connected");
     proxy.partition(true);
-    let intruder = zookeeper_client::Client::connector()
-        .with_session(info)
-        .with_session_timeout(Duration::from_secs(2))
-        .connect(&server.address())
-        .await
-        .expect("attach to the session");
-    drop(intruder);
+    close_on_the_server(info, server).await;
     proxy.partition(false);
     let ended = async {
         while !old_state.state().is_terminated() {
