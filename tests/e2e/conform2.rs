@@ -712,6 +712,8 @@ pub(crate) async fn election_between_a_native_candidate_and_the_guest(
     let [election, gate1, gate2] = ["election", "egate1", "egate2"].map(|l| speaker.lock(l));
     let native = s.backend.open_session("native");
     let lead = native
+        .election()
+        .expect("election")
         .campaign(&name(&election), "native", Some(TEST_WAIT_LIMIT))
         .await
         .expect("the native candidate leads");
@@ -754,6 +756,8 @@ pub(crate) async fn election_between_a_native_candidate_and_the_guest(
     // native leader proclaims; at the second, it resigns.
     s.probe.wait_len(&gate1, 2).await;
     native
+        .election()
+        .expect("election")
         .proclaim(lead.id, "native-2")
         .await
         .expect("native proclaim");
@@ -799,7 +803,11 @@ pub(crate) async fn election_between_a_native_candidate_and_the_guest(
     assert_eq!(out[..expected.len()], expected, "{out:?}");
     assert!(out[26].starts_with("err invalid-name: "), "{out:?}");
     assert_eq!(
-        native.leader(&name(&election)).await,
+        native
+            .election()
+            .expect("election")
+            .leader(&name(&election))
+            .await,
         Ok(None),
         "nobody leads"
     );

@@ -32,6 +32,8 @@ fn campaign_in_task(session: Box<dyn LockSession>, election: &LockName, value: &
     let (election, value) = (election.clone(), value.to_owned());
     tokio::spawn(async move {
         let won = session
+            .election()
+            .expect("election")
             .campaign(&election, &value, Some(TEST_WAIT_LIMIT))
             .await;
         (session, won)
@@ -69,6 +71,8 @@ async fn etcdctl_leads_then_a_guest_takes_over() {
 
     let session = backend.open_session("guest");
     let leader = session
+        .election()
+        .expect("election")
         .leader(&election)
         .await
         .expect("leader")
@@ -96,6 +100,8 @@ async fn etcdctl_leads_then_a_guest_takes_over() {
         won.token
     );
     let now = session
+        .election()
+        .expect("election")
         .leader(&election)
         .await
         .expect("leader")
@@ -121,6 +127,8 @@ async fn a_guest_leads_etcdctl_observes_and_follows() {
 
     let bob = backend.open_session("bob");
     let lead = bob
+        .election()
+        .expect("election")
         .campaign(&election, "bob", Some(TEST_WAIT_LIMIT))
         .await
         .expect("bob leads");
@@ -131,10 +139,16 @@ async fn a_guest_leads_etcdctl_observes_and_follows() {
     let lease = backend.lease_id().expect("a live lease");
     assert_eq!(bob_key, format!("{prefix}{lease:x}-0"));
 
-    bob.proclaim(lead.id, "bob-2").await.expect("proclaim");
+    bob.election()
+        .expect("election")
+        .proclaim(lead.id, "bob-2")
+        .await
+        .expect("proclaim");
     assert_eq!(observer.next().await, (bob_key.clone(), "bob-2".to_owned()));
     let key = GuardedKey::new("owner").expect("key");
-    bob.guarded_put(lead.id, &key, b"bob")
+    bob.guarded_store()
+        .expect("guarded_store")
+        .guarded_put(lead.id, &key, b"bob")
         .await
         .expect("the leader writes its election's store");
 
@@ -144,7 +158,12 @@ async fn a_guest_leads_etcdctl_observes_and_follows() {
     let dave = campaign_in_task(backend.open_session("dave"), &election, "dave");
     server.wait_keys(&prefix, 3).await;
     assert!(carol.printed_nothing(), "carol waits while bob leads");
-    let queue = bob.contenders(&election, 10).await.expect("contenders");
+    let queue = bob
+        .contention()
+        .expect("contention")
+        .contenders(&election, 10)
+        .await
+        .expect("contenders");
     assert_eq!(queue.total, 3, "{queue:?}");
 
     let before = std::time::Instant::now();
@@ -153,13 +172,23 @@ async fn a_guest_leads_etcdctl_observes_and_follows() {
     eprintln!("carol led {:?} after bob resigned", before.elapsed());
     assert_eq!(value, "carol");
     assert_eq!(observer.next().await, (carol_key, "carol".to_owned()));
-    let late = bob.proclaim(lead.id, "ghost").await;
+    let late = bob
+        .election()
+        .expect("election")
+        .proclaim(lead.id, "ghost")
+        .await;
     assert!(
         matches!(late, Err(BackendError::UnknownGrant(_))),
         "{late:?}"
     );
     assert!(!dave.is_finished(), "dave queued after carol");
-    let now = bob.leader(&election).await.expect("leader").expect("one");
+    let now = bob
+        .election()
+        .expect("election")
+        .leader(&election)
+        .await
+        .expect("leader")
+        .expect("one");
     assert_eq!(now.value, "carol");
 
     carol.interrupt().await;
@@ -171,6 +200,8 @@ async fn a_guest_leads_etcdctl_observes_and_follows() {
     assert_eq!(value, "dave");
     assert_eq!(dave_key, format!("{prefix}{lease:x}-1"));
     let entry = dave_session
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_get(&election, &key)
         .await
         .expect("get")
@@ -201,6 +232,8 @@ async fn a_lock_and_an_election_of_one_name_share_a_queue() {
         .expect("lock");
     let candidate = backend.open_session("candidate");
     let leader = candidate
+        .election()
+        .expect("election")
         .leader(&shared_name)
         .await
         .expect("leader")
@@ -209,12 +242,17 @@ async fn a_lock_and_an_election_of_one_name_share_a_queue() {
 
     // A campaign dropped while it waits takes its key with it.
     {
-        let campaign = candidate.campaign(&shared_name, "c", None);
+        let campaign = candidate
+            .election()
+            .expect("election")
+            .campaign(&shared_name, "c", None);
         let waited = tokio::time::timeout(Duration::from_millis(200), campaign).await;
         assert!(waited.is_err(), "the candidate waits for the lock");
     }
     server.wait_keys("/wardlock/shared/", 1).await;
     let refused = candidate
+        .election()
+        .expect("election")
         .campaign(&shared_name, "wardlock:shared", None)
         .await;
     assert!(
@@ -224,6 +262,8 @@ async fn a_lock_and_an_election_of_one_name_share_a_queue() {
 
     holder.release(lock.id).expect("release");
     let won = candidate
+        .election()
+        .expect("election")
         .campaign(&shared_name, "c", Some(TEST_WAIT_LIMIT))
         .await
         .expect("leads once the lock is free");

@@ -50,13 +50,20 @@ async fn a_wardlock_candidate_follows_a_curator_leader() {
         let (session, election) = (backend.open_session("candidate"), election.clone());
         tokio::spawn(async move {
             let won = session
+                .election()
+                .expect("election")
                 .campaign(&election, "wardlock-1", Some(TEST_WAIT_LIMIT))
                 .await;
             (session, won)
         })
     };
     probe.wait_len(election.as_str(), 2).await;
-    let led = observer.leader(&election).await.expect("leader");
+    let led = observer
+        .election()
+        .expect("election")
+        .leader(&election)
+        .await
+        .expect("leader");
     let led = led.expect("Curator leads");
     assert_eq!(led.value, "curator-1");
     assert!(led.owner.contains("-latch-"), "{}", led.owner);
@@ -66,7 +73,10 @@ async fn a_wardlock_candidate_follows_a_curator_leader() {
     let mut second = latch(&server, election.as_str(), "curator-2");
     probe.wait_len(election.as_str(), 3).await;
     assert_eq!(second.ask("has?").await, "has false");
-    let change = observer.leader_changed(&election, Some(led.clone()));
+    let change = observer
+        .election()
+        .expect("election")
+        .leader_changed(&election, Some(led.clone()));
 
     first.say("close").await;
     first.expect("closed").await;
@@ -117,10 +127,17 @@ async fn a_curator_latch_follows_a_wardlock_leader_beside_a_lock() {
         .expect("an empty lock");
     let leader = backend.open_session("leader");
     let lead = leader
+        .election()
+        .expect("election")
         .campaign(&election, "wardlock-first", Some(Duration::from_secs(5)))
         .await
         .expect("the election ignores the lock node ahead of it");
-    let contenders = locker.contenders(&election, 10).await.expect("contenders");
+    let contenders = locker
+        .contention()
+        .expect("contention")
+        .contenders(&election, 10)
+        .await
+        .expect("contenders");
     assert_eq!(
         contenders.total, 1,
         "the lock ignores the latch node: {contenders:?}"
@@ -130,7 +147,12 @@ async fn a_curator_latch_follows_a_wardlock_leader_beside_a_lock() {
     probe.wait_len(election.as_str(), 3).await;
     assert_eq!(curator.ask("has?").await, "has false");
     assert_eq!(curator.ask("leader?").await, "getLeader wardlock-first");
-    let seen = locker.leader(&election).await.expect("leader");
+    let seen = locker
+        .election()
+        .expect("election")
+        .leader(&election)
+        .await
+        .expect("leader");
     let seen = seen.expect("wardlock leads");
     assert_eq!(
         (seen.value.as_str(), seen.term),
@@ -151,7 +173,10 @@ async fn a_curator_latch_follows_a_wardlock_leader_beside_a_lock() {
 
     // Leading all along; resigning hands over to Curator.
     assert_eq!(curator.ask("has?").await, "has false");
-    let change = locker.leader_changed(&election, Some(seen));
+    let change = locker
+        .election()
+        .expect("election")
+        .leader_changed(&election, Some(seen));
     leader.release(lead.id).expect("resign");
     curator.expect("leader").await;
     assert_eq!(curator.ask("has?").await, "has true");
@@ -171,10 +196,16 @@ async fn a_curator_latch_follows_a_wardlock_leader_beside_a_lock() {
     curator.say("close").await;
     curator.expect("closed").await;
     curator.finish().await;
-    let gone = tokio::time::timeout(TEST_WAIT_LIMIT, locker.leader_changed(&election, Some(now)))
-        .await
-        .expect("the observer heard Curator go")
-        .expect("leader_changed");
+    let gone = tokio::time::timeout(
+        TEST_WAIT_LIMIT,
+        locker
+            .election()
+            .expect("election")
+            .leader_changed(&election, Some(now)),
+    )
+    .await
+    .expect("the observer heard Curator go")
+    .expect("leader_changed");
     assert_eq!(gone, None);
     probe.wait_len(election.as_str(), 0).await;
 }
@@ -187,12 +218,17 @@ async fn a_dropped_campaign_leaves_no_candidate() {
     let election = name("elect/dropped");
     let leader = backend.open_session("leader");
     let lead = leader
+        .election()
+        .expect("election")
         .campaign(&election, "a", Some(TEST_WAIT_LIMIT))
         .await
         .expect("leads");
     let waiter = backend.open_session("waiter");
     {
-        let campaign = waiter.campaign(&election, "b", None);
+        let campaign = waiter
+            .election()
+            .expect("election")
+            .campaign(&election, "b", None);
         tokio::select! {
             won = campaign => panic!("a second candidate cannot lead: {won:?}"),
             () = probe.wait_len(election.as_str(), 2) => {}
@@ -200,6 +236,8 @@ async fn a_dropped_campaign_leaves_no_candidate() {
     }
     probe.wait_len(election.as_str(), 1).await;
     let led = leader
+        .election()
+        .expect("election")
         .leader(&election)
         .await
         .expect("leader")

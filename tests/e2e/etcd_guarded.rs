@@ -82,15 +82,27 @@ async fn etcd_guarded_round_trip() {
         .expect("acquire");
     let cursor = key("cursor");
     assert_eq!(
-        session.guarded_get(&lock, &cursor).await.expect("get"),
+        session
+            .guarded_store()
+            .expect("guarded_store")
+            .guarded_get(&lock, &cursor)
+            .await
+            .expect("get"),
         None
     );
 
     let first = session
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(grant.id, &cursor, b"v1")
         .await
         .expect("put");
-    let entry = session.guarded_get(&lock, &cursor).await.expect("get");
+    let entry = session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_get(&lock, &cursor)
+        .await
+        .expect("get");
     let expected = GuardedEntry {
         value: b"v1".to_vec(),
         token: grant.token,
@@ -98,11 +110,15 @@ async fn etcd_guarded_round_trip() {
     };
     assert_eq!(entry, Some(expected));
     let second = session
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(grant.id, &cursor, b"v2")
         .await
         .expect("put");
     assert!(second > first, "revision {second} after {first}");
     let entry = session
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_get(&lock, &cursor)
         .await
         .expect("get")
@@ -117,6 +133,8 @@ async fn etcd_guarded_round_trip() {
     let written = ["b", "a/2", "a&", "a/1"];
     for k in written {
         session
+            .guarded_store()
+            .expect("guarded_store")
             .guarded_put(grant.id, &key(k), k.as_bytes())
             .await
             .expect("put");
@@ -126,6 +144,8 @@ async fn etcd_guarded_round_trip() {
         .await
         .expect("acquire the parent name");
     session
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(parents.id, &key("a/0"), b"parent's")
         .await
         .expect("put");
@@ -134,6 +154,8 @@ async fn etcd_guarded_round_trip() {
         let lock = &lock;
         async move {
             session
+                .guarded_store()
+                .expect("guarded_store")
                 .guarded_keys(lock, prefix, limit)
                 .await
                 .expect("keys")
@@ -146,7 +168,12 @@ async fn etcd_guarded_round_trip() {
     assert_eq!(keys("z", 100).await, Vec::<String>::new());
     assert_eq!(keys("", 0).await, Vec::<String>::new());
     assert_eq!(
-        session.guarded_keys(&parent, "", 100).await.expect("keys"),
+        session
+            .guarded_store()
+            .expect("guarded_store")
+            .guarded_keys(&parent, "", 100)
+            .await
+            .expect("keys"),
         ["a/0"]
     );
 
@@ -163,6 +190,8 @@ async fn etcd_guarded_round_trip() {
     for k in ["cursor", "b", "a/2", "a&", "a/1"] {
         assert!(
             session
+                .guarded_store()
+                .expect("guarded_store")
                 .guarded_delete(grant.id, &key(k))
                 .await
                 .expect("delete"),
@@ -171,6 +200,8 @@ async fn etcd_guarded_round_trip() {
     }
     assert!(
         !session
+            .guarded_store()
+            .expect("guarded_store")
             .guarded_delete(grant.id, &cursor)
             .await
             .expect("delete again"),
@@ -178,12 +209,19 @@ async fn etcd_guarded_round_trip() {
     );
     assert!(
         session
+            .guarded_store()
+            .expect("guarded_store")
             .guarded_delete(parents.id, &key("a/0"))
             .await
             .expect("delete")
     );
     assert_eq!(
-        session.guarded_get(&lock, &cursor).await.expect("get"),
+        session
+            .guarded_store()
+            .expect("guarded_store")
+            .guarded_get(&lock, &cursor)
+            .await
+            .expect("get"),
         None
     );
     assert_eq!(keys("", 100).await, Vec::<String>::new());
@@ -211,34 +249,56 @@ async fn etcd_guarded_writes_need_an_exclusive_grant_and_a_small_value() {
         .expect("acquire");
     let largest = vec![7u8; MAX_VALUE_BYTES];
     session
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(grant.id, &entry, &largest)
         .await
         .expect("a value of the limit is written");
     let too_large = vec![7u8; MAX_VALUE_BYTES + 1];
-    let refused = session.guarded_put(grant.id, &entry, &too_large).await;
+    let refused = session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(grant.id, &entry, &too_large)
+        .await;
     assert!(
         matches!(refused, Err(BackendError::LimitExceeded(_))),
         "{refused:?}"
     );
 
     let shared = session.downgrade(grant.id).await.expect("downgrade");
-    let refused = session.guarded_put(shared.id, &entry, b"r").await;
+    let refused = session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(shared.id, &entry, b"r")
+        .await;
     assert!(
         matches!(&refused, Err(BackendError::InvalidRequest(why)) if why.contains("shared")),
         "{refused:?}"
     );
     session.release(grant.id).expect("release");
-    let refused = session.guarded_put(grant.id, &entry, b"late").await;
+    let refused = session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(grant.id, &entry, b"late")
+        .await;
     assert!(
         matches!(refused, Err(BackendError::UnknownGrant(id)) if id == grant.id.0),
         "{refused:?}"
     );
-    let refused = session.guarded_delete(grant.id, &entry).await;
+    let refused = session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_delete(grant.id, &entry)
+        .await;
     assert!(
         matches!(refused, Err(BackendError::UnknownGrant(_))),
         "{refused:?}"
     );
-    let refused = session.guarded_delete(shared.id, &entry).await;
+    let refused = session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_delete(shared.id, &entry)
+        .await;
     assert!(
         matches!(refused, Err(BackendError::InvalidRequest(_))),
         "{refused:?}"
@@ -249,7 +309,11 @@ async fn etcd_guarded_writes_need_an_exclusive_grant_and_a_small_value() {
         .acquire(&lock, Mode::Shared, Some(TEST_WAIT_LIMIT))
         .await
         .expect("acquire shared");
-    let refused = session.guarded_put(reader.id, &entry, b"r").await;
+    let refused = session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(reader.id, &entry, b"r")
+        .await;
     assert!(
         matches!(refused, Err(BackendError::InvalidRequest(_))),
         "{refused:?}"
@@ -257,16 +321,24 @@ async fn etcd_guarded_writes_need_an_exclusive_grant_and_a_small_value() {
     session.release(reader.id).expect("release");
 
     let permit = session
+        .semaphores()
+        .expect("semaphores")
         .acquire_permit(&name("pool"), 2, Some(TEST_WAIT_LIMIT))
         .await
         .expect("permit");
-    let refused = session.guarded_put(permit.id, &entry, b"p").await;
+    let refused = session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(permit.id, &entry, b"p")
+        .await;
     assert!(
         matches!(&refused, Err(BackendError::InvalidRequest(why)) if why.contains("permit")),
         "{refused:?}"
     );
 
     let stored = session
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_get(&lock, &entry)
         .await
         .expect("get")
@@ -307,7 +379,9 @@ async fn fence(lock: &str, behind: Behind) {
         .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("A acquires");
-    a.guarded_put(grant_a.id, &entry, b"0")
+    a.guarded_store()
+        .expect("guarded_store")
+        .guarded_put(grant_a.id, &entry, b"0")
         .await
         .expect("A writes while it holds");
     let (key_a, lease) = host_key(&mut client, &lock).await;
@@ -328,6 +402,8 @@ async fn fence(lock: &str, behind: Behind) {
         .expect("B acquires once A's key is gone");
     assert!(grant_b.token > grant_a.token);
     let written = b
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(grant_b.id, &entry, b"2")
         .await
         .expect("B writes");
@@ -337,12 +413,20 @@ async fn fence(lock: &str, behind: Behind) {
     if let Behind::DeleteKey = behind {
         assert_eq!(noticed, GrantStatus::Held, "A's lease lives");
     }
-    let stale = a.guarded_put(grant_a.id, &entry, b"1").await;
+    let stale = a
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(grant_a.id, &entry, b"1")
+        .await;
     assert!(
         matches!(stale, Err(BackendError::Lost)),
         "A's stale write ({behind:?}, A's grant {noticed:?}): {stale:?}"
     );
-    let stale = a.guarded_delete(grant_a.id, &entry).await;
+    let stale = a
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_delete(grant_a.id, &entry)
+        .await;
     assert!(matches!(stale, Err(BackendError::Lost)), "{stale:?}");
     let expected = GuardedEntry {
         value: b"2".to_vec(),
@@ -350,7 +434,11 @@ async fn fence(lock: &str, behind: Behind) {
         revision: written,
     };
     assert_eq!(
-        a.guarded_get(&lock, &entry).await.expect("A reads"),
+        a.guarded_store()
+            .expect("guarded_store")
+            .guarded_get(&lock, &entry)
+            .await
+            .expect("A reads"),
         Some(expected)
     );
     drop((a, b));

@@ -148,6 +148,8 @@ impl Path {
         let held = match self {
             Path::Permit => {
                 session
+                    .semaphores()
+                    .expect("semaphores")
                     .acquire_permit(&lock, 1, Some(TEST_WAIT_LIMIT))
                     .await
             }

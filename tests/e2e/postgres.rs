@@ -12,23 +12,13 @@ use sqlx::Connection;
 use sqlx::postgres::{PgAdvisoryLock, PgConnection};
 use wardlock_host::{BackendError, LockBackend, Mode};
 use wardlock_postgres::{PostgresBackend, PostgresConfig, advisory_key};
-use wardlock_tests::conformance::{self, Features, Subject};
+use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::postgres::{PgServer, lock_state};
 use wardlock_tests::probe::HandoffProbe;
 use wardlock_tests::serve::wardlock_bin;
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
 
 use crate::cli::run_counters;
-
-/// What the Postgres engine offers beyond locks.
-pub(crate) const POSTGRES_FEATURES: Features = Features {
-    semaphores: false,
-    revocation: false,
-    downgrade: true,
-    contenders: true,
-    guarded: true,
-    elections: false,
-};
 
 /// A backend ("a host") on `url` with a 10 s session timeout.
 pub(crate) async fn backend(url: &str) -> PostgresBackend {
@@ -62,7 +52,6 @@ async fn postgres_backend_conforms() {
     let backend = Arc::new(backend(&server.url()).await);
     let url = server.url();
     let subject = Subject::new(backend.clone(), Arc::new(HandoffProbe(backend.clone())))
-        .features(POSTGRES_FEATURES)
         .server_state(move || lock_state(url.clone()));
     conformance::all(&subject).await;
     drop(subject);

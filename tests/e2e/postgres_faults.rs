@@ -292,6 +292,8 @@ async fn a_guarded_write_after_the_holder_s_backend_ended_is_lost() {
         .await
         .expect("hold");
     holder
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(grant.id, &key, b"v1")
         .await
         .expect("put v1");
@@ -304,15 +306,23 @@ async fn a_guarded_write_after_the_holder_s_backend_ended_is_lost() {
         .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("the next holder");
-    next.guarded_put(next_grant.id, &key, b"v2\0\xff")
+    next.guarded_store()
+        .expect("guarded_store")
+        .guarded_put(next_grant.id, &key, b"v2\0\xff")
         .await
         .expect("put v2");
-    let stale = holder.guarded_put(grant.id, &key, b"stale").await;
+    let stale = holder
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(grant.id, &key, b"stale")
+        .await;
     assert!(
         matches!(stale, Err(wardlock_host::BackendError::Lost)),
         "{stale:?}"
     );
     let entry = next
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_get(&lock, &key)
         .await
         .expect("get")

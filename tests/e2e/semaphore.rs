@@ -77,6 +77,8 @@ async fn rust_holders(
                 let mut last = 0;
                 for _ in 0..rounds {
                     let grant = session
+                        .semaphores()
+                        .expect("semaphores")
                         .acquire_permit(&sem, PERMITS, Some(TEST_WAIT_LIMIT))
                         .await
                         .expect("permit");
@@ -129,15 +131,30 @@ async fn timeout_and_cancel_leave_no_nodes() {
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
     let sem = name("busy");
     let holder = backend.open_session("holder");
-    let grant = holder.acquire_permit(&sem, 1, None).await.expect("permit");
+    let grant = holder
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 1, None)
+        .await
+        .expect("permit");
     let waiter = Arc::new(backend.open_session("waiter"));
     let timed_out = waiter
+        .semaphores()
+        .expect("semaphores")
         .acquire_permit(&sem, 1, Some(Duration::from_millis(300)))
         .await;
     assert_eq!(timed_out, Err(BackendError::Timeout));
     probe.wait_len("busy/leases", 1).await;
     probe.wait_len("busy/locks", 0).await;
-    assert_eq!(waiter.try_acquire_permit(&sem, 1).await.expect("try"), None);
+    assert_eq!(
+        waiter
+            .semaphores()
+            .expect("semaphores")
+            .try_acquire_permit(&sem, 1)
+            .await
+            .expect("try"),
+        None
+    );
     probe.wait_len("busy/leases", 1).await;
     probe.wait_len("busy/locks", 0).await;
     // One waits holding the mutex (its lease counted), one queues for the mutex.
@@ -145,7 +162,11 @@ async fn timeout_and_cancel_leave_no_nodes() {
     for _ in 0..2 {
         let (waiter, sem) = (waiter.clone(), sem.clone());
         cancelled.push(tokio::spawn(async move {
-            waiter.acquire_permit(&sem, 1, None).await
+            waiter
+                .semaphores()
+                .expect("semaphores")
+                .acquire_permit(&sem, 1, None)
+                .await
         }));
     }
     probe.wait_len("busy/leases", 2).await;
@@ -157,7 +178,11 @@ async fn timeout_and_cancel_leave_no_nodes() {
     probe.wait_len("busy/locks", 0).await;
     assert_eq!(holder.status(grant.id), GrantStatus::Held);
     // The zero-permit request is refused before any I/O.
-    let zero = waiter.acquire_permit(&sem, 0, None).await;
+    let zero = waiter
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 0, None)
+        .await;
     assert!(
         matches!(zero, Err(BackendError::InvalidRequest(_))),
         "{zero:?}"
@@ -166,7 +191,11 @@ async fn timeout_and_cancel_leave_no_nodes() {
     holder.release(grant.id).expect("release");
     assert_eq!(freed.await, GrantStatus::Released);
     probe.wait_len("busy/leases", 0).await;
-    let next = waiter.acquire_permit(&sem, 1, Some(TEST_WAIT_LIMIT)).await;
+    let next = waiter
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 1, Some(TEST_WAIT_LIMIT))
+        .await;
     assert!(next.expect("permit").token > grant.token);
     drop(waiter);
     probe.wait_len("busy/leases", 0).await;
@@ -186,12 +215,21 @@ async fn session_expiry_loses_the_permit() {
     let probe = ZkProbe::connect(&server.address(), ROOT).await;
     let sem = name("expiring");
     let session = backend.open_session("doomed");
-    let grant = session.acquire_permit(&sem, 1, None).await.expect("permit");
+    let grant = session
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 1, None)
+        .await
+        .expect("permit");
     let waiter = other.open_session("waiter");
     let waiting = tokio::spawn({
         let sem = sem.clone();
         async move {
-            let grant = waiter.acquire_permit(&sem, 1, Some(TEST_WAIT_LIMIT)).await;
+            let grant = waiter
+                .semaphores()
+                .expect("semaphores")
+                .acquire_permit(&sem, 1, Some(TEST_WAIT_LIMIT))
+                .await;
             (waiter, grant)
         }
     });

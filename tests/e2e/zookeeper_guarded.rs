@@ -56,6 +56,8 @@ async fn a_write_whose_node_is_gone_is_refused(handoff: bool) {
         .await
         .expect("a acquires");
     holder
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(held.id, &k, b"a1")
         .await
         .expect("a writes");
@@ -75,15 +77,27 @@ async fn a_write_whose_node_is_gone_is_refused(handoff: bool) {
         .await
         .expect("b acquires");
     assert!(granted.token > held.token, "{granted:?} after {held:?}");
-    next.guarded_put(granted.id, &k, b"b1")
+    next.guarded_store()
+        .expect("guarded_store")
+        .guarded_put(granted.id, &k, b"b1")
         .await
         .expect("b writes");
 
-    let stale = holder.guarded_put(held.id, &k, b"a2").await;
+    let stale = holder
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(held.id, &k, b"a2")
+        .await;
     assert_eq!(stale, Err(BackendError::Lost), "a's stale write");
-    let stale_delete = holder.guarded_delete(held.id, &k).await;
+    let stale_delete = holder
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_delete(held.id, &k)
+        .await;
     assert_eq!(stale_delete, Err(BackendError::Lost), "a's stale delete");
     let entry = next
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_get(&lock, &k)
         .await
         .expect("get")
@@ -93,7 +107,13 @@ async fn a_write_whose_node_is_gone_is_refused(handoff: bool) {
         (&b"b1"[..], granted.token)
     );
 
-    assert_eq!(next.guarded_delete(granted.id, &k).await, Ok(true));
+    assert_eq!(
+        next.guarded_store()
+            .expect("guarded_store")
+            .guarded_delete(granted.id, &k)
+            .await,
+        Ok(true)
+    );
     let data = format!("{ROOT}/%data");
     // Empty, or gone already: the room is a container node, which the server
     // removes on its own once it is empty.

@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use wardlock_host::backend::{Contenders, Request, RequestKind, Revoked, StatusChange};
-use wardlock_host::{
-    BackendError, Grant, GrantId, GrantStatus, LockBackend, LockName, LockSession,
+use wardlock_host::backend::{
+    Contention, Request, RequestKind, Revocation, Semaphores, StatusChange,
 };
+use wardlock_host::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 /// Appends one event to the log; the log's order is the order the futures
@@ -207,19 +207,21 @@ impl LockSession for HoldLogSession {
         self.inner.status_changed(grant, seen)
     }
 
-    async fn revocation_requested(&self, grant: GrantId) -> bool {
-        self.inner.revocation_requested(grant).await
+    /// This wrapper, so permits pass through `acquire_request` above.
+    fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
+        self.inner.semaphores()?;
+        Ok(self)
     }
 
-    fn revoked(&self, grant: GrantId) -> Revoked {
-        self.inner.revoked(grant)
+    /// The engine's own: nothing of revocation is logged.
+    fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
+        self.inner.revocation()
     }
 
-    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
-        self.inner.request_revocation(name).await
-    }
-
-    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
-        self.inner.contenders(name, limit).await
+    /// The engine's own: a listing is not logged.
+    fn contention(&self) -> Result<&dyn Contention, BackendError> {
+        self.inner.contention()
     }
 }
+
+impl Semaphores for HoldLogSession {}

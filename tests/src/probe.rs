@@ -53,6 +53,8 @@ impl LocalContenders for PostgresBackend {
             0 => {
                 let session = self.open_session("probe");
                 session
+                    .contention()
+                    .expect("contention")
                     .contenders(lock, 1024)
                     .await
                     .map_or(0, |contenders| contenders.total as usize)

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use wardlock_host::backend::Request;
 use wardlock_host::backend::observe::{
-    BackendObserver, ObservedBackend, RequestGuard, SessionObserver,
+    Admission, BackendObserver, ObservedBackend, SessionObserver,
 };
 use wardlock_host::{BackendError, Grant, LockBackend, LockName};
 
@@ -53,9 +53,9 @@ impl BackendObserver for Tap {
 }
 
 impl SessionObserver for Tap {
-    fn requested(&self, request: Request<'_>) -> RequestGuard {
+    fn admit(&self, request: Request<'_>, _waits: bool) -> Result<Admission, BackendError> {
         self.send(request.name.to_string());
-        None
+        Ok(Admission::default())
     }
 
     /// An `acquire` that succeeds is reported again (a try is not).

@@ -1,9 +1,11 @@
 //! Who holds a lock and who waits for it, as a session sees it: the answer of
-//! [`LockSession::contenders`](super::LockSession::contenders), which guests
+//! [`Contention::contenders`](super::Contention::contenders), which guests
 //! read through WIT 0.2.1's `contenders` (kazoo's `Lock.contenders()`,
 //! Curator's `getParticipantNodes`).
 
 use super::Mode;
+use crate::BackendError;
+use crate::name::LockName;
 
 /// The most contenders one answer lists, whatever the caller asks for: a
 /// guest cannot make the host read (or copy into its memory) an unbounded
@@ -56,4 +58,23 @@ impl Contenders {
 /// How many contenders an answer lists when `limit` were asked for.
 pub fn listed_at_most(limit: u32) -> usize {
     usize::try_from(limit.min(MAX_LISTED_CONTENDERS)).unwrap_or(usize::MAX)
+}
+
+/// Listing who holds a lock and who waits: a capability of a
+/// [`LockSession`](crate::LockSession) ([`LockSession::contention`](crate::LockSession::contention)).
+#[async_trait::async_trait]
+pub trait Contention: Send + Sync {
+    /// Who holds the lock `name` and who waits for it, in queue order
+    /// (holders first): the first `limit` of them (at most
+    /// [`MAX_LISTED_CONTENDERS`]) and how many there are in all. Empty when
+    /// nobody holds or waits. Other hosts' and foreign clients' contenders
+    /// are listed too, as the lock service has them.
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when the lock service failed or did not
+    /// answer.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError>;
 }

@@ -18,7 +18,11 @@
 
 use std::pin::Pin;
 
+use std::time::Duration;
+
 use super::BackendError;
+use crate::name::LockName;
+use crate::{Grant, GrantId};
 
 /// The longest value a candidate may proclaim, in bytes.
 pub const MAX_VALUE_BYTES: usize = 4096;
@@ -36,7 +40,7 @@ pub struct Leader {
     pub term: u64,
 }
 
-/// The future [`LockSession::leader_changed`](super::LockSession::leader_changed)
+/// The future [`Election::leader_changed`](super::Election::leader_changed)
 /// returns: the leader once it differs from the one seen (or `None` when
 /// nobody leads any more).
 pub type LeaderChange =
@@ -69,4 +73,68 @@ pub fn differs(seen: Option<&Leader>, now: Option<&Leader>) -> bool {
         (Some(seen), Some(now)) => seen.term != now.term || seen.value != now.value,
         _ => true,
     }
+}
+
+/// Leader election over the lock service: a capability of a
+/// [`LockSession`](crate::LockSession) ([`LockSession::election`](crate::LockSession::election)).
+#[async_trait::async_trait]
+pub trait Election: Send + Sync {
+    /// Campaigns for election `name` with `value` (see [`election`]): waits
+    /// until this candidate leads, or until `timeout` passes. The leadership
+    /// is a [`Grant`] of this session (its token is the term): released by
+    /// [`LockSession::release`](crate::LockSession::release) (resigning) or with the session, reported by
+    /// [`LockSession::status`](crate::LockSession::status) and [`LockSession::status_changed`](crate::LockSession::status_changed) under the
+    /// loss rules of a lock, and an exclusive holder for guarded writes.
+    ///
+    /// # Errors
+    /// [`BackendError::Timeout`]; [`BackendError::Unavailable`];
+    /// [`BackendError::Lost`] when the session ended while waiting;
+    /// [`BackendError::LimitExceeded`] for a value above
+    /// [`MAX_VALUE_BYTES`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe, as [`LockSession::acquire_request`](crate::LockSession::acquire_request): a dropped campaign
+    /// leaves no candidate behind.
+    async fn campaign(
+        &self,
+        name: &LockName,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant, BackendError>;
+
+    /// Replaces the value the leadership `leadership` proclaims, only while
+    /// it leads (on etcd a put guarded by the leader key's create revision,
+    /// as `Proclaim`; on ZooKeeper the latch node's data — which wakes a
+    /// Curator 5 `LeaderLatch` waiting right behind the leader without its
+    /// re-arming its watch: see docs/election.md).
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when `leadership` is not held here;
+    /// [`BackendError::Lost`] when it no longer leads; `LimitExceeded`,
+    /// `Unavailable` as for [`Election::campaign`];
+    /// [`BackendError::InvalidRequest`] for a grant that is no leadership.
+    ///
+    /// # Cancellation safety
+    /// A dropped call may still have proclaimed the value.
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError>;
+
+    /// Who leads election `name` now (`None`: nobody campaigns). Other
+    /// hosts' and foreign clients' candidates count (Curator's
+    /// `LeaderLatch`, `etcdctl elect`).
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError>;
+
+    /// Resolves with election `name`'s leader once it differs from `seen`
+    /// (another leader or term, another value, or nobody): at once if it
+    /// differs already. Event driven: the change wakes it (a watch), never a
+    /// polling loop.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only observes.
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange;
 }

@@ -15,6 +15,8 @@
 //! escaping that keeps names and keys one path segment each.
 
 use super::BackendError;
+use crate::GrantId;
+use crate::name::LockName;
 
 /// The longest key, in bytes.
 pub const MAX_KEY_BYTES: usize = 512;
@@ -190,6 +192,82 @@ pub fn not_exclusive(what: &str) -> BackendError {
     BackendError::InvalidRequest(format!(
         "a guarded write needs an exclusive holder; this is {what}"
     ))
+}
+
+/// A store per lock whose writes commit only while the writer holds the
+/// lock: a capability of a [`LockSession`](crate::LockSession) ([`GuardedStore::guarded_store`](crate::GuardedStore::guarded_store)).
+#[async_trait::async_trait]
+pub trait GuardedStore: Send + Sync {
+    /// The entry `key` of lock `name`'s guarded store ([`guarded`]), if
+    /// any. Reading needs no grant; a reader that does not hold `name` sees
+    /// a snapshot that may be out of date as soon as it is returned.
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when the lock service failed or did not
+    /// answer.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    async fn guarded_get(
+        &self,
+        name: &LockName,
+        key: &GuardedKey,
+    ) -> Result<Option<GuardedEntry>, BackendError>;
+
+    /// Writes `value` under `key` in the guarded store of the lock `holder`
+    /// holds, in one atomic operation on the engine that commits only if
+    /// `holder` (an exclusive grant of this session) still stands there: its
+    /// node or key exists in the session it was granted in, and, under
+    /// host-local hand-off, the local grant is still this session's. The
+    /// entry records `holder`'s fencing token. Returns the write's revision
+    /// ([`GuardedEntry::revision`]).
+    ///
+    /// # Errors
+    /// [`BackendError::UnknownGrant`] when `holder` is not held by this
+    /// session (released); [`BackendError::Lost`] when its grant no longer
+    /// stands on the engine (nothing was written);
+    /// [`BackendError::InvalidRequest`] when `holder` is a shared grant or a
+    /// permit; [`BackendError::LimitExceeded`] for a value above
+    /// [`guarded::MAX_VALUE_BYTES`]; [`BackendError::Unavailable`] when the
+    /// lock service failed or did not answer (the write may or may not have
+    /// committed, as with any write whose answer is lost).
+    ///
+    /// # Cancellation safety
+    /// A dropped call may still commit, once, if its request already left:
+    /// and then only while `holder` stood on the engine.
+    async fn guarded_put(
+        &self,
+        holder: GrantId,
+        key: &GuardedKey,
+        value: &[u8],
+    ) -> Result<u64, BackendError>;
+
+    /// Deletes `key` from the guarded store of the lock `holder` holds, under
+    /// the rules of [`GuardedStore::guarded_put`]: true when there was an
+    /// entry. A store left empty leaves nothing behind on the engine.
+    ///
+    /// # Errors
+    /// As [`GuardedStore::guarded_put`], without `LimitExceeded`.
+    ///
+    /// # Cancellation safety
+    /// As [`GuardedStore::guarded_put`].
+    async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey)
+    -> Result<bool, BackendError>;
+
+    /// The keys of lock `name`'s guarded store that start with `prefix`,
+    /// sorted, at most `limit` (and [`guarded::MAX_LISTED_KEYS`]).
+    ///
+    /// # Errors
+    /// As [`GuardedStore::guarded_get`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    async fn guarded_keys(
+        &self,
+        name: &LockName,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, BackendError>;
 }
 
 #[cfg(test)]

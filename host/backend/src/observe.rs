@@ -3,12 +3,18 @@
 //!
 //! [`Observed`] forwards every [`LockSession`] method to the session it wraps
 //! and tells a [`SessionObserver`] what happened (the trait's provided
-//! `acquire`, `try_acquire`, `acquire_permit` and `try_acquire_permit` come
-//! through `acquire_request` and `try_acquire_request`, so they are observed
-//! too); [`ObservedBackend`] wraps a
-//! backend so each session it opens is observed, and forwards every
-//! [`LockBackend`] method (`health` and `shutdown` included). A new trait
-//! method is forwarded here once, not in every wrapper.
+//! `acquire` and `try_acquire`, and a semaphore's `acquire_permit` and
+//! `try_acquire_permit`, come through `acquire_request` and
+//! `try_acquire_request`, so they are observed too); [`ObservedBackend`]
+//! wraps a backend so each session it opens is observed, and forwards every
+//! [`LockBackend`] method (`health` and `shutdown` included).
+//!
+//! The rule: [`Observed`] is the only type that implements [`LockSession`]
+//! by forwarding to another session. Whatever watches sessions (the hold
+//! lease, metrics, the lock table and its deadlock breaker, the tests' taps)
+//! is a [`SessionObserver`] plugged into it, so a new trait method is
+//! forwarded here once, not in every wrapper; several observers are several
+//! `Observed` layers.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -18,8 +24,9 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, Health,
-    Leader, LeaderChange, LockBackend, LockSession, Request, Revoked, StatusChange,
+    BackendError, Contention, Election, Grant, GrantId, GrantStatus, GuardedStore, Health,
+    LockBackend, LockSession, Request, Revocation, Revoked, Semaphores, StatusChange,
+    never_revoked,
 };
 use crate::name::LockName;
 
@@ -32,11 +39,17 @@ pub type RequestGuard = Option<Box<dyn Any + Send>>;
 /// observer implements what it watches. Hooks run inline: keep them quick
 /// and never block.
 pub trait SessionObserver: Send + Sync + 'static {
-    /// A request (`acquire_*` or `try_acquire_*`) arrives; the value returned
-    /// is dropped when the request ends.
-    fn requested(&self, request: Request<'_>) -> RequestGuard {
-        let _ = request;
-        None
+    /// A request arrives (`waits`: an acquire, which may wait; otherwise a
+    /// try). The observer admits it, with a guard kept until the request
+    /// ends and, for a wait, a way to end it early; or refuses it, and the
+    /// engine is never asked (the lock table refusing a wait that would
+    /// close a deadlock cycle).
+    ///
+    /// # Errors
+    /// The refusal, returned to the caller as the request's answer.
+    fn admit(&self, request: Request<'_>, waits: bool) -> Result<Admission, BackendError> {
+        let _ = (request, waits);
+        Ok(Admission::default())
     }
 
     /// `request` was granted after waiting `waited` (`None`: a try, which
@@ -83,6 +96,30 @@ pub trait SessionObserver: Send + Sync + 'static {
     }
 }
 
+/// An observer's yes to a request ([`SessionObserver::admit`]).
+#[derive(Default)]
+pub struct Admission {
+    /// Kept until the request ends, however it ends.
+    pub guard: RequestGuard,
+    /// Ends a wait early with its error (the lock table breaking a deadlock
+    /// cycle): raced against the engine's answer, which wins when both are
+    /// ready. Ignored for a try.
+    pub abort: Option<AbortWait>,
+}
+
+impl Admission {
+    /// Admitted, keeping `guard` until the request ends.
+    pub fn guard(guard: impl Any + Send) -> Self {
+        Admission {
+            guard: Some(Box::new(guard)),
+            abort: None,
+        }
+    }
+}
+
+/// A future that ends a wait early with the error it resolves to.
+pub type AbortWait = std::pin::Pin<Box<dyn Future<Output = BackendError> + Send>>;
+
 /// A `status_changed` call as an observer sees it.
 pub struct StatusCall {
     /// The grant asked about.
@@ -115,9 +152,20 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        let guard = self.observer.requested(request);
+        let Admission { guard, abort } = self.observer.admit(request, true)?;
         let started = Instant::now();
-        let result = self.inner.acquire_request(request, timeout).await;
+        let waited = self.inner.acquire_request(request, timeout);
+        // A grant that is ready wins over an abort that is too: dropping the
+        // engine's future withdraws the wait (every engine's acquire is
+        // cancel safe).
+        let result = match abort {
+            None => waited.await,
+            Some(abort) => tokio::select! {
+                biased;
+                result = waited => result,
+                error = abort => Err(error),
+            },
+        };
         drop(guard);
         match &result {
             Ok(grant) => self
@@ -132,7 +180,7 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         &self,
         request: Request<'_>,
     ) -> Result<Option<Grant>, BackendError> {
-        let guard = self.observer.requested(request);
+        let Admission { guard, .. } = self.observer.admit(request, false)?;
         let result = self.inner.try_acquire_request(request).await;
         drop(guard);
         match &result {
@@ -164,81 +212,64 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         Ok(shared)
     }
 
+    /// This wrapper, when the engine has semaphores: permits are asked for
+    /// through `acquire_request` above, so they are observed as locks are.
+    fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
+        self.inner.semaphores()?;
+        Ok(self)
+    }
+
+    /// This wrapper, when the engine has revocation: a request to revoke is
+    /// observed.
+    fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
+        self.inner.revocation()?;
+        Ok(self)
+    }
+
+    /// The engine's own: a listing is no request an observer counts.
+    fn contention(&self) -> Result<&dyn Contention, BackendError> {
+        self.inner.contention()
+    }
+
+    /// The engine's own: a guarded write needs a grant, which was observed.
+    fn guarded_store(&self) -> Result<&dyn GuardedStore, BackendError> {
+        self.inner.guarded_store()
+    }
+
+    /// The engine's own: a leadership is no lock request (a hold lease or a
+    /// lock metric does not count it); its release and status go through
+    /// the observer as every grant's.
+    fn election(&self) -> Result<&dyn Election, BackendError> {
+        self.inner.election()
+    }
+}
+
+impl<O: SessionObserver> Semaphores for Observed<O> {}
+
+#[async_trait]
+impl<O: SessionObserver> Revocation for Observed<O> {
     async fn revocation_requested(&self, grant: GrantId) -> bool {
-        self.inner.revocation_requested(grant).await
+        match self.inner.revocation() {
+            Ok(inner) => inner.revocation_requested(grant).await,
+            Err(_) => false,
+        }
     }
 
     fn revoked(&self, grant: GrantId) -> Revoked {
-        self.inner.revoked(grant)
+        match self.inner.revocation() {
+            Ok(inner) => inner.revoked(grant),
+            Err(_) => never_revoked(),
+        }
     }
 
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         self.observer.revocation_asked(name);
-        let answer = self.inner.request_revocation(name).await;
+        let answer = match self.inner.revocation() {
+            Ok(inner) => inner.request_revocation(name).await,
+            Err(error) => Err(error),
+        };
         self.observer.revocation_answered(name, &answer);
         answer
-    }
-
-    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
-        self.inner.contenders(name, limit).await
-    }
-
-    async fn guarded_get(
-        &self,
-        name: &LockName,
-        key: &GuardedKey,
-    ) -> Result<Option<GuardedEntry>, BackendError> {
-        self.inner.guarded_get(name, key).await
-    }
-
-    async fn guarded_put(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-        value: &[u8],
-    ) -> Result<u64, BackendError> {
-        self.inner.guarded_put(holder, key, value).await
-    }
-
-    async fn guarded_delete(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-    ) -> Result<bool, BackendError> {
-        self.inner.guarded_delete(holder, key).await
-    }
-
-    async fn guarded_keys(
-        &self,
-        name: &LockName,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>, BackendError> {
-        self.inner.guarded_keys(name, prefix, limit).await
-    }
-
-    /// Forwarded unobserved: a leadership is no lock request (a hold lease
-    /// or a lock metric does not count it); its release and status go
-    /// through the observer as every grant's.
-    async fn campaign(
-        &self,
-        name: &LockName,
-        value: &str,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        self.inner.campaign(name, value, timeout).await
-    }
-
-    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
-        self.inner.proclaim(leadership, value).await
-    }
-
-    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
-        self.inner.leader(name).await
-    }
-
-    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
-        self.inner.leader_changed(name, seen)
     }
 }
 
@@ -270,6 +301,10 @@ impl<B: BackendObserver> LockBackend for ObservedBackend<B> {
             self.inner.open_session(owner),
             self.observer.session(owner),
         ))
+    }
+
+    fn location(&self, name: &LockName) -> Option<String> {
+        self.inner.location(name)
     }
 
     fn kind(&self) -> &'static str {

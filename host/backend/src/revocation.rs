@@ -7,7 +7,10 @@
 
 use tokio::sync::watch;
 
-/// The future [`super::LockSession::revoked`] returns: resolves once someone
+use crate::name::LockName;
+use crate::{BackendError, GrantId};
+
+/// The future [`super::Revocation::revoked`] returns: resolves once someone
 /// asked the holder of a grant to give it up. It owns what it needs
 /// (`'static`), like [`super::StatusChange`].
 pub type Revoked = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -51,4 +54,55 @@ pub fn revoked(mut seen: watch::Receiver<Seen>) -> Revoked {
             never_revoked().await;
         }
     })
+}
+
+/// Asking a lock's holders to give it up: a capability of a
+/// [`LockSession`](crate::LockSession) ([`LockSession::revocation`](crate::LockSession::revocation)).
+#[async_trait::async_trait]
+pub trait Revocation: Send + Sync {
+    /// Whether someone asked the holder of `grant` to give it up
+    /// ([`Revocation::request_revocation`] from any session or host; on
+    /// ZooKeeper also a Curator `Revoker.attemptRevoke` on the grant's node).
+    /// Once true it stays true while the grant is held. False for a grant
+    /// this session does not hold.
+    ///
+    /// On ZooKeeper the first call for a grant reads its node (one round
+    /// trip, bounded by the session timeout; false if no answer came by
+    /// then) and leaves a data watch on it, as [`Revocation::revoked`] does.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only observes (a watch it started keeps running for
+    /// the grant's lifetime).
+    async fn revocation_requested(&self, grant: GrantId) -> bool;
+
+    /// Resolves once someone asked the holder of `grant` to give it up (at
+    /// once if someone did already). Event driven, like
+    /// [`LockSession::status_changed`](crate::LockSession::status_changed): the request itself wakes it (on
+    /// ZooKeeper: a data watch on the grant's node). Never resolves for a
+    /// grant this session does not hold, or after the grant ends.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: the future only observes; dropping it changes nothing.
+    fn revoked(&self, grant: GrantId) -> Revoked;
+
+    /// Asks every current holder of the lock `name` to give it up: their
+    /// [`Revocation::revocation_requested`] becomes true and their
+    /// [`Revocation::revoked`] futures resolve. Returns how many holders were
+    /// asked (0 when nobody holds `name`); waits for none of them to release.
+    /// On ZooKeeper it writes `__REVOKE__` ([`REVOKE_MESSAGE`]) into each
+    /// holder's node, as Curator's `Revoker` does, so other hosts' holders and
+    /// Curator's revocable locks hear it too, and counts the nodes written: a
+    /// node whose holder went meanwhile is not counted, and the holders of one
+    /// host sharing a node through host-local hand-off count once (all of them
+    /// are asked; the node takes no more local holders). A semaphore's permits are not lock holders
+    /// and are never asked.
+    ///
+    /// # Errors
+    /// [`BackendError::Unavailable`] when the lock service failed or did not
+    /// answer within its session timeout.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: a dropped call may have asked some holders already (each
+    /// request is complete on its own); nothing is left to clean up.
+    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError>;
 }

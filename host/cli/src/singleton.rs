@@ -79,7 +79,12 @@ impl Singleton {
                 .backend
                 .open_session(&format!("singleton {} ({})", self.name, self.value));
             eprintln!("wardlock: standing by for singleton {}", self.name);
-            let campaign = session.campaign(&self.name, &self.value, None);
+            let campaign = async {
+                session
+                    .election()?
+                    .campaign(&self.name, &self.value, None)
+                    .await
+            };
             let won = tokio::select! {
                 won = campaign => won,
                 signal = &mut signal => return Ok((Vec::new(), Some(signal))),

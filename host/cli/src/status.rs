@@ -64,10 +64,14 @@ pub(super) async fn status(args: &StatusArgs, engines: Engines<'_>) -> anyhow::R
 /// exit code 0.
 async fn queue(name: &LockName, backend: &dyn LockBackend, json: bool) -> anyhow::Result<i32> {
     let session = backend.open_session("wardlock status");
-    let contenders = session
-        .contenders(name, MAX_LISTED_CONTENDERS)
-        .await
-        .with_context(|| format!("asking who holds {name:?}"))?;
+    let contenders = async {
+        session
+            .contention()?
+            .contenders(name, MAX_LISTED_CONTENDERS)
+            .await
+    }
+    .await
+    .with_context(|| format!("asking who holds {name:?}"))?;
     drop(session);
     let report = Report::new(name, backend, &contenders);
     if json {
@@ -170,8 +174,7 @@ impl<'a> Report<'a> {
 /// `leader`); exit code 0, or 1 when nobody leads.
 async fn election(name: &LockName, backend: &dyn LockBackend, json: bool) -> anyhow::Result<i32> {
     let session = backend.open_session("wardlock status");
-    let leader = session
-        .leader(name)
+    let leader = async { session.election()?.leader(name).await }
         .await
         .with_context(|| format!("asking who leads {name:?}"))?;
     drop(session);

@@ -24,7 +24,10 @@ use wardlock_backend::{
     BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, Leader, LeaderChange,
     LockSession, Mode, Request, RequestKind, StatusChange, settled,
 };
-use wardlock_backend::{GuardedEntry, GuardedKey, Revoked, never_revoked};
+use wardlock_backend::{
+    Contention, Election, GuardedEntry, GuardedKey, GuardedStore, Revocation, Revoked, Semaphores,
+    never_revoked,
+};
 
 /// What a grant holds.
 #[derive(Clone)]
@@ -289,6 +292,13 @@ impl LockSession for EtcdLockSession {
         Ok(self.record(HeldKind::Local(shared, name, Mode::Shared)))
     }
 
+    wardlock_backend::offers!(semaphores, revocation, contention, guarded_store, election);
+}
+
+impl Semaphores for EtcdLockSession {}
+
+#[async_trait]
+impl Revocation for EtcdLockSession {
     async fn revocation_requested(&self, grant: GrantId) -> bool {
         let Some(seen) = self.revocation_of(grant) else {
             return false;
@@ -306,7 +316,10 @@ impl LockSession for EtcdLockSession {
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         revoke::request(&self.shared, name).await
     }
+}
 
+#[async_trait]
+impl Contention for EtcdLockSession {
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
         let all = inspect::contenders(&self.shared, name).await?;
         let all = all.into_iter().map(|contender| Contender {
@@ -321,7 +334,10 @@ impl LockSession for EtcdLockSession {
         });
         Ok(Contenders::head(all, limit))
     }
+}
 
+#[async_trait]
+impl GuardedStore for EtcdLockSession {
     async fn guarded_get(
         &self,
         name: &LockName,
@@ -358,7 +374,10 @@ impl LockSession for EtcdLockSession {
     ) -> Result<Vec<String>, BackendError> {
         guarded::keys(&self.shared, name, prefix, limit).await
     }
+}
 
+#[async_trait]
+impl Election for EtcdLockSession {
     async fn campaign(
         &self,
         name: &LockName,

@@ -14,8 +14,8 @@ use wardlock_backend::guarded::{check_value, not_exclusive};
 use wardlock_backend::handoff::{self, LocalLock, SessionGrants, SessionHealth, SessionLookup};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, LockSession,
-    Mode, Request, RequestKind, StatusChange,
+    BackendError, Contenders, Contention, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey,
+    GuardedStore, LockSession, Mode, Request, RequestKind, StatusChange,
 };
 
 use crate::guarded::{self, Holder};
@@ -142,11 +142,19 @@ impl LockSession for PgLockSession {
             .await
     }
 
+    wardlock_backend::offers!(contention, guarded_store);
+}
+
+#[async_trait]
+impl Contention for PgLockSession {
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
         let all = inspect::contenders(&self.shared, name).await?;
         Ok(Contenders::head(all.into_iter(), limit))
     }
+}
 
+#[async_trait]
+impl GuardedStore for PgLockSession {
     async fn guarded_get(
         &self,
         name: &LockName,

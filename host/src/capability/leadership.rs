@@ -84,7 +84,10 @@ impl ElectionObserver {
     pub async fn until_changed(&mut self) {
         let change = self
             .change
-            .get_or_insert_with(|| self.session.leader_changed(&self.name, self.seen.clone()));
+            .get_or_insert_with(|| match self.session.election() {
+                Ok(election) => election.leader_changed(&self.name, self.seen.clone()),
+                Err(error) => Box::pin(std::future::ready(Err(error))),
+            });
         let _ = change.as_mut().await;
         // Ready from now on, until the next `leader` re-arms it.
         self.change = Some(Box::pin(std::future::ready(Ok(None))));

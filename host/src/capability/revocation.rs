@@ -1,6 +1,6 @@
 //! The host-side state behind `lock.subscribe-revocation`'s pollable (WIT
 //! 0.2.0): a child resource of the lock handle that waits for the backend's
-//! [`crate::backend::LockSession::revoked`].
+//! [`crate::backend::Revocation::revoked`].
 
 use crate::backend::Revoked;
 

@@ -1,53 +1,21 @@
-//! The backend [`LockTable::wrap`](super::LockTable::wrap) returns: each
-//! session it opens is a [`TrackedSession`]; everything else is forwarded.
-
-use std::sync::Arc;
+//! The observer factory behind [`LockTable::wrap`](super::LockTable::wrap):
+//! each session the wrapped backend opens is observed by a
+//! [`TableObserver`].
 
 use super::LockTable;
-use super::session::TrackedSession;
+use super::session::TableObserver;
 use super::state::EngineId;
-use crate::backend::{Health, LockBackend, LockSession};
-use crate::name::LockName;
+use crate::backend::observe::BackendObserver;
 
-pub(super) struct TrackedBackend {
-    table: LockTable,
-    engine: EngineId,
-    inner: Arc<dyn LockBackend>,
+pub(super) struct TableSessions {
+    pub(super) table: LockTable,
+    pub(super) engine: EngineId,
 }
 
-impl TrackedBackend {
-    pub(super) fn new(table: LockTable, engine: EngineId, inner: Arc<dyn LockBackend>) -> Self {
-        TrackedBackend {
-            table,
-            engine,
-            inner,
-        }
-    }
-}
+impl BackendObserver for TableSessions {
+    type Session = TableObserver;
 
-impl LockBackend for TrackedBackend {
-    fn open_session(&self, owner: &str) -> Box<dyn LockSession> {
-        Box::new(TrackedSession::new(
-            self.table.clone(),
-            self.engine,
-            owner,
-            self.inner.open_session(owner),
-        ))
-    }
-
-    fn location(&self, name: &LockName) -> Option<String> {
-        self.inner.location(name)
-    }
-
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-
-    fn health(&self) -> Health {
-        self.inner.health()
-    }
-
-    fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        self.inner.shutdown()
+    fn session(&self, owner: &str) -> TableObserver {
+        TableObserver::new(self.table.clone(), self.engine, owner)
     }
 }

@@ -39,9 +39,10 @@ use tokio::sync::watch;
 pub use snapshot::{Cycle, LockEntry, LocksSnapshot, Party};
 pub use state::RECENT_CYCLES;
 
+use crate::backend::observe::{Observed, ObservedBackend};
 use crate::backend::{LockBackend, LockSession};
-use backend::TrackedBackend;
-use session::TrackedSession;
+use backend::TableSessions;
+use session::TableObserver;
 use state::{EngineId, State};
 
 /// The host-wide table of locks held and waited for, and the deadlock
@@ -96,8 +97,11 @@ impl LockTable {
             return backend;
         }
         let engine = self.engine(&backend);
-        let wrapped: Arc<dyn LockBackend> =
-            Arc::new(TrackedBackend::new(self.clone(), engine, backend));
+        let sessions = TableSessions {
+            table: self.clone(),
+            engine,
+        };
+        let wrapped: Arc<dyn LockBackend> = Arc::new(ObservedBackend::new(backend, sessions));
         lock(&self.shared.engines)
             .wrapped
             .push(Arc::downgrade(&wrapped));
@@ -118,7 +122,10 @@ impl LockTable {
             return session;
         }
         let engine = self.engine(backend);
-        Box::new(TrackedSession::new(self.clone(), engine, owner, session))
+        Box::new(Observed::new(
+            session,
+            TableObserver::new(self.clone(), engine, owner),
+        ))
     }
 
     /// The locks whose names start with `prefix` (all: `None`), their

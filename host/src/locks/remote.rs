@@ -2,7 +2,7 @@
 //! data.
 //!
 //! While any guest of this host waits, a task wakes every [`SCAN_EVERY`]
-//! and asks the engine for the contenders ([`LockSession::contenders`]) of
+//! and asks the engine for the contenders ([`Contention::contenders`]) of
 //! at most [`MAX_SCANNED`] locks this host waits for or holds (the waited-for
 //! first), at most [`MAX_LISTED_CONTENDERS`] each, each call bounded by
 //! [`CALL_LIMIT`]. From the contenders' owner labels (a ZooKeeper node's
@@ -100,7 +100,11 @@ async fn scan(table: Weak<Shared>) {
                     slot.insert(backend.open_session(SCAN_OWNER))
                 }
             };
-            let call = session.contenders(&lock_name, MAX_LISTED_CONTENDERS);
+            // An engine that cannot list contenders shows no remote cycle.
+            let Ok(contention) = session.contention() else {
+                continue;
+            };
+            let call = contention.contenders(&lock_name, MAX_LISTED_CONTENDERS);
             if let Ok(Ok(answer)) = tokio::time::timeout(CALL_LIMIT, call).await {
                 listed.push((name, answer.listed));
             }

@@ -218,6 +218,8 @@ mod tests {
         let (session, lease) = Lease::wrap(backend.open_session("t"), BOUND);
         let name = LockName::new("pool").expect("valid name");
         let permit = session
+            .semaphores()
+            .expect("semaphores")
             .acquire_permit(&name, 2, None)
             .await
             .expect("a permit through the lease");

@@ -1,6 +1,6 @@
 //! Who holds a lock and who waits: the queue of a lock as ZooKeeper has it,
 //! for operators (`wardlock status`, every child of the lock's node) and for
-//! guests (`LockSession::contenders`, the lock nodes alone) — wardlock's nodes
+//! guests (`Contention::contenders`, the lock nodes alone) — wardlock's nodes
 //! and foreign clients' alike.
 
 use std::sync::Arc;

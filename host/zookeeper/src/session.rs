@@ -15,9 +15,9 @@ use wardlock_backend::handoff::{self, LocalHeld, local_token};
 use wardlock_backend::liveness;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, Leader,
-    LeaderChange, LockSession, Mode, Request, RequestKind, Revoked, StatusChange, check_permits,
-    never_revoked, settled,
+    BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
+    GuardedKey, GuardedStore, Leader, LeaderChange, LockSession, Mode, Request, RequestKind,
+    Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked, settled,
 };
 
 /// One guest's [`LockSession`] (a *lock session*: its grants and waits). Every
@@ -296,6 +296,13 @@ impl LockSession for ZkLockSession {
         Ok(self.record(&shared, &name, Mode::Shared, kind))
     }
 
+    wardlock_backend::offers!(semaphores, revocation, contention, guarded_store, election);
+}
+
+impl Semaphores for ZkLockSession {}
+
+#[async_trait]
+impl Revocation for ZkLockSession {
     async fn revocation_requested(&self, grant: GrantId) -> bool {
         let Some((seen, shared)) = self.revocation_of(grant) else {
             return false;
@@ -313,11 +320,17 @@ impl LockSession for ZkLockSession {
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         revoke::request(shard_for(&self.shards, name), name).await
     }
+}
 
+#[async_trait]
+impl Contention for ZkLockSession {
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
         inspect::contenders(shard_for(&self.shards, name), name, limit).await
     }
+}
 
+#[async_trait]
+impl GuardedStore for ZkLockSession {
     async fn guarded_get(
         &self,
         name: &LockName,
@@ -354,7 +367,10 @@ impl LockSession for ZkLockSession {
     ) -> Result<Vec<String>, BackendError> {
         guarded::keys(shard_for(&self.shards, name), name, prefix, limit).await
     }
+}
 
+#[async_trait]
+impl Election for ZkLockSession {
     /// A candidate node of its own (Curator's `LeaderLatch` layout, see
     /// `election`), never through host-local hand-off: a leadership is one
     /// guest's.

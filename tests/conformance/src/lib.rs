@@ -8,8 +8,9 @@
 //! `lockctl`; feature `guests`) — exact counting, a trapping guest handing its
 //! lock over, and the WIT semantics guests see. Semaphores, revocation,
 //! downgrade, the list of a lock's contenders, the guarded store and leader
-//! election are checked when the engine has them ([`Features`]); when it does
-//! not, the kit checks it says so (`BackendError::Unsupported`).
+//! election are checked when the engine has them (its session's accessors
+//! say so: [`Features`]); when it does not, the kit checks it says so
+//! (`BackendError::Unsupported`).
 //!
 //! # Using it for your engine
 //!
@@ -28,8 +29,8 @@
 //!
 //! Then give the kit a [`Subject`]: your backend, a [`Probe`] (how many
 //! holders and waiters a lock has: the checks wait for "queued" as an event
-//! rather than sleeping) and the [`Features`] your engine offers beyond
-//! exclusive and shared locks. [`conformance_checks!`] names every check of
+//! rather than sleeping). What your engine offers beyond exclusive and
+//! shared locks the kit asks its sessions ([`Features`]). [`conformance_checks!`] names every check of
 //! the kit, so one macro makes a test of each (a check added to a later kit
 //! is a new test of yours without an edit); or run them all in one test with
 //! [`all`], as against a real server, where one server serves every check:
@@ -39,7 +40,7 @@
 //! use std::time::Duration;
 //!
 //! use wardlock_backend::memory::MemoryBackend;
-//! use wardlock_conformance::{Features, Probe, Subject, TEST_WAIT_LIMIT, name};
+//! use wardlock_conformance::{Probe, Subject, TEST_WAIT_LIMIT, name};
 //!
 //! // Your engine; the toolkit's memory engine stands in for it here.
 //! type MyBackend = MemoryBackend;
@@ -63,11 +64,9 @@
 //!
 //! fn subject() -> Subject {
 //!     let backend = MyBackend::new();
+//!     // The kit asks the engine what it offers beyond locks (its sessions'
+//!     // capability accessors) and checks it answers `Unsupported` for the rest.
 //!     Subject::new(Arc::new(backend.clone()), Arc::new(MyProbe(backend)))
-//!         // The memory engine has every feature; yours says which it lacks
-//!         // (`Features { semaphores: false, .. }`), and the kit checks it
-//!         // answers `Unsupported` there.
-//!         .features(Features::ALL)
 //! }
 //!
 //! // One test per check, from the kit's one list (in `tests/conformance.rs`).
@@ -132,45 +131,39 @@ use std::time::Duration;
 use wardlock_backend::LockBackend;
 use wardlock_backend::memory::MemoryBackend;
 
-/// What an engine offers beyond exclusive and shared locks.
+/// What an engine offers beyond exclusive and shared locks, as a session's
+/// capability accessors answer ([`LockSession::semaphores`] …): the kit
+/// asks the engine, nothing is declared. Downgrade, part of the core, is
+/// found by trying it ([`Subject::downgrades`]).
+///
+/// [`LockSession::semaphores`]: wardlock_backend::LockSession::semaphores
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Features {
-    /// `acquire_permit` and `try_acquire_permit`.
+    /// Semaphore permits ([`LockSession::semaphores`](wardlock_backend::LockSession::semaphores)).
     pub semaphores: bool,
-    /// `request_revocation`, `revocation_requested`, `revoked`.
+    /// Revocation ([`LockSession::revocation`](wardlock_backend::LockSession::revocation)).
     pub revocation: bool,
-    /// `downgrade`.
-    pub downgrade: bool,
-    /// `contenders` (who holds a lock, who waits).
+    /// Listing a lock's contenders ([`LockSession::contention`](wardlock_backend::LockSession::contention)).
     pub contenders: bool,
-    /// The guarded store (`guarded_get`, `guarded_put`, `guarded_delete`,
-    /// `guarded_keys`).
+    /// The guarded store ([`GuardedStore::guarded_store`](wardlock_backend::GuardedStore::guarded_store)).
     pub guarded: bool,
-    /// Leader election (`campaign`, `proclaim`, `leader`, `leader_changed`).
+    /// Leader election ([`LockSession::election`](wardlock_backend::LockSession::election)).
     pub elections: bool,
 }
 
 impl Features {
-    /// Everything (memory, ZooKeeper, etcd).
-    pub const ALL: Features = Features {
-        semaphores: true,
-        revocation: true,
-        downgrade: true,
-        contenders: true,
-        guarded: true,
-        elections: true,
-    };
-
-    /// Locks and downgrade; no semaphores, no revocation, no contenders, no
-    /// guarded store.
-    pub const LOCKS_AND_DOWNGRADE: Features = Features {
-        semaphores: false,
-        revocation: false,
-        downgrade: true,
-        contenders: false,
-        guarded: false,
-        elections: false,
-    };
+    /// What a session of `backend` offers, as its accessors answer (opening
+    /// a session does no I/O).
+    pub fn of(backend: &dyn LockBackend) -> Features {
+        let session = backend.open_session("conformance: features");
+        Features {
+            semaphores: session.semaphores().is_ok(),
+            revocation: session.revocation().is_ok(),
+            contenders: session.contention().is_ok(),
+            guarded: session.guarded_store().is_ok(),
+            elections: session.election().is_ok(),
+        }
+    }
 }
 
 /// An engine under test and a probe observing it.
@@ -179,8 +172,10 @@ pub struct Subject {
     pub backend: Arc<dyn LockBackend>,
     /// Observes its queues.
     pub probe: Arc<dyn Probe>,
-    /// What it offers beyond locks.
+    /// What it offers beyond locks, as its sessions answer.
     pub features: Features,
+    /// Whether it downgrades, once tried.
+    downgrades: std::sync::OnceLock<bool>,
     /// How long one check may take ([`CHECK_LIMIT`] unless set).
     check_limit: Duration,
     /// Dumps the lock service's state when a check runs out of time.
@@ -189,22 +184,46 @@ pub struct Subject {
 }
 
 impl Subject {
-    /// `backend`, observed by `probe`, offering every feature (change with
-    /// [`Subject::features`]), each check bounded by [`CHECK_LIMIT`].
+    /// `backend`, observed by `probe`, its [`Features`] asked of it, each
+    /// check bounded by [`CHECK_LIMIT`].
     pub fn new(backend: Arc<dyn LockBackend>, probe: Arc<dyn Probe>) -> Self {
         Subject {
+            features: Features::of(&*backend),
+            downgrades: std::sync::OnceLock::new(),
             backend,
             probe,
-            features: Features::ALL,
             check_limit: CHECK_LIMIT,
             server_state: None,
             last_wait: bound::LastWait::default(),
         }
     }
 
-    /// This subject, offering `features`.
-    pub fn features(self, features: Features) -> Self {
-        Subject { features, ..self }
+    /// Whether the engine downgrades (found once, by downgrading an
+    /// exclusive grant of a lock of the kit's own, `conf/downgrade-probe`).
+    ///
+    /// # Panics
+    /// When the probe's lock cannot be taken, as a check would.
+    pub async fn downgrades(&self) -> bool {
+        if let Some(known) = self.downgrades.get() {
+            return *known;
+        }
+        let session = self.backend.open_session("conformance: downgrade probe");
+        let lock = name("conf/downgrade-probe");
+        let held = session
+            .acquire(
+                &lock,
+                wardlock_backend::Mode::Exclusive,
+                Some(TEST_WAIT_LIMIT),
+            )
+            .await
+            .expect("the downgrade probe's lock");
+        let downgraded = session.downgrade(held.id).await;
+        let known = !matches!(
+            downgraded,
+            Err(wardlock_backend::BackendError::Unsupported(_))
+        );
+        drop(session);
+        *self.downgrades.get_or_init(|| known)
     }
 
     /// This subject, each check failing once it has run for `limit`.

@@ -1,5 +1,5 @@
 //! Who holds a lock and who waits, as the in-memory backend has them
-//! ([`LockSession::contenders`](crate::LockSession::contenders)).
+//! ([`Contention::contenders`](crate::Contention::contenders)).
 
 use super::State;
 use crate::name::LockName;

@@ -1,9 +1,9 @@
 //! Revocation on the memory backend: a flag per held request, set by
-//! [`LockSession::request_revocation`] on every holder of the name, and a
-//! watch channel that wakes the holder's [`LockSession::revoked`] futures.
+//! [`Revocation::request_revocation`] on every holder of the name, and a
+//! watch channel that wakes the holder's [`Revocation::revoked`] futures.
 //!
-//! [`LockSession::request_revocation`]: crate::LockSession::request_revocation
-//! [`LockSession::revoked`]: crate::LockSession::revoked
+//! [`Revocation::request_revocation`]: crate::Revocation::request_revocation
+//! [`Revocation::revoked`]: crate::Revocation::revoked
 
 use tokio::sync::watch;
 
@@ -78,7 +78,7 @@ mod tests {
         );
         let ra = a.acquire(&name, Mode::Shared, None).await.expect("a");
         let rb = b.acquire(&name, Mode::Shared, None).await.expect("b");
-        let woken = a.revoked(ra.id);
+        let woken = a.revocation().expect("revocation").revoked(ra.id);
         let writer = tokio::spawn(async move {
             let grant = w.acquire(&name, Mode::Exclusive, Some(LIMIT)).await;
             (w, grant)
@@ -86,25 +86,57 @@ mod tests {
         backend
             .wait_for(&LockName::new("revoked").expect("name"), |q| q.len() == 3)
             .await;
-        assert!(!a.revocation_requested(ra.id).await);
+        assert!(
+            !a.revocation()
+                .expect("revocation")
+                .revocation_requested(ra.id)
+                .await
+        );
         let asked = a
+            .revocation()
+            .expect("revocation")
             .request_revocation(&LockName::new("revoked").expect("name"))
             .await
             .expect("request");
         assert_eq!(asked, 2, "both readers, not the waiting writer");
         tokio::time::timeout(LIMIT, woken).await.expect("woken");
-        assert!(a.revocation_requested(ra.id).await);
-        assert!(b.revocation_requested(rb.id).await);
+        assert!(
+            a.revocation()
+                .expect("revocation")
+                .revocation_requested(ra.id)
+                .await
+        );
+        assert!(
+            b.revocation()
+                .expect("revocation")
+                .revocation_requested(rb.id)
+                .await
+        );
         a.release(ra.id).expect("release");
         b.release(rb.id).expect("release");
-        assert!(!a.revocation_requested(ra.id).await, "released: no more");
+        assert!(
+            !a.revocation()
+                .expect("revocation")
+                .revocation_requested(ra.id)
+                .await,
+            "released: no more"
+        );
         let (w, grant) = writer.await.expect("writer task");
         let grant = grant.expect("writer granted");
         assert!(
-            !w.revocation_requested(grant.id).await,
+            !w.revocation()
+                .expect("revocation")
+                .revocation_requested(grant.id)
+                .await,
             "a later holder was not asked"
         );
         let nobody = LockName::new("nobody").expect("name");
-        assert_eq!(w.request_revocation(&nobody).await, Ok(0));
+        assert_eq!(
+            w.revocation()
+                .expect("revocation")
+                .request_revocation(&nobody)
+                .await,
+            Ok(0)
+        );
     }
 }

@@ -31,6 +31,8 @@ async fn never_more_than_n_holders_under_contention() {
             let mut last_token = 0;
             for _ in 0..50 {
                 let grant = session
+                    .semaphores()
+                    .expect("semaphores")
                     .acquire_permit(&sem, PERMITS, Some(LIMIT))
                     .await
                     .expect("permit");
@@ -61,15 +63,29 @@ async fn waiters_are_granted_in_arrival_order_with_growing_tokens() {
     let sem = name("fifo");
     let first = backend.open_session("h0");
     let second = backend.open_session("h1");
-    let a = first.acquire_permit(&sem, 2, None).await.expect("a");
-    let b = second.acquire_permit(&sem, 2, None).await.expect("b");
+    let a = first
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 2, None)
+        .await
+        .expect("a");
+    let b = second
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 2, None)
+        .await
+        .expect("b");
     assert!(b.token > a.token);
     let mut waiters = Vec::new();
     for w in 0..3 {
         let session = backend.open_session(&format!("w{w}"));
         let sem2 = sem.clone();
         waiters.push(tokio::spawn(async move {
-            let grant = session.acquire_permit(&sem2, 2, Some(LIMIT)).await;
+            let grant = session
+                .semaphores()
+                .expect("semaphores")
+                .acquire_permit(&sem2, 2, Some(LIMIT))
+                .await;
             (session, grant)
         }));
         backend.wait_for(&sem, |q| q.len() == 3 + w).await;
@@ -107,9 +123,16 @@ async fn timeout_and_cancel_leave_nothing_queued() {
     let backend = MemoryBackend::new();
     let sem = name("busy");
     let holder = backend.open_session("holder");
-    let grant = holder.acquire_permit(&sem, 1, None).await.expect("permit");
+    let grant = holder
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 1, None)
+        .await
+        .expect("permit");
     let waiter = backend.open_session("waiter");
     let timed_out = waiter
+        .semaphores()
+        .expect("semaphores")
         .acquire_permit(&sem, 1, Some(Duration::from_millis(20)))
         .await;
     assert_eq!(timed_out, Err(BackendError::Timeout));
@@ -118,10 +141,24 @@ async fn timeout_and_cancel_leave_nothing_queued() {
         1,
         "the timed-out wait is gone"
     );
-    assert_eq!(waiter.try_acquire_permit(&sem, 1).await.expect("try"), None);
+    assert_eq!(
+        waiter
+            .semaphores()
+            .expect("semaphores")
+            .try_acquire_permit(&sem, 1)
+            .await
+            .expect("try"),
+        None
+    );
     assert_eq!(backend.snapshot(&sem).len(), 1, "try left nothing queued");
     let sem2 = sem.clone();
-    let cancelled = tokio::spawn(async move { waiter.acquire_permit(&sem2, 1, None).await });
+    let cancelled = tokio::spawn(async move {
+        waiter
+            .semaphores()
+            .expect("semaphores")
+            .acquire_permit(&sem2, 1, None)
+            .await
+    });
     backend.wait_for(&sem, |q| q.len() == 2).await;
     cancelled.abort();
     backend.wait_for(&sem, |q| q.len() == 1).await;
@@ -134,15 +171,32 @@ async fn zero_and_mismatched_permits_are_typed_errors() {
     let backend = MemoryBackend::new();
     let session = backend.open_session("s");
     let sem = name("typed");
-    let zero = session.acquire_permit(&sem, 0, None).await;
+    let zero = session
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 0, None)
+        .await;
     assert!(
         matches!(&zero, Err(BackendError::InvalidRequest(why)) if why.contains("0 permits")),
         "{zero:?}"
     );
-    let zero = session.try_acquire_permit(&sem, 0).await;
+    let zero = session
+        .semaphores()
+        .expect("semaphores")
+        .try_acquire_permit(&sem, 0)
+        .await;
     assert!(matches!(zero, Err(BackendError::InvalidRequest(_))));
-    let grant = session.acquire_permit(&sem, 3, None).await.expect("permit");
-    let other = session.acquire_permit(&sem, 2, None).await;
+    let grant = session
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 3, None)
+        .await
+        .expect("permit");
+    let other = session
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 2, None)
+        .await;
     assert!(
         matches!(&other, Err(BackendError::InvalidRequest(why)) if why.contains("3 permits") && why.contains("2 permits")),
         "{other:?}"
@@ -159,13 +213,22 @@ async fn zero_and_mismatched_permits_are_typed_errors() {
         .acquire(&plain, Mode::Shared, None)
         .await
         .expect("lock");
-    let permit = session.try_acquire_permit(&plain, 1).await;
+    let permit = session
+        .semaphores()
+        .expect("semaphores")
+        .try_acquire_permit(&plain, 1)
+        .await;
     assert!(matches!(permit, Err(BackendError::InvalidRequest(_))));
     session.release(held.id).expect("release");
     session.release(grant.id).expect("release");
     assert_eq!(backend.active_names(), 0, "errors queued nothing");
     // Once nobody uses it, the name may come back with another count.
-    let again = session.acquire_permit(&sem, 2, None).await.expect("permit");
+    let again = session
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 2, None)
+        .await
+        .expect("permit");
     session.release(again.id).expect("release");
 }
 
@@ -174,12 +237,21 @@ async fn an_injected_expiry_loses_the_permit_and_frees_it() {
     let backend = MemoryBackend::new();
     let sem = name("faulty");
     let holder = backend.open_session("plugin#0");
-    let grant = holder.acquire_permit(&sem, 1, None).await.expect("permit");
+    let grant = holder
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 1, None)
+        .await
+        .expect("permit");
     let lost = holder.status_changed(grant.id, GrantStatus::Held);
     let waiter = backend.open_session("other#0");
     let sem2 = sem.clone();
     let waiting = tokio::spawn(async move {
-        let grant = waiter.acquire_permit(&sem2, 1, Some(LIMIT)).await;
+        let grant = waiter
+            .semaphores()
+            .expect("semaphores")
+            .acquire_permit(&sem2, 1, Some(LIMIT))
+            .await;
         (waiter, grant)
     });
     backend.wait_for(&sem, |q| q.len() == 2).await;

@@ -12,9 +12,9 @@ use super::election::election_queue;
 use crate::election::{self, differs};
 use crate::name::LockName;
 use crate::{
-    BackendError, Contenders, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey, Leader,
-    LeaderChange, LockSession, Mode, Request, RequestKind, Revoked, StatusChange, check_permits,
-    never_revoked, settled,
+    BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
+    GuardedKey, GuardedStore, Leader, LeaderChange, LockSession, Mode, Request, RequestKind,
+    Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked, settled,
 };
 
 pub(super) struct MemorySession {
@@ -250,6 +250,13 @@ impl LockSession for MemorySession {
         })
     }
 
+    crate::offers!(semaphores, revocation, contention, guarded_store, election);
+}
+
+impl Semaphores for MemorySession {}
+
+#[async_trait]
+impl Revocation for MemorySession {
     async fn revocation_requested(&self, grant: GrantId) -> bool {
         self.asked(grant)
     }
@@ -261,11 +268,17 @@ impl LockSession for MemorySession {
     async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
         Ok(self.shared.lock().request_revocation(name))
     }
+}
 
+#[async_trait]
+impl Contention for MemorySession {
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
         Ok(self.shared.lock().contenders(name, limit))
     }
+}
 
+#[async_trait]
+impl GuardedStore for MemorySession {
     async fn guarded_get(
         &self,
         name: &LockName,
@@ -301,7 +314,10 @@ impl LockSession for MemorySession {
     ) -> Result<Vec<String>, BackendError> {
         Ok(self.shared.lock().guarded_keys(name, prefix, limit))
     }
+}
 
+#[async_trait]
+impl Election for MemorySession {
     async fn campaign(
         &self,
         name: &LockName,

@@ -1,7 +1,7 @@
 //! `GET /api/locks[?prefix=P]`: the host's lock table (who holds, who waits,
 //! for how long, with which token, which wait-for cycles were found) and,
 //! for the first locks listed, what the engine itself shows of each
-//! (`LockSession::contenders`: other hosts' and other clients' holders and
+//! (`Contention::contenders`: other hosts' and other clients' holders and
 //! waiters too). The page (`locks_page`) and the event stream
 //! (`locks_events`) are built on the same view, so the three never disagree.
 
@@ -188,7 +188,13 @@ async fn ask(
     if Instant::now() >= deadline {
         return unanswered("not asked: out of time for this answer".into());
     }
-    match tokio::time::timeout_at(deadline, session.contenders(&lock, ENGINE_CONTENDERS)).await {
+    let listed = async {
+        session
+            .contention()?
+            .contenders(&lock, ENGINE_CONTENDERS)
+            .await
+    };
+    match tokio::time::timeout_at(deadline, listed).await {
         Err(_) => unanswered("no answer in time".into()),
         Ok(Err(BackendError::Unsupported(_))) => {
             unanswered("this engine cannot list contenders".into())

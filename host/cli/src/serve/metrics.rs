@@ -15,7 +15,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use wardlock_host::backend::observe::{
-    BackendObserver, ObservedBackend, RequestGuard, SessionObserver,
+    Admission, BackendObserver, ObservedBackend, SessionObserver,
 };
 use wardlock_host::backend::{
     BackendError, Grant, GrantId, GrantStatus, LockBackend, Mode, Request, RequestKind,
@@ -331,14 +331,14 @@ impl MeteredSession {
 }
 
 impl SessionObserver for MeteredSession {
-    fn requested(&self, request: Request<'_>) -> RequestGuard {
+    fn admit(&self, request: Request<'_>, _waits: bool) -> Result<Admission, BackendError> {
         let gauge = self
             .metrics
             .waiters
             .get_or_create(&self.labels(request.kind))
             .clone();
         gauge.inc();
-        Some(Box::new(Waiting(gauge)))
+        Ok(Admission::guard(Waiting(gauge)))
     }
 
     fn granted(&self, request: Request<'_>, grant: &Grant, waited: Option<Duration>) {

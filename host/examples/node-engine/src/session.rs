@@ -120,6 +120,7 @@ impl LockSession for NodeLockSession {
     }
 }
 
+
 impl Drop for NodeLockSession {
     fn drop(&mut self) {
         self.grants.release_all();

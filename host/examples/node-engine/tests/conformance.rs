@@ -1,13 +1,13 @@
 //! The node engine against wardlock's conformance kit: every check of the
 //! kit's one list, one test each, with host-local hand-off on (the engine's
-//! default) and the engine's features declared: locks and downgrade; the
-//! checks of what it lacks see it answer `Unsupported`.
+//! default). The kit asks the engine what it offers (locks and downgrade);
+//! the checks of what it lacks see it answer `Unsupported`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use wardlock_conformance::{Features, Probe, Subject, TEST_WAIT_LIMIT, name};
+use wardlock_conformance::{Probe, Subject, TEST_WAIT_LIMIT, name};
 use wardlock_node_engine::{NodeBackend, NodeConfig, Store};
 
 /// Counts a lock's contenders where this engine keeps them: in the host's
@@ -47,7 +47,6 @@ impl Probe for NodeProbe {
 fn subject() -> Subject {
     let backend = NodeBackend::new(Store::new(), NodeConfig::default());
     Subject::new(Arc::new(backend.clone()), Arc::new(NodeProbe(backend)))
-        .features(Features::LOCKS_AND_DOWNGRADE)
 }
 
 macro_rules! kit_tests {

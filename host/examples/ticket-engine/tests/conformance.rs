@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use wardlock_conformance::{Features, Probe, Subject, TEST_WAIT_LIMIT, name};
+use wardlock_conformance::{Probe, Subject, TEST_WAIT_LIMIT, name};
 use wardlock_ticket_engine::{TicketBackend, TicketConfig};
 
 /// Counts a lock's tickets (holders and waiters). The engine has no change
@@ -32,14 +32,7 @@ impl Probe for TicketProbe {
 
 fn subject() -> Subject {
     let backend = TicketBackend::new(TicketConfig::default());
-    Subject::new(Arc::new(backend.clone()), Arc::new(TicketProbe(backend))).features(Features {
-        semaphores: false,
-        revocation: false,
-        downgrade: false,
-        contenders: false,
-        guarded: false,
-        elections: false,
-    })
+    Subject::new(Arc::new(backend.clone()), Arc::new(TicketProbe(backend)))
 }
 
 macro_rules! kit_tests {

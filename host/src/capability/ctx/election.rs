@@ -29,11 +29,11 @@ impl WardlockCtx {
         timeout: Option<Duration>,
     ) -> Result<LeadershipHandle, LockError> {
         let name = self.admit(name)?;
-        let session = &self.session;
+        let election = self.session.election()?;
         let span = tracing::debug_span!("campaign", election = %name);
         let grant = tracing::Instrument::instrument(
             self.waits
-                .bound(timeout, |timeout| session.campaign(&name, value, timeout)),
+                .bound(timeout, |timeout| election.campaign(&name, value, timeout)),
             span,
         )
         .await?;
@@ -53,7 +53,7 @@ impl WardlockCtx {
     /// Cancel safe: it only reads.
     pub async fn leader(&self, name: &str) -> Result<Option<Leader>, LockError> {
         let name = self.granted_name(name)?;
-        Ok(self.session.leader(&name).await?)
+        Ok(self.session.election()?.leader(&name).await?)
     }
 
     /// An observer of election `name` (a handle against the cap).
@@ -83,7 +83,7 @@ impl WardlockCtx {
         &self,
         observer: &mut ElectionObserver,
     ) -> Result<Option<Leader>, LockError> {
-        let now = self.session.leader(&observer.name).await?;
+        let now = self.session.election()?.leader(&observer.name).await?;
         observer.seen = now.clone();
         observer.change = None;
         Ok(now)
@@ -106,6 +106,7 @@ impl WardlockCtx {
     /// A dropped call may still have proclaimed the value.
     pub async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), LockError> {
         self.session
+            .election()?
             .proclaim(leadership, value)
             .await
             .map_err(ended_as_released)
@@ -127,6 +128,7 @@ impl WardlockCtx {
     ) -> Result<u64, LockError> {
         let key = GuardedKey::new(key)?;
         self.session
+            .guarded_store()?
             .guarded_put(leadership, &key, value)
             .await
             .map_err(ended_as_released)

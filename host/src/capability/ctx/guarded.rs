@@ -25,7 +25,11 @@ impl WardlockCtx {
     ) -> Result<Option<GuardedEntry>, LockError> {
         let name = self.granted_name(name)?;
         let key = GuardedKey::new(key)?;
-        Ok(self.session.guarded_get(&name, &key).await?)
+        Ok(self
+            .session
+            .guarded_store()?
+            .guarded_get(&name, &key)
+            .await?)
     }
 
     /// The keys of lock `name`'s guarded store starting with `prefix`,
@@ -43,7 +47,11 @@ impl WardlockCtx {
         limit: u32,
     ) -> Result<Vec<String>, LockError> {
         let name = self.granted_name(name)?;
-        Ok(self.session.guarded_keys(&name, prefix, limit).await?)
+        Ok(self
+            .session
+            .guarded_store()?
+            .guarded_keys(&name, prefix, limit)
+            .await?)
     }
 
     /// Writes `value` under `key` in the store of `holder`'s lock, committed
@@ -64,7 +72,11 @@ impl WardlockCtx {
         value: &[u8],
     ) -> Result<u64, LockError> {
         let key = GuardedKey::new(key)?;
-        let written = self.session.guarded_put(holder.0, &key, value).await;
+        let written = self
+            .session
+            .guarded_store()?
+            .guarded_put(holder.0, &key, value)
+            .await;
         written.map_err(ended_as_released)
     }
 
@@ -82,7 +94,11 @@ impl WardlockCtx {
         key: &str,
     ) -> Result<bool, LockError> {
         let key = GuardedKey::new(key)?;
-        let deleted = self.session.guarded_delete(holder.0, &key).await;
+        let deleted = self
+            .session
+            .guarded_store()?
+            .guarded_delete(holder.0, &key)
+            .await;
         deleted.map_err(ended_as_released)
     }
 

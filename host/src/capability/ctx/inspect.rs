@@ -19,6 +19,6 @@ impl WardlockCtx {
     /// Cancel safe: it only reads.
     pub async fn contenders(&self, name: &str, limit: u32) -> Result<Contenders, LockError> {
         let name = self.granted_name(name)?;
-        Ok(self.session.contenders(&name, limit).await?)
+        Ok(self.session.contention()?.contenders(&name, limit).await?)
     }
 }

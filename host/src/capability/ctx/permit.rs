@@ -50,7 +50,11 @@ impl WardlockCtx {
         permits: u32,
     ) -> Result<Option<PermitHandle>, LockError> {
         let name = self.admit_permit(name, permits)?;
-        let grant = self.session.try_acquire_permit(&name, permits).await?;
+        let grant = self
+            .session
+            .semaphores()?
+            .try_acquire_permit(&name, permits)
+            .await?;
         Ok(grant.map(|grant| self.record_permit(name, permits, grant)))
     }
 

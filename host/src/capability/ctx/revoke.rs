@@ -20,7 +20,10 @@ impl WardlockCtx {
         let session = self.session.clone();
         async move {
             match grant {
-                Some(grant) => session.revocation_requested(grant).await,
+                Some(grant) => match session.revocation() {
+                    Ok(revocation) => revocation.revocation_requested(grant).await,
+                    Err(_) => false,
+                },
                 None => false,
             }
         }
@@ -31,7 +34,10 @@ impl WardlockCtx {
     /// handle. Event driven: the backend wakes it.
     pub fn subscribe_revocation(&self, handle: &LockHandle) -> RevocationWatch {
         RevocationWatch::new(match self.live_grant(handle) {
-            Some(grant) => self.session.revoked(grant),
+            Some(grant) => match self.session.revocation() {
+                Ok(revocation) => revocation.revoked(grant),
+                Err(_) => never_revoked(),
+            },
             None => never_revoked(),
         })
     }
@@ -48,7 +54,7 @@ impl WardlockCtx {
     /// Cancel safe: each holder asked is asked for good; nothing to undo.
     pub async fn request_revocation(&self, name: &str) -> Result<u32, LockError> {
         let name = self.granted_name(name)?;
-        Ok(self.session.request_revocation(&name).await?)
+        Ok(self.session.revocation()?.request_revocation(&name).await?)
     }
 
     /// The backend grant behind `handle`, unless the handle was released or

@@ -87,6 +87,8 @@ pub(super) async fn contenders_list_holders_then_waiters(s: &Subject) {
 /// `session`'s answer for `lock`, which must come.
 async fn list(session: &dyn LockSession, lock: &LockName, limit: u32) -> Contenders {
     session
+        .contention()
+        .expect("contention")
         .contenders(lock, limit)
         .await
         .unwrap_or_else(|e| panic!("contenders of {lock}: {e}"))

@@ -22,6 +22,8 @@ fn campaign(session: Box<dyn LockSession>, election: &LockName, value: &str) -> 
     let (election, value) = (election.clone(), value.to_owned());
     tokio::spawn(async move {
         let won = session
+            .election()
+            .expect("election")
             .campaign(&election, &value, Some(TEST_WAIT_LIMIT))
             .await;
         (session, won)
@@ -34,10 +36,16 @@ async fn next_leader(
     election: &LockName,
     seen: Option<Leader>,
 ) -> Option<Leader> {
-    tokio::time::timeout(TEST_WAIT_LIMIT, session.leader_changed(election, seen))
-        .await
-        .expect("the leader changed in time")
-        .expect("leader_changed")
+    tokio::time::timeout(
+        TEST_WAIT_LIMIT,
+        session
+            .election()
+            .expect("election")
+            .leader_changed(election, seen),
+    )
+    .await
+    .expect("the leader changed in time")
+    .expect("leader_changed")
 }
 
 pub(super) async fn elections_have_one_leader_at_a_time(s: &Subject) {
@@ -46,14 +54,25 @@ pub(super) async fn elections_have_one_leader_at_a_time(s: &Subject) {
     }
     let election = name("conf/election");
     let observer = s.backend.open_session("observer");
-    assert_eq!(observer.leader(&election).await, Ok(None));
+    assert_eq!(
+        observer
+            .election()
+            .expect("election")
+            .leader(&election)
+            .await,
+        Ok(None)
+    );
 
     let first = s.backend.open_session("first");
     let lead = first
+        .election()
+        .expect("election")
         .campaign(&election, "alpha", Some(TEST_WAIT_LIMIT))
         .await
         .expect("the first candidate leads");
     let leader = observer
+        .election()
+        .expect("election")
         .leader(&election)
         .await
         .expect("leader")
@@ -63,13 +82,20 @@ pub(super) async fn elections_have_one_leader_at_a_time(s: &Subject) {
     // A second candidate waits; a try with a short timeout times out.
     let third = s.backend.open_session("third");
     let timed_out = third
+        .election()
+        .expect("election")
         .campaign(&election, "gamma", Some(Duration::from_millis(100)))
         .await;
     assert_eq!(timed_out.err(), Some(BackendError::Timeout));
     let second = campaign(s.backend.open_session("second"), &election, "beta");
 
     // The leader proclaims; an observer sees the new value, same term.
-    first.proclaim(lead.id, "alpha-2").await.expect("proclaim");
+    first
+        .election()
+        .expect("election")
+        .proclaim(lead.id, "alpha-2")
+        .await
+        .expect("proclaim");
     let proclaimed = next_leader(&*observer, &election, Some(leader))
         .await
         .expect("a leader");
@@ -81,12 +107,18 @@ pub(super) async fn elections_have_one_leader_at_a_time(s: &Subject) {
     // The leader writes the election's store; then it resigns.
     let key = GuardedKey::new("epoch").expect("key");
     first
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(lead.id, &key, b"1")
         .await
         .expect("the leader writes");
     first.release(lead.id).expect("resign");
     assert_eq!(first.status(lead.id), GrantStatus::Released);
-    let late = first.proclaim(lead.id, "ghost").await;
+    let late = first
+        .election()
+        .expect("election")
+        .proclaim(lead.id, "ghost")
+        .await;
     assert!(
         matches!(late, Err(BackendError::UnknownGrant(_))),
         "{late:?}"
@@ -101,12 +133,16 @@ pub(super) async fn elections_have_one_leader_at_a_time(s: &Subject) {
         won.token
     );
     let now = observer
+        .election()
+        .expect("election")
         .leader(&election)
         .await
         .expect("leader")
         .expect("one");
     assert_eq!((now.value.as_str(), now.term), ("beta", won.token));
     let entry = observer
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_get(&election, &key)
         .await
         .expect("get")
@@ -119,6 +155,8 @@ pub(super) async fn elections_have_one_leader_at_a_time(s: &Subject) {
     let gone = next_leader(&*observer, &election, Some(now)).await;
     assert_eq!(gone, None, "nobody leads once every candidate went");
     second
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_get(&election, &key)
         .await
         .expect("get")
@@ -126,9 +164,17 @@ pub(super) async fn elections_have_one_leader_at_a_time(s: &Subject) {
     // A last leader clears the store: the engine is left as found.
     let last = s.backend.open_session("last");
     let lead = last
+        .election()
+        .expect("election")
         .campaign(&election, "omega", Some(TEST_WAIT_LIMIT))
         .await
         .expect("a last leader");
-    assert_eq!(last.guarded_delete(lead.id, &key).await, Ok(true));
+    assert_eq!(
+        last.guarded_store()
+            .expect("guarded_store")
+            .guarded_delete(lead.id, &key)
+            .await,
+        Ok(true)
+    );
     last.release(lead.id).expect("resign");
 }

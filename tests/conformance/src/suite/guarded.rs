@@ -25,7 +25,14 @@ pub(super) async fn guarded_writes_need_a_standing_exclusive_grant(s: &Subject) 
     let lock = name("conf/guarded");
     let (k1, k2) = (key("orders/1"), key("orders/2"));
     let reader = s.backend.open_session("reader");
-    assert_eq!(reader.guarded_get(&lock, &k1).await, Ok(None));
+    assert_eq!(
+        reader
+            .guarded_store()
+            .expect("guarded_store")
+            .guarded_get(&lock, &k1)
+            .await,
+        Ok(None)
+    );
     assert_eq!(keys(&*reader, &lock, "", 10).await, Vec::<String>::new());
 
     let a = s.backend.open_session("a");
@@ -33,14 +40,27 @@ pub(super) async fn guarded_writes_need_a_standing_exclusive_grant(s: &Subject) 
         .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("a acquires");
-    let first = a.guarded_put(held.id, &k1, b"one").await.expect("put");
+    let first = a
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(held.id, &k1, b"one")
+        .await
+        .expect("put");
     let second = a
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_put(held.id, &k1, b"two")
         .await
         .expect("put again");
     assert!(second > first, "revisions {first} then {second}");
-    a.guarded_put(held.id, &k2, b"other").await.expect("put k2");
+    a.guarded_store()
+        .expect("guarded_store")
+        .guarded_put(held.id, &k2, b"other")
+        .await
+        .expect("put k2");
     let entry = reader
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_get(&lock, &k1)
         .await
         .expect("get")
@@ -57,13 +77,21 @@ pub(super) async fn guarded_writes_need_a_standing_exclusive_grant(s: &Subject) 
     assert_eq!(keys(&*reader, &lock, "orders/2", 10).await, ["orders/2"]);
     assert_eq!(keys(&*reader, &lock, "", 1).await, ["orders/1"]);
     let too_big = vec![0u8; MAX_VALUE_BYTES + 1];
-    let refused = a.guarded_put(held.id, &k1, &too_big).await;
+    let refused = a
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(held.id, &k1, &too_big)
+        .await;
     assert!(
         matches!(refused, Err(BackendError::LimitExceeded(_))),
         "{refused:?}"
     );
     a.release(held.id).expect("release a");
-    let released = a.guarded_put(held.id, &k1, b"late").await;
+    let released = a
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(held.id, &k1, b"late")
+        .await;
     assert!(
         matches!(released, Err(BackendError::UnknownGrant(_))),
         "{released:?}"
@@ -74,7 +102,11 @@ pub(super) async fn guarded_writes_need_a_standing_exclusive_grant(s: &Subject) 
         .acquire(&lock, Mode::Shared, Some(TEST_WAIT_LIMIT))
         .await
         .expect("shared acquires");
-    let refused = shared.guarded_put(read_grant.id, &k1, b"reader").await;
+    let refused = shared
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_put(read_grant.id, &k1, b"reader")
+        .await;
     assert!(
         matches!(refused, Err(BackendError::InvalidRequest(_))),
         "{refused:?}"
@@ -86,7 +118,13 @@ pub(super) async fn guarded_writes_need_a_standing_exclusive_grant(s: &Subject) 
         .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("b acquires");
-    let entry = b.guarded_get(&lock, &k1).await.expect("get").expect("k1");
+    let entry = b
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_get(&lock, &k1)
+        .await
+        .expect("get")
+        .expect("k1");
     assert_eq!(
         entry.value, b"two",
         "nothing refused was written: {entry:?}"
@@ -97,10 +135,34 @@ pub(super) async fn guarded_writes_need_a_standing_exclusive_grant(s: &Subject) 
         next.token,
         entry.token
     );
-    assert_eq!(b.guarded_delete(next.id, &k1).await, Ok(true));
-    assert_eq!(b.guarded_delete(next.id, &k1).await, Ok(false));
-    assert_eq!(b.guarded_get(&lock, &k1).await, Ok(None));
-    assert_eq!(b.guarded_delete(next.id, &k2).await, Ok(true));
+    assert_eq!(
+        b.guarded_store()
+            .expect("guarded_store")
+            .guarded_delete(next.id, &k1)
+            .await,
+        Ok(true)
+    );
+    assert_eq!(
+        b.guarded_store()
+            .expect("guarded_store")
+            .guarded_delete(next.id, &k1)
+            .await,
+        Ok(false)
+    );
+    assert_eq!(
+        b.guarded_store()
+            .expect("guarded_store")
+            .guarded_get(&lock, &k1)
+            .await,
+        Ok(None)
+    );
+    assert_eq!(
+        b.guarded_store()
+            .expect("guarded_store")
+            .guarded_delete(next.id, &k2)
+            .await,
+        Ok(true)
+    );
     assert_eq!(keys(&*b, &lock, "", 10).await, Vec::<String>::new());
     b.release(next.id).expect("release b");
     s.wait_len("conf/guarded", 0).await;
@@ -112,6 +174,8 @@ fn key(key: &str) -> GuardedKey {
 
 async fn keys(session: &dyn LockSession, lock: &LockName, prefix: &str, limit: u32) -> Vec<String> {
     session
+        .guarded_store()
+        .expect("guarded_store")
         .guarded_keys(lock, prefix, limit)
         .await
         .expect("keys")

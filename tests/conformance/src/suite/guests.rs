@@ -51,7 +51,7 @@ pub(super) async fn guest_trap_hands_over(s: &Subject) {
 /// The WIT semantics a guest sees do not depend on the backend.
 /// (It downgrades: skipped on an engine without downgrade.)
 pub(super) async fn guest_sees_wit_semantics(s: &Subject) {
-    if !s.features.downgrade {
+    if !s.downgrades().await {
         return skipped("guest_sees_wit_semantics", "downgrade");
     }
     let runner = KitGuest::Lockctl.runner(s.backend.clone(), None, Some(TEST_WAIT_LIMIT));

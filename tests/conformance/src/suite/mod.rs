@@ -405,71 +405,35 @@ async fn status_subscriber_wakes_on_release(s: &Subject) {
     }
 }
 
-/// An engine without semaphores, revocation or downgrade says so with
-/// `Unsupported` (which guests see as `unsupported`), and holds nothing
-/// afterwards; one with all of them has nothing to show here.
+/// An engine without semaphores, revocation, contenders, a guarded store,
+/// election or downgrade says so with `Unsupported` (which guests see as
+/// `unsupported`), and holds nothing afterwards; one with all of them has
+/// nothing to show here.
 async fn missing_features_say_unsupported(s: &Subject) {
     let lock = name("conf/unsupported");
     let session = s.backend.open_session("features");
+    let unsupported = |answer: Option<BackendError>, what: &str| {
+        assert!(
+            matches!(answer, Some(BackendError::Unsupported(_))),
+            "{what}: {answer:?}"
+        );
+    };
     if !s.features.semaphores {
-        let permit = session
-            .acquire_permit(&lock, 2, Some(TEST_WAIT_LIMIT))
-            .await;
-        assert!(
-            matches!(permit, Err(BackendError::Unsupported(_))),
-            "{permit:?}"
-        );
-        let tried = session.try_acquire_permit(&lock, 2).await;
-        assert!(
-            matches!(tried, Err(BackendError::Unsupported(_))),
-            "{tried:?}"
-        );
+        unsupported(session.semaphores().err(), "semaphores");
     }
     if !s.features.revocation {
-        let asked = session.request_revocation(&lock).await;
-        assert!(
-            matches!(asked, Err(BackendError::Unsupported(_))),
-            "{asked:?}"
-        );
+        unsupported(session.revocation().err(), "revocation");
     }
     if !s.features.contenders {
-        let listed = session.contenders(&lock, 10).await;
-        assert!(
-            matches!(listed, Err(BackendError::Unsupported(_))),
-            "{listed:?}"
-        );
+        unsupported(session.contention().err(), "contenders");
     }
     if !s.features.guarded {
-        let key = wardlock_backend::GuardedKey::new("k").expect("key");
-        let read = session.guarded_get(&lock, &key).await;
-        assert!(
-            matches!(read, Err(BackendError::Unsupported(_))),
-            "{read:?}"
-        );
-        let held = session
-            .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
-            .await
-            .expect("exclusive");
-        let written = session.guarded_put(held.id, &key, b"v").await;
-        assert!(
-            matches!(written, Err(BackendError::Unsupported(_))),
-            "{written:?}"
-        );
-        session.release(held.id).expect("release");
+        unsupported(session.guarded_store().err(), "guarded store");
     }
     if !s.features.elections {
-        let campaigned = session.campaign(&lock, "v", Some(TEST_WAIT_LIMIT)).await;
-        assert!(
-            matches!(campaigned, Err(BackendError::Unsupported(_))),
-            "{campaigned:?}"
-        );
-        let leader = session.leader(&lock).await;
-        assert!(
-            matches!(leader, Err(BackendError::Unsupported(_))),
-            "{leader:?}"
-        );
+        unsupported(session.election().err(), "election");
     }
-    if !s.features.downgrade {
+    if !s.downgrades().await {
         let held = session
             .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
             .await

@@ -26,11 +26,19 @@ pub(super) async fn revocation_reaches_every_holder(s: &Subject) {
     // A holder that asks only after the request (no watch set before it).
     let c = s.backend.open_session("c");
     let rc = c.acquire(&lock, Mode::Shared, None).await.expect("c reads");
-    assert!(!a.revocation_requested(ra.id).await, "nobody asked yet");
-    let woken_a = a.revoked(ra.id);
-    let woken_b = b.revoked(rb.id);
+    assert!(
+        !a.revocation()
+            .expect("revocation")
+            .revocation_requested(ra.id)
+            .await,
+        "nobody asked yet"
+    );
+    let woken_a = a.revocation().expect("revocation").revoked(ra.id);
+    let woken_b = b.revocation().expect("revocation").revoked(rb.id);
     let writer = queued(s, "w", "conf/revoke", Mode::Exclusive, 4).await;
     let asked = asker
+        .revocation()
+        .expect("revocation")
         .request_revocation(&lock)
         .await
         .expect("request revocation");
@@ -42,21 +50,54 @@ pub(super) async fn revocation_reaches_every_holder(s: &Subject) {
     tokio::time::timeout(TEST_WAIT_LIMIT, woken_b)
         .await
         .expect("b's revoked future woke");
-    assert!(a.revocation_requested(ra.id).await);
-    assert!(b.revocation_requested(rb.id).await);
-    assert!(c.revocation_requested(rc.id).await, "seen on first asking");
+    assert!(
+        a.revocation()
+            .expect("revocation")
+            .revocation_requested(ra.id)
+            .await
+    );
+    assert!(
+        b.revocation()
+            .expect("revocation")
+            .revocation_requested(rb.id)
+            .await
+    );
+    assert!(
+        c.revocation()
+            .expect("revocation")
+            .revocation_requested(rc.id)
+            .await,
+        "seen on first asking"
+    );
     assert!(!writer.is_finished(), "cooperative: the readers still hold");
     a.release(ra.id).expect("release a");
     b.release(rb.id).expect("release b");
     c.release(rc.id).expect("release c");
-    assert!(!a.revocation_requested(ra.id).await, "released: not asked");
+    assert!(
+        !a.revocation()
+            .expect("revocation")
+            .revocation_requested(ra.id)
+            .await,
+        "released: not asked"
+    );
     let (w, granted) = writer.await.expect("writer task");
     let granted = granted.expect("writer granted once the readers gave up");
     assert!(
-        !w.revocation_requested(granted.id).await,
+        !w.revocation()
+            .expect("revocation")
+            .revocation_requested(granted.id)
+            .await,
         "a holder granted after the request was not asked"
     );
     w.release(granted.id).expect("release w");
     s.wait_len("conf/revoke", 0).await;
-    assert_eq!(asker.request_revocation(&lock).await, Ok(0), "nobody holds");
+    assert_eq!(
+        asker
+            .revocation()
+            .expect("revocation")
+            .request_revocation(&lock)
+            .await,
+        Ok(0),
+        "nobody holds"
+    );
 }

@@ -19,13 +19,27 @@ pub(super) async fn semaphore_admits_its_permits(s: &Subject) {
     let a = s.backend.open_session("a");
     let b = s.backend.open_session("b");
     let c = s.backend.open_session("c");
-    let zero = a.acquire_permit(&sem, 0, None).await;
+    let zero = a
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 0, None)
+        .await;
     assert!(
         matches!(&zero, Err(BackendError::InvalidRequest(why)) if why.contains('0')),
         "{zero:?}"
     );
-    let pa = a.acquire_permit(&sem, 2, None).await.expect("a's permit");
-    let pb = b.acquire_permit(&sem, 2, None).await.expect("b's permit");
+    let pa = a
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 2, None)
+        .await
+        .expect("a's permit");
+    let pb = b
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 2, None)
+        .await
+        .expect("b's permit");
     assert!(pb.token > pa.token, "tokens {} then {}", pa.token, pb.token);
     let downgrade = b.downgrade(pb.id).await;
     assert!(
@@ -33,9 +47,18 @@ pub(super) async fn semaphore_admits_its_permits(s: &Subject) {
         "{downgrade:?}"
     );
     assert_eq!(a.status(pa.id), GrantStatus::Held);
-    assert_eq!(c.try_acquire_permit(&sem, 2).await.expect("try"), None);
     assert_eq!(
-        c.acquire_permit(&sem, 2, Some(Duration::from_millis(50)))
+        c.semaphores()
+            .expect("semaphores")
+            .try_acquire_permit(&sem, 2)
+            .await
+            .expect("try"),
+        None
+    );
+    assert_eq!(
+        c.semaphores()
+            .expect("semaphores")
+            .acquire_permit(&sem, 2, Some(Duration::from_millis(50)))
             .await,
         Err(BackendError::Timeout)
     );
@@ -48,6 +71,8 @@ pub(super) async fn semaphore_admits_its_permits(s: &Subject) {
         GrantStatus::Released
     );
     let pc = c
+        .semaphores()
+        .expect("semaphores")
         .acquire_permit(&sem, 2, Some(TEST_WAIT_LIMIT))
         .await
         .expect("c is granted a's permit");
@@ -55,6 +80,8 @@ pub(super) async fn semaphore_admits_its_permits(s: &Subject) {
     // Dropping a session returns its permit.
     drop(b);
     let pa2 = a
+        .semaphores()
+        .expect("semaphores")
         .acquire_permit(&sem, 2, Some(TEST_WAIT_LIMIT))
         .await
         .expect("a is granted b's permit");
@@ -72,21 +99,33 @@ pub(super) async fn semaphore_abandoned_waits_leave_nothing(s: &Subject) {
     let sem = name("conf/sem-abandoned");
     let holder = s.backend.open_session("holder");
     let waiter = s.backend.open_session("waiter");
-    let held = holder.acquire_permit(&sem, 1, None).await.expect("permit");
+    let held = holder
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 1, None)
+        .await
+        .expect("permit");
     let timed_out = waiter
+        .semaphores()
+        .expect("semaphores")
         .acquire_permit(&sem, 1, Some(Duration::from_millis(50)))
         .await;
     assert_eq!(timed_out, Err(BackendError::Timeout));
     // Dropped by the caller mid-wait (the outer timeout drops the future).
     let dropped = tokio::time::timeout(
         Duration::from_millis(100),
-        waiter.acquire_permit(&sem, 1, None),
+        waiter
+            .semaphores()
+            .expect("semaphores")
+            .acquire_permit(&sem, 1, None),
     )
     .await;
     assert!(dropped.is_err(), "the permit is held: {dropped:?}");
     holder.release(held.id).expect("release");
     // A permit left behind by either wait would keep this one waiting.
     let next = waiter
+        .semaphores()
+        .expect("semaphores")
         .acquire_permit(&sem, 1, Some(TEST_WAIT_LIMIT))
         .await
         .expect("nothing holds the permit any more");

@@ -13,6 +13,8 @@ async fn a_permit_is_counted_apart_from_locks() {
     let session = backend.open_session("t");
     let name = LockName::new("pool").expect("valid name");
     let permit = session
+        .semaphores()
+        .expect("semaphores")
         .acquire_permit(&name, 2, None)
         .await
         .expect("a permit through the metered session");

@@ -337,11 +337,14 @@ async fn permits_are_unsupported() {
     let backend = backend();
     let session = backend.open_session("s");
     let sem = name("sem");
-    let unsupported = BackendError::Unsupported("the ticket engine has no semaphores".into());
-    let acquired = session.acquire_permit(&sem, 2, None).await;
-    assert_eq!(acquired.map(|_| ()), Err(unsupported.clone()));
-    let tried = session.try_acquire_permit(&sem, 2).await;
-    assert_eq!(tried.map(|_| ()), Err(unsupported));
+    let unsupported = BackendError::Unsupported("this lock backend has no semaphores".into());
+    assert_eq!(session.semaphores().err(), Some(unsupported));
+    let request = wardlock_backend::Request::permit(&sem, 2);
+    let refused = BackendError::Unsupported("the ticket engine has no semaphores".into());
+    let acquired = session.acquire_request(request, None).await;
+    assert_eq!(acquired.map(|_| ()), Err(refused.clone()));
+    let tried = session.try_acquire_request(request).await;
+    assert_eq!(tried.map(|_| ()), Err(refused));
     assert_eq!(backend.queue_len(&sem), 0);
 }
 

@@ -1,5 +1,5 @@
 //! `guarded`: what fencing a write costs (issue 35). One client, uncontended,
-//! on each engine: a guarded put (`LockSession::guarded_put` of wardlock's
+//! on each engine: a guarded put (`GuardedStore::guarded_put` of wardlock's
 //! backend, holding the lock: ZooKeeper one `multi` checking the holder's
 //! node and writing the entry; etcd one transaction comparing the holder
 //! key's create revision) against a plain write of the same value on the same
@@ -158,12 +158,19 @@ where
         record(&mut plain_samples, started.elapsed());
         let started = Instant::now();
         session
+            .guarded_store()
+            .expect("guarded_store")
             .guarded_put(grant.id, &key, value)
             .await
             .context("guarded put")?;
         record(&mut guarded_samples, started.elapsed());
     }
-    session.guarded_delete(grant.id, &key).await.ok();
+    session
+        .guarded_store()
+        .expect("guarded_store")
+        .guarded_delete(grant.id, &key)
+        .await
+        .ok();
     session.release(grant.id).ok();
     Ok((plain_samples, guarded_samples))
 }
