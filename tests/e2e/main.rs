@@ -23,6 +23,7 @@
     reason = "a test crate: a failed expectation is a test failure, with its message"
 )]
 
+mod architecture;
 mod async_guests;
 mod book;
 mod cli;

@@ -26,6 +26,7 @@ pub mod backoff;
 mod contenders;
 pub mod election;
 mod error;
+pub mod grant_table;
 pub mod guarded;
 pub mod handoff;
 pub mod liveness;

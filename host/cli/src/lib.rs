@@ -4,6 +4,7 @@
 //! one place to name, and engines added outside wardlock in a binary of their
 //! own ([`main`] with a registry of its own).
 
+mod admin;
 mod compilation_args;
 mod compile;
 mod fault_args;

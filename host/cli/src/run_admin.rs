@@ -1,7 +1,7 @@
 //! `wardlock run --admin ADDR`: a small admin listener beside the
 //! instances, for as long as they run: the locks page and its API
 //! (`/locks`, `/api/locks`, `/api/locks/events`) and the health endpoints —
-//! serve's admin code (`serve::admin`), without serve's metrics.
+//! the admin code serve uses too (`admin`), without serve's metrics.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use wardlock_host::backend::LockBackend;
 use wardlock_host::secret::Secret;
 
-use crate::serve::admin::{self, AdminState};
+use crate::admin::{self, AdminState};
 use wardlock_host::locks::LockTable;
 
 /// The admin listener of `wardlock run`.

@@ -3,9 +3,7 @@
 //! lease; see `keys`); every semaphore permit and every election candidate
 //! has a key of its own (see `semaphore`, `election`).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,14 +13,16 @@ use tokio::time::Instant;
 use super::guarded::{self, Holder, Writer};
 use super::handoff_nodes::EtcdNodes;
 use super::{Shared, election, inspect, recipe, revoke, semaphore};
+use wardlock_backend::grant_table::{GrantEntry, GrantTable};
 use wardlock_backend::guarded::check_value;
-use wardlock_backend::handoff::{self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, local_token};
-use wardlock_backend::liveness;
+use wardlock_backend::handoff::{
+    self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, SessionHealth, local_token,
+};
 use wardlock_backend::name::LockName;
 use wardlock_backend::revocation::{self, Seen};
 use wardlock_backend::{
     BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, Leader, LeaderChange,
-    LockSession, Mode, Request, RequestKind, StatusChange, settled,
+    LockSession, Mode, Request, RequestKind, StatusChange,
 };
 use wardlock_backend::{
     Contention, Election, GuardedEntry, GuardedKey, GuardedStore, Revocation, Revoked, Semaphores,
@@ -44,9 +44,8 @@ enum HeldKind {
 /// A grant and what ends it.
 struct Held {
     kind: HeldKind,
-    /// Dropped with the grant: wakes its status subscribers and ends its
-    /// revocation watch.
-    alive: watch::Sender<()>,
+    /// The backend, whose lease the grant stands on.
+    shared: Arc<Shared>,
     /// The revocation watch, started on first use (locks only).
     revocation: Option<watch::Receiver<Seen>>,
 }
@@ -59,7 +58,31 @@ impl Held {
         }
     }
 
-    fn release(self, shared: &Arc<Shared>) {
+    /// The health of the lease the grant stands on; `None` once it is over.
+    fn health(&self) -> Option<SessionHealth> {
+        Some(self.shared.leases.lease_of(self.generation())?.health())
+    }
+
+    /// The health that lease publishes, computed now (so a subscriber
+    /// starts from the current value).
+    fn watch_health(&self) -> Option<watch::Receiver<SessionHealth>> {
+        let lease = self.shared.leases.lease_of(self.generation())?;
+        let _ = lease.health();
+        Some(lease.liveness.watch_health())
+    }
+}
+
+impl GrantEntry for Held {
+    fn token(&self) -> u64 {
+        match &self.kind {
+            HeldKind::Local(local, ..) => local.token,
+            // A key of its own is grant 0 under it (see `handoff`).
+            HeldKind::Permit(node) | HeldKind::Leader(node, _) => local_token(node.token, 0),
+        }
+    }
+
+    fn release(self) {
+        let shared = &self.shared;
         match self.kind {
             HeldKind::Local(local, ..) => local.release(),
             HeldKind::Permit(node) => semaphore::release(shared, node),
@@ -72,63 +95,52 @@ impl Held {
 /// A session of [`super::EtcdBackend`].
 pub(super) struct EtcdLockSession {
     shared: Arc<Shared>,
-    held: Mutex<HashMap<u64, Held>>,
-    next_grant: AtomicU64,
+    /// Every grant, in the toolkit's table (released with it).
+    grants: GrantTable<Held>,
 }
 
 impl EtcdLockSession {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         EtcdLockSession {
             shared,
-            held: Mutex::new(HashMap::new()),
-            next_grant: AtomicU64::new(0),
+            grants: GrantTable::default(),
         }
-    }
-
-    fn held(&self) -> MutexGuard<'_, HashMap<u64, Held>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn record(&self, kind: HeldKind) -> Grant {
-        let token = match &kind {
-            HeldKind::Local(local, ..) => local.token,
-            // A key of its own is grant 0 under it (see `handoff`).
-            HeldKind::Permit(node) | HeldKind::Leader(node, _) => local_token(node.token, 0),
-        };
-        let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
-        let held = Held {
+        self.grants.record(Held {
             kind,
-            alive: watch::Sender::new(()),
+            shared: self.shared.clone(),
             revocation: None,
-        };
-        self.held().insert(id, held);
-        Grant {
-            id: GrantId(id),
-            token,
-        }
+        })
     }
 
     /// The revocation watch of `grant`, started on first use; `None` for a
     /// permit or a grant not held here.
     fn revocation_of(&self, grant: GrantId) -> Option<watch::Receiver<Seen>> {
-        let mut held = self.held();
-        let held = held.get_mut(&grant.0)?;
+        self.grants.with(grant, Self::revocation).flatten()
+    }
+
+    /// The revocation watch of `held` (see [`Self::revocation_of`]), ending
+    /// with `ended`.
+    fn revocation(held: &mut Held, ended: watch::Receiver<()>) -> Option<watch::Receiver<Seen>> {
         if let Some(seen) = &held.revocation {
             return Some(seen.clone());
         }
         let HeldKind::Local(local, name, _) = &held.kind else {
             return None;
         };
-        let lease = self.shared.leases.lease_of(local.generation)?;
-        let marker = revoke::marker_key(&self.shared.leases.config().root, name, lease.id);
+        let shared = &held.shared;
+        let lease = shared.leases.lease_of(local.generation)?;
+        let marker = revoke::marker_key(&shared.leases.config().root, name, lease.id);
         let revision = i64::try_from(local.token >> LOCAL_BITS).unwrap_or(i64::MAX);
         let task = local.clone();
         let seen = revoke::watch_marker(
-            &self.shared,
+            shared,
             marker,
             local.path.clone(),
             revision,
-            held.alive.subscribe(),
+            ended,
             Box::new(move |path: &str| task.node_revoked(path)),
         );
         held.revocation = Some(seen.clone());
@@ -141,11 +153,14 @@ impl EtcdLockSession {
     /// [`BackendError::UnknownGrant`] when this session does not hold it
     /// (under hand-off, the local grant is no longer this session's).
     fn writer(&self, grant: GrantId) -> Result<Writer, BackendError> {
-        let held = self.held();
-        let held = held
-            .get(&grant.0)
-            .ok_or(BackendError::UnknownGrant(grant.0))?;
-        Ok(match &held.kind {
+        self.grants
+            .with(grant, |held, _| Self::writer_of(held))
+            .ok_or(BackendError::UnknownGrant(grant.0))
+    }
+
+    /// What `held` is to a guarded write (see [`Self::writer`]).
+    fn writer_of(held: &Held) -> Writer {
+        match &held.kind {
             HeldKind::Local(local, name, Mode::Exclusive) => Writer::Exclusive(Holder {
                 name: name.clone(),
                 key: local.path.clone(),
@@ -163,7 +178,7 @@ impl EtcdLockSession {
                 token: local_token(node.token, 0),
                 generation: node.generation,
             }),
-        })
+        }
     }
 
     /// The candidate key of leadership `grant`.
@@ -172,10 +187,13 @@ impl EtcdLockSession {
     /// [`BackendError::UnknownGrant`] when this session does not hold it;
     /// [`BackendError::InvalidRequest`] for a lock or a permit.
     fn leadership(&self, grant: GrantId) -> Result<OwnedNode, BackendError> {
-        let held = self.held();
-        let held = held
-            .get(&grant.0)
-            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        self.grants
+            .with(grant, |held, _| Self::leadership_of(held))
+            .ok_or(BackendError::UnknownGrant(grant.0))?
+    }
+
+    /// The candidate key of `held` (see [`Self::leadership`]).
+    fn leadership_of(held: &Held) -> Result<OwnedNode, BackendError> {
         match &held.kind {
             HeldKind::Leader(node, _) => Ok(node.clone()),
             HeldKind::Local(_, name, _) => Err(BackendError::InvalidRequest(format!(
@@ -236,44 +254,21 @@ impl LockSession for EtcdLockSession {
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        let held = self
-            .held()
-            .remove(&grant.0)
-            .ok_or(BackendError::UnknownGrant(grant.0))?;
-        held.release(&self.shared);
-        Ok(())
+        self.grants.release(grant)
     }
 
     fn status(&self, grant: GrantId) -> GrantStatus {
-        let Some(generation) = self.held().get(&grant.0).map(Held::generation) else {
-            return GrantStatus::Released;
-        };
-        match self.shared.leases.lease_of(generation) {
-            Some(lease) => liveness::grant_status(lease.health()),
-            None => GrantStatus::Lost,
-        }
+        self.grants.status(grant, Held::health)
     }
 
     fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        let watched = self
-            .held()
-            .get(&grant.0)
-            .map(|h| (h.alive.subscribe(), h.generation()));
-        let Some((alive, generation)) = watched else {
-            return settled(GrantStatus::Released, seen);
-        };
-        let health = self.shared.leases.lease_of(generation).map(|lease| {
-            let _ = lease.health();
-            lease.liveness.watch_health()
-        });
-        liveness::status_change(alive, health, seen)
+        self.grants.status_changed(grant, seen, Held::watch_health)
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
         let kind = self
-            .held()
-            .get(&exclusive.0)
-            .map(|h| h.kind.clone())
+            .grants
+            .with(exclusive, |held, _| held.kind.clone())
             .ok_or(BackendError::UnknownGrant(exclusive.0))?;
         let (local, name) = match kind {
             HeldKind::Local(local, name, _) => (local, name),
@@ -400,14 +395,5 @@ impl Election for EtcdLockSession {
 
     fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
         election::leader_changed(self.shared.clone(), name, seen)
-    }
-}
-
-impl Drop for EtcdLockSession {
-    fn drop(&mut self) {
-        let held: Vec<Held> = self.held().drain().map(|(_, held)| held).collect();
-        for held in held {
-            held.release(&self.shared);
-        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::dialect::Dialect;
+use crate::recipe::dialect::Dialect;
 use wardlock_backend::BackendError;
 use wardlock_backend::handoff::LocalHandoff;
 use wardlock_backend::name::LockName;

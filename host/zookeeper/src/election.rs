@@ -6,7 +6,7 @@
 //! - each candidate is an EPHEMERAL_SEQUENTIAL node
 //!   `_c_<uuid>-latch-NNNNNNNNNN` (Curator's protected name: the uuid finds a
 //!   node whose create answer was lost, as for lock nodes, see
-//!   [`super::create::create_and_list`]) holding the candidate's value
+//!   [`crate::recipe::create::create_and_list`]) holding the candidate's value
 //!   (Curator: the participant id);
 //! - the leader is the candidate with the lowest sequence, sorted on the text
 //!   after the last `latch-` (Curator's sort); a waiting candidate watches
@@ -15,7 +15,7 @@
 //! Only `latch-` nodes are candidates here; lock nodes (`__WRIT__`,
 //! `__READ__`, `lock-`, kazoo's) in the same directory are ignored. The other
 //! way round, no lock dialect takes a latch node for a contender (they match
-//! whole node patterns, see [`super::dialect`]), and Curator's own lock
+//! whole node patterns, see [`crate::recipe::dialect`]), and Curator's own lock
 //! recipes sort a node without their marker by its whole name: `_c_…` and
 //! `latch-…` sort after every 10-digit sequence, so a latch node never stands
 //! ahead of a Curator lock node, and Curator's `LeaderLatch` sorts wardlock's
@@ -38,12 +38,13 @@ use tokio::time::Instant;
 use uuid::Uuid;
 use zookeeper_client::{Error as ZkError, OneshotWatcher, Stat};
 
+use super::Shared;
 use super::connection::ZkSession;
-use super::create::{create_and_list, list};
-use super::dialect::{is_hyphenated_uuid, split_sequence};
-use super::pending::PendingNode;
 use super::recipe::{OwnedNode, connect, token_of, until, wait_for_change};
-use super::{Shared, retry};
+use crate::connection::retry;
+use crate::recipe::create::{create_and_list, list};
+use crate::recipe::dialect::{is_hyphenated_uuid, split_sequence};
+use crate::recipe::pending::PendingNode;
 use wardlock_backend::election::differs;
 use wardlock_backend::handoff::{SessionHealth, local_token};
 use wardlock_backend::name::LockName;
@@ -452,7 +453,7 @@ mod tests {
 
     #[test]
     fn lock_dialects_ignore_latch_nodes() {
-        use super::super::dialect::Dialect;
+        use crate::recipe::dialect::Dialect;
         for dialect in Dialect::ALL {
             assert_eq!(dialect.contender(&latch(A, 1)), None, "{dialect}");
             assert_eq!(dialect.contender("latch-0000000001"), None, "{dialect}");

@@ -18,9 +18,9 @@ use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWrite
 
 use super::Shared;
 use super::connection::ZkSession;
-use super::create::ensure_parent;
 use super::recipe::connect;
-use super::retry;
+use crate::connection::retry;
+use crate::recipe::create::ensure_parent;
 use wardlock_backend::guarded::{decode_entry, encode_entry, escape, listed_keys, unescape};
 use wardlock_backend::handoff::{SessionHealth, until};
 use wardlock_backend::name::LockName;

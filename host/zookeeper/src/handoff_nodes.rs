@@ -9,8 +9,8 @@ use tokio::time::Instant;
 use super::Shared;
 use super::connection::ZkSession;
 use super::recipe::{self, OwnedNode, Waiting};
-use super::release;
 use super::remote_contender::remote_contender;
+use crate::recipe::release;
 use wardlock_backend::handoff::{
     LocalHandoff, LocalHeld, LocalLock, LocalLocks, NodeEngine, NodeFuture, NodeRequest,
     NodeSession, WatchFuture, ask,

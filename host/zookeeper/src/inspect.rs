@@ -8,9 +8,10 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use zookeeper_client::Error as ZkError;
 
-use super::queue::{holds, queue};
 use super::recipe::{connect, until};
-use super::{Shared, ZooKeeperBackend, retry};
+use super::{Shared, ZooKeeperBackend};
+use crate::connection::retry;
+use crate::recipe::queue::{holds, queue};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Contender, Contenders, Mode, listed_at_most};
 

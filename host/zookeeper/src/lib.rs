@@ -29,8 +29,6 @@ mod session;
 // reconnecting, the retry policy, shutdown) and `recipe/` (the queue of
 // lock nodes: naming, creating, ordering, releasing). Their parts go by the
 // names the rest of the backend uses.
-use connection::{monitor, reconcile, reconnect, retry, shutdown};
-use recipe::{create, dialect, downgrade, pending, queue, release};
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -284,7 +282,9 @@ impl LockBackend for ZooKeeperBackend {
                 .shards
                 .iter()
                 .cloned()
-                .map(|shard| tokio::spawn(async move { shutdown::shutdown(&shard).await }))
+                .map(|shard| {
+                    tokio::spawn(async move { connection::shutdown::shutdown(&shard).await })
+                })
                 .collect();
             for close in closing {
                 if let Err(error) = close.await {
@@ -332,12 +332,12 @@ impl Shared {
             Err(error) => {
                 // The service is judged unreachable: get it back in the
                 // background rather than on some later request.
-                reconnect::start(self);
+                connection::reconnect::start(self);
                 return Err(error);
             }
         };
         if fresh {
-            self.spawn(monitor::monitor(
+            self.spawn(connection::monitor::monitor(
                 Arc::downgrade(self),
                 Arc::downgrade(&session),
             ));

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use zookeeper_client::EventType;
 
+use super::Dialect;
 use super::connection::ZkSession;
-use super::queue::queue;
-use super::{Dialect, retry};
+use crate::connection::retry;
+use crate::recipe::queue::queue;
 use wardlock_backend::Mode;
 
 /// Resolves when a contender of another client that conflicts with our node

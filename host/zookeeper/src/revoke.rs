@@ -22,9 +22,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use zookeeper_client::Error as ZkError;
 
-use super::queue::{holds, queue};
+use super::Shared;
 use super::recipe::{connect, until, watch_fired};
-use super::{Shared, retry};
+use crate::connection::retry;
+use crate::recipe::queue::{holds, queue};
 use wardlock_backend::name::LockName;
 pub(super) use wardlock_backend::revocation::{Seen, asked, revoked};
 use wardlock_backend::{BackendError, REVOKE_MESSAGE};

@@ -27,10 +27,12 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::connection::ZkSession;
-use super::create::create_and_list;
-use super::pending::PendingNode;
 use super::recipe::{self, OwnedNode, Request, Waiting, token_of, until};
-use super::{Dialect, Shared, release, retry};
+use super::{Dialect, Shared};
+use crate::connection::retry;
+use crate::recipe::create::create_and_list;
+use crate::recipe::pending::PendingNode;
+use crate::recipe::release;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Mode};
 

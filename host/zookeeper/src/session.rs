@@ -1,23 +1,23 @@
 //! One guest's lock session on the host's ZooKeeper session(s).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use super::recipe::{self, OwnedNode, Waiting};
-use super::{Shards, Shared, downgrade, inspect, release, revoke, semaphore, shard_for};
+use super::{Shards, Shared, inspect, revoke, semaphore, shard_for};
 use super::{election, guarded, handoff_nodes};
+use crate::recipe::downgrade;
+use crate::recipe::release;
+use wardlock_backend::grant_table::{GrantEntry, GrantTable};
 use wardlock_backend::guarded::{check_value, not_exclusive};
-use wardlock_backend::handoff::{self, LocalHeld, local_token};
-use wardlock_backend::liveness;
+use wardlock_backend::handoff::{self, LocalHeld, SessionHealth, local_token};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
     BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
     GuardedKey, GuardedStore, Leader, LeaderChange, LockSession, Mode, Request, RequestKind,
-    Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked, settled,
+    Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked,
 };
 
 /// One guest's [`LockSession`] (a *lock session*: its grants and waits). Every
@@ -29,8 +29,8 @@ pub(super) struct ZkLockSession {
     shards: Shards,
     /// Written into every node: who holds or waits (for status tools).
     data: Vec<u8>,
-    held: Mutex<HashMap<u64, Held>>,
-    next_grant: AtomicU64,
+    /// Every grant, in the toolkit's table (released with it).
+    grants: GrantTable<Held>,
 }
 
 /// One grant of a lock session, with the shard it was made on.
@@ -41,9 +41,6 @@ struct Held {
     /// `Shared`): a guarded write needs an exclusive lock.
     name: LockName,
     mode: Mode,
-    /// Dropped with the grant (released, or the lock session dropped): its
-    /// status subscribers then see `released`.
-    alive: tokio::sync::watch::Sender<()>,
     /// The watch on the grant's node for `__REVOKE__`, once someone asked
     /// (see `revoke`).
     revocation: Option<tokio::sync::watch::Receiver<revoke::Seen>>,
@@ -79,19 +76,51 @@ impl Held {
         }
     }
 
-    /// The revocation watch of this grant, started on first use; `None` for
-    /// a permit or a leadership (revocation is for locks).
-    fn revocation(&mut self) -> Option<tokio::sync::watch::Receiver<revoke::Seen>> {
+    /// The revocation watch of this grant, started on first use (ending
+    /// with `ended`, the grant's end); `None` for a permit or a leadership
+    /// (revocation is for locks).
+    fn revocation(
+        &mut self,
+        ended: tokio::sync::watch::Receiver<()>,
+    ) -> Option<tokio::sync::watch::Receiver<revoke::Seen>> {
         let (path, on_asked) = match &self.kind {
             HeldKind::Node(node) => (node.path.clone(), None),
             HeldKind::Local(local) => (local.path.clone(), Some(on_revoked(local))),
             HeldKind::Permit(_) | HeldKind::Leader(_) => return None,
         };
-        let (shared, generation, alive) = (&self.shared, self.generation(), &self.alive);
-        let seen = self.revocation.get_or_insert_with(|| {
-            revoke::watch_node(shared, generation, path, alive.subscribe(), on_asked)
-        });
+        let (shared, generation) = (&self.shared, self.generation());
+        let seen = self
+            .revocation
+            .get_or_insert_with(|| revoke::watch_node(shared, generation, path, ended, on_asked));
         Some(seen.clone())
+    }
+
+    /// The health of the ZooKeeper session the grant was made in; `None`
+    /// once it is over.
+    fn health(&self) -> Option<SessionHealth> {
+        let session = self.shared.connection.session_of(self.generation())?;
+        Some(session.health())
+    }
+
+    /// The health that session publishes, computed now (so a subscriber
+    /// starts from the current value; the monitor's heartbeat ticks and
+    /// client state changes wake it, see `liveness`).
+    fn watch_health(&self) -> Option<tokio::sync::watch::Receiver<SessionHealth>> {
+        let session = self.shared.connection.session_of(self.generation())?;
+        let _ = session.health();
+        Some(session.liveness.watch_health())
+    }
+}
+
+impl GrantEntry for Held {
+    fn token(&self) -> u64 {
+        match &self.kind {
+            // A node of its own is grant 0 under it (see `handoff`).
+            HeldKind::Node(node) | HeldKind::Permit(node) | HeldKind::Leader(node) => {
+                local_token(node.token, 0)
+            }
+            HeldKind::Local(local) => local.token,
+        }
     }
 
     fn release(self) {
@@ -109,41 +138,18 @@ impl ZkLockSession {
         ZkLockSession {
             shards,
             data: data.into_bytes(),
-            held: Mutex::new(HashMap::new()),
-            next_grant: AtomicU64::new(0),
+            grants: GrantTable::default(),
         }
-    }
-
-    fn held(&self) -> MutexGuard<'_, HashMap<u64, Held>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn record(&self, shared: &Arc<Shared>, name: &LockName, mode: Mode, kind: HeldKind) -> Grant {
-        let token = match &kind {
-            // A node of its own is grant 0 under it (see `handoff`).
-            HeldKind::Node(node) | HeldKind::Permit(node) | HeldKind::Leader(node) => {
-                local_token(node.token, 0)
-            }
-            HeldKind::Local(local) => local.token,
-        };
-        let id = self.next_grant.fetch_add(1, Ordering::Relaxed) + 1;
-        let shared = shared.clone();
-        let alive = tokio::sync::watch::Sender::new(());
-        self.held().insert(
-            id,
-            Held {
-                shared,
-                kind,
-                name: name.clone(),
-                mode,
-                alive,
-                revocation: None,
-            },
-        );
-        Grant {
-            id: GrantId(id),
-            token,
-        }
+        self.grants.record(Held {
+            shared: shared.clone(),
+            kind,
+            name: name.clone(),
+            mode,
+            revocation: None,
+        })
     }
 
     /// Takes `name` on its shard: through the host-local task when hand-off is
@@ -228,52 +234,24 @@ impl LockSession for ZkLockSession {
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        let held = self
-            .held()
-            .remove(&grant.0)
-            .ok_or(BackendError::UnknownGrant(grant.0))?;
-        held.release();
-        Ok(())
+        self.grants.release(grant)
     }
 
     fn status(&self, grant: GrantId) -> GrantStatus {
-        let Some((shared, generation)) = self
-            .held()
-            .get(&grant.0)
-            .map(|held| (held.shared.clone(), held.generation()))
-        else {
-            return GrantStatus::Released;
-        };
-        match shared.connection.session_of(generation) {
-            None => GrantStatus::Lost,
-            Some(session) => liveness::grant_status(session.health()),
-        }
+        self.grants.status(grant, Held::health)
     }
 
     fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        let watched = self.held().get(&grant.0).map(|held| {
-            let session = held.shared.connection.session_of(held.generation());
-            (held.alive.subscribe(), session)
-        });
-        let Some((alive, session)) = watched else {
-            return settled(GrantStatus::Released, seen);
-        };
-        // The health the session's own computations publish (see `liveness`):
-        // the monitor's heartbeat ticks and client state changes wake us.
-        let health = session.map(|s| {
-            // Compute once now, so the published value is current.
-            let _ = s.health();
-            s.liveness.watch_health()
-        });
-        liveness::status_change(alive, health, seen)
+        self.grants.status_changed(grant, seen, Held::watch_health)
     }
 
     async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
         // Copied out: the map's lock is not held across the await below.
         let (shared, kind, name) = self
-            .held()
-            .get(&exclusive.0)
-            .map(|held| (held.shared.clone(), held.kind.clone(), held.name.clone()))
+            .grants
+            .with(exclusive, |held, _| {
+                (held.shared.clone(), held.kind.clone(), held.name.clone())
+            })
             .ok_or(BackendError::UnknownGrant(exclusive.0))?;
         let kind = match kind {
             HeldKind::Node(node) => {
@@ -389,19 +367,16 @@ impl Election for ZkLockSession {
 
     async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
         wardlock_backend::election::check_value(value)?;
-        let (shared, node) = {
-            let held = self.held();
-            let held = held
-                .get(&leadership.0)
-                .ok_or(BackendError::UnknownGrant(leadership.0))?;
-            let HeldKind::Leader(node) = &held.kind else {
-                return Err(BackendError::InvalidRequest(format!(
+        let (shared, node) = self
+            .grants
+            .with(leadership, |held, _| match &held.kind {
+                HeldKind::Leader(node) => Ok((held.shared.clone(), node.clone())),
+                _ => Err(BackendError::InvalidRequest(format!(
                     "a grant of \"{}\" is a lock, not a leadership: only a leader proclaims",
                     held.name
-                )));
-            };
-            (held.shared.clone(), node.clone())
-        };
+                ))),
+            })
+            .ok_or(BackendError::UnknownGrant(leadership.0))??;
         election::proclaim(&shared, &node, value).await
     }
 
@@ -422,10 +397,13 @@ impl ZkLockSession {
         &self,
         grant: GrantId,
     ) -> Result<(Arc<Shared>, LockName, guarded::Holder), BackendError> {
-        let held = self.held();
-        let held = held
-            .get(&grant.0)
-            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        self.grants
+            .with(grant, |held, _| Self::holder(held))
+            .ok_or(BackendError::UnknownGrant(grant.0))?
+    }
+
+    /// What a guarded write through `held` checks (see [`Self::guard`]).
+    fn holder(held: &Held) -> Result<(Arc<Shared>, LockName, guarded::Holder), BackendError> {
         let holder = match &held.kind {
             HeldKind::Permit(_) => {
                 return Err(not_exclusive(&format!(
@@ -460,17 +438,10 @@ impl ZkLockSession {
         &self,
         grant: GrantId,
     ) -> Option<(tokio::sync::watch::Receiver<revoke::Seen>, Arc<Shared>)> {
-        let mut held = self.held();
-        let held = held.get_mut(&grant.0)?;
-        Some((held.revocation()?, held.shared.clone()))
-    }
-}
-
-impl Drop for ZkLockSession {
-    fn drop(&mut self) {
-        let held: Vec<Held> = self.held().drain().map(|(_, held)| held).collect();
-        for held in held {
-            held.release();
-        }
+        self.grants
+            .with(grant, |held, ended| {
+                Some((held.revocation(ended)?, held.shared.clone()))
+            })
+            .flatten()
     }
 }

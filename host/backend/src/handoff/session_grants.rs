@@ -5,17 +5,13 @@
 //! `status_changed` and `downgrade` from it, so an engine writes only how its
 //! node's session is doing ([`SessionLookup`]).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use tokio::sync::watch;
 
 use super::LocalLocks;
 use super::node::SessionHealth;
 use super::request::{LocalHeld, downgrade};
-use crate::liveness::{grant_status, status_change};
-use crate::{BackendError, Grant, GrantId, GrantStatus, StatusChange, settled};
+use crate::grant_table::{GrantEntry, GrantTable};
+use crate::{BackendError, Grant, GrantId, GrantStatus, StatusChange};
 
 /// How a node's session is doing, by generation ([`LocalHeld::generation`]):
 /// what an engine tells [`SessionGrants`].
@@ -29,61 +25,49 @@ pub trait SessionLookup {
     fn watch(&self, generation: u64) -> Option<watch::Receiver<SessionHealth>>;
 }
 
-/// One grant and what ends it.
-struct Held<T> {
+/// A grant through a lock task, and what the engine keeps beside it.
+struct LocalGrant<T> {
     local: LocalHeld,
     /// What the engine keeps beside the grant (its lock name and mode, …).
     extra: T,
-    /// Dropped with the grant: wakes its status subscribers with `released`.
-    alive: watch::Sender<()>,
 }
 
-/// The grants of one session (see the module doc). `T` is what the engine
-/// keeps beside each grant.
-pub struct SessionGrants<T> {
-    held: Mutex<HashMap<u64, Held<T>>>,
-    last: AtomicU64,
+impl<T: Send + 'static> GrantEntry for LocalGrant<T> {
+    fn token(&self) -> u64 {
+        self.local.token
+    }
+
+    fn release(self) {
+        self.local.release();
+    }
 }
 
-impl<T> Default for SessionGrants<T> {
+/// The grants of one session (see the module doc): a [`GrantTable`] whose
+/// entries are grants of lock tasks. `T` is what the engine keeps beside
+/// each grant.
+pub struct SessionGrants<T: Send + 'static> {
+    table: GrantTable<LocalGrant<T>>,
+}
+
+impl<T: Send + 'static> Default for SessionGrants<T> {
     fn default() -> Self {
         SessionGrants {
-            held: Mutex::new(HashMap::new()),
-            last: AtomicU64::new(0),
+            table: GrantTable::default(),
         }
     }
 }
 
-impl<T: Clone> SessionGrants<T> {
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Held<T>>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
+impl<T: Clone + Send + 'static> SessionGrants<T> {
     /// Keeps `local` (with `extra`) and returns the guest's grant: a new id,
     /// the task's token.
     pub fn record(&self, local: LocalHeld, extra: T) -> Grant {
-        let token = local.token;
-        let id = self.last.fetch_add(1, Ordering::Relaxed) + 1;
-        let alive = watch::Sender::new(());
-        self.held().insert(
-            id,
-            Held {
-                local,
-                extra,
-                alive,
-            },
-        );
-        Grant {
-            id: GrantId(id),
-            token,
-        }
+        self.table.record(LocalGrant { local, extra })
     }
 
     /// The task's grant and the engine's extra of `grant`, if held here.
     pub fn get(&self, grant: GrantId) -> Option<(LocalHeld, T)> {
-        self.held()
-            .get(&grant.0)
-            .map(|h| (h.local.clone(), h.extra.clone()))
+        self.table
+            .with(grant, |held, _| (held.local.clone(), held.extra.clone()))
     }
 
     /// Releases `grant`: its task hands the lock on.
@@ -91,23 +75,14 @@ impl<T: Clone> SessionGrants<T> {
     /// # Errors
     /// [`BackendError::UnknownGrant`] when it is not held here.
     pub fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        let held = self
-            .held()
-            .remove(&grant.0)
-            .ok_or(BackendError::UnknownGrant(grant.0))?;
-        held.local.release();
-        Ok(())
+        self.table.release(grant)
     }
 
     /// What `grant` guarantees now: released when not held here, else its
     /// node's session's health.
     pub fn status(&self, grant: GrantId, sessions: &dyn SessionLookup) -> GrantStatus {
-        let Some(generation) = self.held().get(&grant.0).map(|h| h.local.generation) else {
-            return GrantStatus::Released;
-        };
-        sessions
-            .health(generation)
-            .map_or(GrantStatus::Lost, grant_status)
+        self.table
+            .status(grant, |held| sessions.health(held.local.generation))
     }
 
     /// Resolves once `grant`'s status differs from `seen` (see
@@ -118,14 +93,8 @@ impl<T: Clone> SessionGrants<T> {
         seen: GrantStatus,
         sessions: &dyn SessionLookup,
     ) -> StatusChange {
-        let watched = self
-            .held()
-            .get(&grant.0)
-            .map(|h| (h.alive.subscribe(), h.local.generation));
-        let Some((alive, generation)) = watched else {
-            return settled(GrantStatus::Released, seen);
-        };
-        status_change(alive, sessions.watch(generation), seen)
+        self.table
+            .status_changed(grant, seen, |held| sessions.watch(held.local.generation))
     }
 
     /// A shared grant beside exclusive grant `exclusive` (a downgrade at its
@@ -152,9 +121,6 @@ impl<T: Clone> SessionGrants<T> {
 
     /// Releases every grant (the session is dropped).
     pub fn release_all(&self) {
-        let held: Vec<Held<T>> = self.held().drain().map(|(_, held)| held).collect();
-        for held in held {
-            held.local.release();
-        }
+        self.table.release_all();
     }
 }

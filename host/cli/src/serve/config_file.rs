@@ -119,7 +119,7 @@ fn plan(file: File, base: &Path, registry: &Registry) -> Result<ServePlan, Mista
     };
     let admin = match &file.admin {
         Some(addr) => {
-            Some(super::admin::parse_addr(addr).map_err(|why| ("admin".to_owned(), why))?)
+            Some(crate::admin::parse_addr(addr).map_err(|why| ("admin".to_owned(), why))?)
         }
         None => None,
     };

@@ -3,22 +3,16 @@
 //!
 //! - `plan`: what is served (the one model flags and config files both build);
 //! - `config_file`: the TOML config file;
-//! - `metrics`: Prometheus metrics and the metered backend wrapper;
-//! - `server`: accepting connections, routing, graceful shutdown;
-//! - `admin`: `/metrics`, `/healthz` and the locks page, on serve's admin
-//!   listener and on `wardlock run --admin`'s;
-//! - `locks_api`, `locks_events`, `locks_page` (with `assets/`): the locks
-//!   page, its JSON and its live event stream.
+//! - `server`: accepting connections, routing, graceful shutdown.
+//!
+//! The admin listener (`/metrics`, `/healthz`, the locks page) is
+//! [`crate::admin`], which `wardlock run --admin` uses too.
 
-pub(crate) mod admin;
 mod config_file;
-mod locks_api;
-mod locks_events;
-mod locks_page;
-mod metrics;
 mod plan;
 mod server;
 
+use crate::admin::{self, metrics};
 use wardlock_host::locks as locks_source;
 
 use std::collections::BTreeMap;

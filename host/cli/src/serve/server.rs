@@ -13,10 +13,10 @@ use wardlock_host::backend::LockBackend;
 use wardlock_host::runner::{ProxyRunner, ResponseBody, respond};
 use wasmtime_wasi_http::io::TokioIo;
 
-use super::super::signal::{exit_on_second_signal, stop_signal};
-use super::admin;
-use super::metrics::Metrics;
 use super::plan::{ServePlan, route_matches};
+use crate::admin;
+use crate::admin::metrics::Metrics;
+use crate::signal::{exit_on_second_signal, stop_signal};
 
 /// A plugin on a route prefix.
 pub(super) struct Route {

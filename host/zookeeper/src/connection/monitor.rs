@@ -12,8 +12,8 @@ use zookeeper_client::SessionState;
 
 use super::super::Shared;
 use super::super::connection::ZkSession;
-use super::super::reconcile::reconcile;
-use super::super::reconnect;
+use super::reconcile::reconcile;
+use super::reconnect;
 use wardlock_backend::liveness::SessionHealth;
 
 /// Reconcile at least this often (and after every reconnect seen).

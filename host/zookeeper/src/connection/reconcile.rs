@@ -1,12 +1,12 @@
 //! Make ZooKeeper agree with what the host tracks: an ephemeral node of our session
 //! under the root that no guest tracks is an orphan (say, a create whose answer was
-//! lost with the connection), and is deleted. Run by [`super::super::monitor`] after every
+//! lost with the connection), and is deleted. Run by [`super::monitor`] after every
 //! reconnect and periodically.
 
 use std::sync::Arc;
 
 use super::super::Shared;
-use super::super::release;
+use crate::recipe::release;
 
 /// Deletes this session's untracked ephemeral nodes under the root.
 ///

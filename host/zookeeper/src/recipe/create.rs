@@ -8,7 +8,7 @@ use zookeeper_client::{CreateMode, Error as ZkError, Stat};
 
 use super::super::Shared;
 use super::super::connection::ZkSession;
-use super::super::retry;
+use crate::connection::retry;
 use wardlock_backend::BackendError;
 
 /// A lock's children as one listing saw them, with the listing's `pzxid`: the zxid
@@ -133,7 +133,7 @@ async fn stat_of(session: &ZkSession, path: &str) -> Result<Option<Stat>, Backen
 
 /// Creates the lock's parent (and missing ancestors) as CONTAINER nodes, which
 /// the server removes once empty, so lock directories do not pile up (kazoo #329);
-/// PERSISTENT in the kazoo dialect (see [`super::super::dialect::Dialect::parent_mode`]).
+/// PERSISTENT in the kazoo dialect (see [`super::dialect::Dialect::parent_mode`]).
 /// The guarded store makes its directories the same way.
 pub(crate) async fn ensure_parent(
     shared: &Arc<Shared>,

@@ -9,12 +9,12 @@ use zookeeper_client::{CreateMode, Error as ZkError};
 
 use super::super::Shared;
 use super::super::recipe::{OwnedNode, token_of};
-use super::super::retry;
+use crate::connection::retry;
 use wardlock_backend::BackendError;
 
 /// Creates the shared node that downgrades `exclusive`, granted at once: it sorts
 /// beside `exclusive` (same sequence, see
-/// [`super::super::dialect::Dialect::downgrade_node`]), ahead of every node queued later.
+/// [`super::dialect::Dialect::downgrade_node`]), ahead of every node queued later.
 ///
 /// # Errors
 /// [`BackendError::Lost`] when `exclusive`'s session ended; `Unsupported` in a

@@ -1,7 +1,7 @@
 //! The lock recipe: a queue of ephemeral sequential nodes, each waiter watching
 //! exactly one node (no herd effect), re-listing after every wake-up.
 //!
-//! Uncontended acquire is one round trip (see [`super::create::create_and_list`]).
+//! Uncontended acquire is one round trip (see [`self::create::create_and_list`]).
 //! Connection loss within a live session never ends an attempt: requests wait for
 //! the reconnect and repeat; a session that ended is replaced and the wait starts
 //! over, keeping the caller's deadline.
@@ -27,11 +27,12 @@ use tokio::time::Instant;
 use uuid::Uuid;
 use zookeeper_client::{Error as ZkError, EventType};
 
+use self::create::{Listing, create_and_list, list};
+use self::pending::PendingNode;
+use self::queue::{Turn, queue, turn};
+use super::Shared;
 use super::connection::ZkSession;
-use super::create::{Listing, create_and_list, list};
-use super::pending::PendingNode;
-use super::queue::{Turn, queue, turn};
-use super::{Shared, retry};
+use crate::connection::retry;
 pub(super) use wardlock_backend::handoff::{OwnedNode, until};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Mode};

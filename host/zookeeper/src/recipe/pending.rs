@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::super::{Shared, release};
+use super::super::Shared;
+use super::release;
 
 /// Deletes the node of an attempt that did not end in a grant, when dropped: after
 /// a timeout, an error, a retry, a try-acquire that found the lock busy, or the

@@ -1,6 +1,6 @@
 //! A lock's queue as a dialect orders it, and whose turn it is.
 
-use super::super::dialect::{Contender, Dialect};
+use super::dialect::{Contender, Dialect};
 use wardlock_backend::Mode;
 
 /// The contenders among `children`, in queue order.

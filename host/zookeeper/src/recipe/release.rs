@@ -10,7 +10,7 @@ use zookeeper_client::Error as ZkError;
 
 use super::super::Shared;
 use super::super::connection::ZkSession;
-use super::super::retry;
+use crate::connection::retry;
 
 /// Deletes `path`, created in session `generation`. The delete request is sent
 /// before this returns, so it is ordered before anything the caller sends next on

@@ -4,6 +4,11 @@
 //! and `GET /healthz` (the same as `/readyz`). With a token configured, every
 //! request must carry `Authorization: Bearer TOKEN` (else 401).
 
+mod locks_api;
+mod locks_events;
+mod locks_page;
+pub(crate) mod metrics;
+
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,11 +25,9 @@ use wardlock_host::backend::{Health, LockBackend};
 use wardlock_host::secret::Secret;
 use wasmtime_wasi_http::io::TokioIo;
 
-use super::locks_api::{LocksQuery, LocksSource};
-use super::locks_events;
-use super::locks_page;
-use super::locks_source::LockTable;
-use super::metrics::Metrics;
+use self::locks_api::{LocksQuery, LocksSource};
+use self::metrics::Metrics;
+use wardlock_host::locks::LockTable;
 
 /// The body of every admin response: whole texts, or an event stream.
 pub(crate) type AdminBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -44,7 +47,7 @@ pub(crate) struct AdminState {
 impl AdminState {
     /// Reports `metrics` and the health of `backends`, to requests bearing
     /// `token` if there is one.
-    pub(super) fn new(
+    pub(crate) fn new(
         metrics: Arc<Metrics>,
         backends: BTreeMap<String, Arc<dyn LockBackend>>,
         token: Option<Secret>,

@@ -14,7 +14,7 @@ use http_body_util::BodyExt;
 use hyper::body::{Body, Bytes, Frame};
 use tokio::sync::mpsc;
 
-use super::admin::AdminBody;
+use super::AdminBody;
 use super::locks_api::LocksSource;
 
 /// The most events a stream sends per second.
@@ -44,7 +44,7 @@ impl Body for ChannelBody {
 
 /// Starts a stream of `source`'s view of locks under `prefix`: its body,
 /// fed by a task that ends when the client hangs up.
-pub(super) fn stream(source: LocksSource, prefix: Option<String>) -> hyper::Response<AdminBody> {
+pub(crate) fn stream(source: LocksSource, prefix: Option<String>) -> hyper::Response<AdminBody> {
     let (tx, rx) = mpsc::channel(4);
     tokio::spawn(feed(source, prefix, tx));
     let mut response = hyper::Response::new(ChannelBody(rx).boxed_unsync());

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use wardlock_host::backend::{BackendError, LockBackend};
 use wardlock_host::name::LockName;
 
-use super::locks_source::{Cycle, LockEntry, LockTable};
+use wardlock_host::locks::{Cycle, LockEntry, LockTable};
 
 /// How many of the listed locks the engines are asked about per answer: a
 /// page of 10,000 locks must not become 10,000 round trips to the lock
@@ -308,13 +308,13 @@ mod tests {
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let state = super::super::admin::AdminState::for_run(
+        let state = crate::admin::AdminState::for_run(
             BTreeMap::from([("default".to_owned(), engine)]),
             None,
         )
         .with_locks(table);
         let (_stop, stopped) = tokio::sync::watch::channel(false);
-        tokio::spawn(super::super::admin::serve(listener, state, stopped));
+        tokio::spawn(crate::admin::serve(listener, state, stopped));
 
         for path in ["/api/locks", "/locks"] {
             let started = std::time::Instant::now();

@@ -61,7 +61,7 @@ fn as_written(bound: f64) -> f64 {
 }
 
 /// Every metric `wardlock serve` exports.
-pub(super) struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     grants: Family<LockLabels, Counter>,
     acquire_wait: Family<LockLabels, Histogram, fn() -> Histogram>,
@@ -79,7 +79,7 @@ pub(super) struct Metrics {
 
 impl Metrics {
     /// A registry with every metric registered (and none observed yet).
-    pub(super) fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         let mut registry = Registry::default();
         let grants = Family::<LockLabels, Counter>::default();
         let acquire_wait = Family::<LockLabels, Histogram, fn() -> Histogram>::new_with_constructor(
@@ -172,7 +172,7 @@ impl Metrics {
 
     /// Brings the cycle counter up to `found`, the host table's count so far
     /// (read at scrape time: the table counts, the metric follows).
-    pub(super) fn set_cycles_found(&self, found: u64) {
+    pub(crate) fn set_cycles_found(&self, found: u64) {
         let seen = self.deadlock_cycles.get();
         if found > seen {
             self.deadlock_cycles.inc_by(found - seen);
@@ -180,7 +180,7 @@ impl Metrics {
     }
 
     /// The metrics in the OpenMetrics text format.
-    pub(super) fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut text = String::new();
         if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             tracing::warn!(%error, "cannot encode metrics");
@@ -189,7 +189,7 @@ impl Metrics {
     }
 
     /// Counts a finished request.
-    pub(super) fn request_ended(&self, plugin: &str, outcome: &str) {
+    pub(crate) fn request_ended(&self, plugin: &str, outcome: &str) {
         self.requests
             .get_or_create(&RequestLabels {
                 plugin: plugin.to_owned(),
@@ -206,7 +206,7 @@ impl Metrics {
     }
 
     /// Records that this host now leads (or no longer leads) election `name`.
-    pub(super) fn set_leading(&self, name: &str, leading: bool) {
+    pub(crate) fn set_leading(&self, name: &str, leading: bool) {
         let labels = ElectionLabels {
             name: name.to_owned(),
         };
@@ -215,7 +215,7 @@ impl Metrics {
     }
 
     /// Marks election `name` as one this host stands for (not leading yet).
-    pub(super) fn stand_by(&self, name: &str) {
+    pub(crate) fn stand_by(&self, name: &str) {
         let labels = ElectionLabels {
             name: name.to_owned(),
         };
@@ -223,7 +223,7 @@ impl Metrics {
     }
 
     /// Records a backend's ZooKeeper session state (see the metric's help).
-    pub(super) fn set_session_state(&self, backend: &str, value: i64) {
+    pub(crate) fn set_session_state(&self, backend: &str, value: i64) {
         self.session_state
             .get_or_create(&BackendLabels {
                 backend: backend.to_owned(),
@@ -234,14 +234,14 @@ impl Metrics {
 
 /// Makes the observers that count a plugin's sessions into [`Metrics`]:
 /// `ObservedBackend::new(backend, Metered::new(plugin, metrics))`.
-pub(super) struct Metered {
+pub(crate) struct Metered {
     plugin: String,
     metrics: Arc<Metrics>,
 }
 
 impl Metered {
     /// Counts under `plugin`'s label.
-    pub(super) fn new(plugin: &str, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(plugin: &str, metrics: Arc<Metrics>) -> Self {
         Metered {
             plugin: plugin.to_owned(),
             metrics,
@@ -249,7 +249,7 @@ impl Metered {
     }
 
     /// `inner`, its sessions counted under `plugin`'s label.
-    pub(super) fn backend(
+    pub(crate) fn backend(
         inner: Arc<dyn LockBackend>,
         plugin: &str,
         metrics: Arc<Metrics>,
@@ -277,7 +277,7 @@ struct HeldGrant {
 }
 
 /// Counts one session's requests, grants, holds and losses.
-pub(super) struct MeteredSession {
+pub(crate) struct MeteredSession {
     plugin: String,
     metrics: Arc<Metrics>,
     held: Mutex<HashMap<GrantId, HeldGrant>>,

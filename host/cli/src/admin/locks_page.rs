@@ -15,7 +15,7 @@ const JS: &str = include_str!("assets/locks.js");
 
 /// The page for `view`, filtered by `prefix`; `token` (when the page was
 /// opened with `?token=`) is kept in the filter form so filtering keeps it.
-pub(super) fn render(view: &LocksView, prefix: Option<&str>, token: Option<&str>) -> String {
+pub(crate) fn render(view: &LocksView, prefix: Option<&str>, token: Option<&str>) -> String {
     let token_field = token.map_or_else(String::new, |t| {
         format!(
             "<input type=\"hidden\" name=\"token\" value=\"{}\">\n",
