@@ -35,15 +35,14 @@ mod ctx;
 mod error;
 mod fence;
 mod handle;
-mod host_impl;
-mod host_impl_election;
-mod host_impl_guarded;
-mod host_impl_v2;
 mod leadership;
+mod lock_calls;
 mod pending;
 mod permit;
 mod revocation;
 pub mod sync;
+mod v0_1;
+mod v0_2;
 mod wait_bounds;
 
 use wasmtime::component::{HasData, Linker, ResourceTable};

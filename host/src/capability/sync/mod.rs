@@ -11,7 +11,8 @@
 //! [`WardlockCtx::interrupt_handle`](super::WardlockCtx::interrupt_handle).
 
 mod bindings;
-mod host_impl;
+mod v0_1;
+mod v0_2;
 
 use std::future::Future;
 

@@ -1,13 +1,12 @@
-//! The generated WIT host trait of `wardlock:lock@0.2.2`'s `guarded`
-//! interface, implemented on [`WardlockView`]: each call goes to the
-//! instance's [`WardlockCtx`](super::WardlockCtx) (`ctx/guarded.rs`).
+//! `wardlock:lock@0.2.2`'s `guarded` interface, implemented on [`WardlockView`]: each call goes to the
+//! instance's [`WardlockCtx`](crate::capability::WardlockCtx) (`ctx/guarded.rs`).
 
 use wasmtime::component::Resource;
 
-use super::WardlockView;
-use super::bindings_v2::wardlock::lock::{guarded, types};
-use super::handle::LockHandle;
 use crate::backend::GuardedEntry;
+use crate::capability::WardlockView;
+use crate::capability::bindings_v2::wardlock::lock::{guarded, types};
+use crate::capability::handle::LockHandle;
 
 impl guarded::Host for WardlockView<'_> {
     async fn get(

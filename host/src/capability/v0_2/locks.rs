@@ -1,5 +1,6 @@
-//! The generated WIT host traits of `wardlock:lock@0.2.2`, implemented on
-//! [`WardlockView`]: 0.1.0's calls (shared macros from `host_impl.rs`) plus
+//! `wardlock:lock@0.2.2`'s `locks` and `types` interfaces, implemented on
+//! [`WardlockView`]: 0.1.0's calls (the lock calls every version has,
+//! `lock_calls.rs`, converted to this version's types) plus
 //! `subscribe`, `acquire-async` / `pending-lock`, `acquire-many`, the
 //! semaphore `permit`s, revocation (`request-revocation`,
 //! `lock.revocation-requested`, `lock.subscribe-revocation`) and, from
@@ -10,19 +11,36 @@ use std::time::Duration;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::DynPollable;
 
-use super::WardlockView;
-use super::bindings_v2::wardlock::lock::{locks, types};
-use super::handle::LockHandle;
-use super::host_impl::{acquire_calls, lock_methods};
-use super::pending::PendingLock;
-use super::permit::PermitHandle;
-use super::revocation::RevocationWatch;
 use crate::backend::Contenders;
+use crate::capability::WardlockView;
+use crate::capability::bindings_v2::wardlock::lock::{locks, types};
+use crate::capability::handle::LockHandle;
+use crate::capability::pending::PendingLock;
+use crate::capability::permit::PermitHandle;
+use crate::capability::revocation::RevocationWatch;
 
 impl types::Host for WardlockView<'_> {}
 
 impl locks::Host for WardlockView<'_> {
-    acquire_calls!();
+    async fn acquire(
+        &mut self,
+        name: String,
+        options: locks::Options,
+    ) -> wasmtime::Result<Result<Resource<LockHandle>, types::Error>> {
+        let acquired = self
+            .acquire_lock(&name, options.mode.into(), options.timeout_ms)
+            .await?;
+        Ok(acquired.map_err(types::Error::from))
+    }
+
+    async fn try_acquire(
+        &mut self,
+        name: String,
+        mode: types::Mode,
+    ) -> wasmtime::Result<Result<Option<Resource<LockHandle>>, types::Error>> {
+        let tried = self.try_acquire_lock(&name, mode.into()).await?;
+        Ok(tried.map_err(types::Error::from))
+    }
 
     async fn acquire_async(
         &mut self,
@@ -170,7 +188,32 @@ impl locks::HostPermit for WardlockView<'_> {
 }
 
 impl locks::HostLock for WardlockView<'_> {
-    lock_methods!();
+    async fn name(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<String> {
+        Ok(self.handle(&lock)?.name.to_string())
+    }
+
+    async fn mode(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<types::Mode> {
+        Ok(self.handle(&lock)?.mode.into())
+    }
+
+    async fn fencing_token(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<u64> {
+        Ok(self.handle(&lock)?.token)
+    }
+
+    async fn status(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<types::Status> {
+        Ok(self.lock_status(&lock)?.into())
+    }
+
+    async fn release(
+        &mut self,
+        lock: Resource<LockHandle>,
+    ) -> wasmtime::Result<Result<(), types::Error>> {
+        Ok(self.release_lock(&lock)?.map_err(types::Error::from))
+    }
+
+    async fn drop(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<()> {
+        self.drop_lock(lock)
+    }
 
     async fn subscribe(
         &mut self,

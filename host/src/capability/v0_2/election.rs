@@ -1,16 +1,15 @@
-//! The generated WIT host traits of `wardlock:lock@0.2.2`'s `election`
-//! interface, implemented on [`WardlockView`]: each call goes to the
-//! instance's [`WardlockCtx`](super::WardlockCtx) (`ctx/election.rs`).
+//! `wardlock:lock@0.2.2`'s `election` interface, implemented on [`WardlockView`]: each call goes to the
+//! instance's [`WardlockCtx`](crate::capability::WardlockCtx) (`ctx/election.rs`).
 
 use std::time::Duration;
 
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::DynPollable;
 
-use super::WardlockView;
-use super::bindings_v2::wardlock::lock::{election, types};
-use super::leadership::{ElectionObserver, LeadershipHandle};
 use crate::backend::Leader;
+use crate::capability::WardlockView;
+use crate::capability::bindings_v2::wardlock::lock::{election, types};
+use crate::capability::leadership::{ElectionObserver, LeadershipHandle};
 
 impl election::Host for WardlockView<'_> {
     async fn campaign(
