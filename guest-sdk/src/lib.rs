@@ -3,7 +3,7 @@
 //!
 //! A component built with this crate imports the `wardlock:lock/locks`
 //! interface (see `wit/lock.wit`). The host maps each lock name onto a backend
-//! (in-memory by default; ZooKeeper, etcd or an engine added outside wardlock
+//! (in-memory by default; ZooKeeper, etcd, PostgreSQL or an engine added outside wardlock
 //! for locks shared between machines) and
 //! decides which names this component may use.
 //!

@@ -13,8 +13,8 @@
 //!   pluggable [`LockBackend`] trait and the in-memory engine
 //!   ([`MemoryBackend`], the embedded default).
 //!
-//! This crate names no engine: the ZooKeeper and etcd engines are crates of
-//! their own (`wardlock-zookeeper`, `wardlock-etcd`), built on the toolkit
+//! This crate names no engine: the ZooKeeper, etcd and PostgreSQL engines are crates of
+//! their own (`wardlock-zookeeper`, `wardlock-etcd`, `wardlock-postgres`), built on the toolkit
 //! alone, and the `wardlock` command line (crate `wardlock`) is the one place
 //! that names the built-in engines. An embedder passes any
 //! `Arc<dyn LockBackend>` to [`WardlockCtx`].

@@ -3,7 +3,7 @@
 //! ZooKeeper servers and ensembles that the tests start themselves (`zookeeper`,
 //! `handoff` (host-local hand-off),
 //! `partition`, `failover`, `hostile_names`, `interop` with Curator and kazoo,
-//! and both backends in `conformance` and `languages`); `semaphore`: semaphores
+//! every engine in `conformance`, memory and ZooKeeper in `languages`); `semaphore`: semaphores
 //! natively and shared with Curator's `InterProcessSemaphoreV2`; `lock_v2`: the 0.2.0
 //! interface (subscribe, acquire-async, acquire-many) through its own guest, and
 //! `conform2` the same scenarios through guests in Rust, C, Python and JavaScript;

@@ -21,6 +21,31 @@
 //! acquired through a session belongs to it and is released when the session is
 //! dropped. The host opens one session per guest instance, so a guest's locks
 //! live exactly as long as the guest.
+//!
+//! ```
+//! use wardlock_backend::guarded::GuardedKey;
+//! use wardlock_backend::name::LockName;
+//! use wardlock_backend::{GrantStatus, LockBackend, MemoryBackend, Mode};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let backend = MemoryBackend::new();
+//! let session = backend.open_session("an example");
+//! let orders = LockName::new("orders")?;
+//! let grant = session.acquire(&orders, Mode::Exclusive, None).await?;
+//! assert_eq!(session.status(grant.id), GrantStatus::Held);
+//!
+//! // What only some engines offer is reached through its accessor
+//! // (`Unsupported` where the engine has none).
+//! let store = session.guarded_store()?;
+//! let key = GuardedKey::new("next-id")?;
+//! store.guarded_put(grant.id, &key, b"42").await?;
+//!
+//! session.release(grant.id)?;
+//! drop(session); // ends whatever it still held or waited for
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod backoff;
 mod contenders;

@@ -1,8 +1,20 @@
 //! The `wardlock` command line: `run`, `serve`, `compile` and `status` on any
 //! engine the registry holds — the built-in ones (memory, ZooKeeper from
-//! `wardlock-zookeeper`, etcd from `wardlock-etcd`), which this crate is the
+//! `wardlock-zookeeper`, etcd from `wardlock-etcd`, PostgreSQL from
+//! `wardlock-postgres`), which this crate is the
 //! one place to name, and engines added outside wardlock in a binary of their
 //! own ([`main`] with a registry of its own).
+//!
+//! A `wardlock` of your own, with every built-in engine and one more:
+//!
+//! ```no_run
+//! use wardlock::registry::Registry;
+//!
+//! fn main() {
+//!     // `.with(MyEngine)` adds an engine of yours (docs/engines.md).
+//!     wardlock::main(Registry::builtin());
+//! }
+//! ```
 
 mod admin;
 mod compilation_args;

@@ -4,6 +4,23 @@
 //! every lock (see `wardlock_backend::handoff`): a host queues one key per lock
 //! and passes the grant among its guests in memory.
 //!
+//! ```no_run
+//! use wardlock_backend::name::LockName;
+//! use wardlock_backend::{LockBackend, Mode};
+//! use wardlock_etcd::{EtcdBackend, EtcdConfig};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let backend = EtcdBackend::connect(EtcdConfig::new("http://127.0.0.1:2379")).await?;
+//! let session = backend.open_session("an example");
+//! let grant = session
+//!     .acquire(&LockName::new("orders")?, Mode::Exclusive, None)
+//!     .await?;
+//! println!("held, fencing token {}", grant.token);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Leader election (`election`) shares the locks' layout, as `etcdctl elect`
 //! does (`concurrency.Election`): a candidate is a key of its own under the
 //! election name's lock prefix.

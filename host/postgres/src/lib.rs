@@ -8,6 +8,24 @@
 //! holds one advisory lock per name and passes the grant among its guests
 //! in memory.
 //!
+//! ```no_run
+//! use wardlock_backend::name::LockName;
+//! use wardlock_backend::{LockBackend, Mode};
+//! use wardlock_postgres::{PostgresBackend, PostgresConfig};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = PostgresConfig::new("postgres://wardlock@127.0.0.1/wardlock");
+//! let backend = PostgresBackend::connect(config).await?;
+//! let session = backend.open_session("an example");
+//! let grant = session
+//!     .acquire(&LockName::new("orders")?, Mode::Exclusive, None)
+//!     .await?;
+//! println!("held, fencing token {}", grant.token);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! The guarded store (`guarded`) is a table in wardlock's schema, each write
 //! one statement on the holding connection that checks `pg_locks` first.
 //! Semaphores, revocation and elections answer `Unsupported`.

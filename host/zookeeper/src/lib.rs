@@ -1,6 +1,24 @@
 //! The ZooKeeper backend: Curator-compatible read/write lock recipes on a real
 //! ZooKeeper ensemble, herd-free, safe under connection loss and session expiry.
 //!
+//! ```no_run
+//! use wardlock_backend::name::LockName;
+//! use wardlock_backend::{LockBackend, Mode};
+//! use wardlock_zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = ZooKeeperConfig::new("127.0.0.1:2181");
+//! let backend = ZooKeeperBackend::connect(config).await?;
+//! let session = backend.open_session("an example");
+//! let grant = session
+//!     .acquire(&LockName::new("orders")?, Mode::Exclusive, None)
+//!     .await?;
+//! println!("held, fencing token {}", grant.token);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! - Guests of one host share a ZooKeeper session; every node is tracked per guest
 //!   session and deleted when the guest ends ("guaranteed delete", retried until
 //!   done). The ZooKeeper session is only the safety net if the host dies.

@@ -1,6 +1,6 @@
 //! The conformance kit for wardlock lock engines.
 //!
-//! Every engine wardlock ships (memory, ZooKeeper, etcd) passes these checks,
+//! Every engine wardlock ships (memory, ZooKeeper, etcd, PostgreSQL) passes these checks,
 //! and so must one of your own before guests lock on it: FIFO fairness,
 //! shared and exclusive modes, fencing tokens, timeouts and cancelled waits
 //! that leave nothing queued, a dropped session releasing everything, event-
