@@ -14,7 +14,10 @@ HOST_TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 echo "demo: building the counter guest (wasm32-wasip2)..." >&2
 COUNTER="$(bash "$ROOT/plugins/build.sh" --rust-only counter)"
 echo "demo: building the wardlock host..." >&2
-(cd "$ROOT" && cargo build -q -p wardlock --bin wardlock)
+# `--bin wardlock` at the root, not `-p wardlock`: a build of one package
+# resolves its dependencies' features for that package alone, so after the
+# test build (CI) it compiled tokio and everything above it a second time.
+(cd "$ROOT" && cargo build -q --bin wardlock)
 
 DATA="$(mktemp -d)"
 trap 'rm -rf "$DATA"' EXIT

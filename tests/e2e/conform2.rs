@@ -446,7 +446,7 @@ pub(crate) async fn permits_never_exceed_the_semaphore(speaker: Speaker) {
     let runner = runner_with(
         speaker.guest(),
         RunnerConfig {
-            backend: HoldLog::new(Arc::new(memory.clone()), "guest/", sink),
+            backend: HoldLog::wrap(Arc::new(memory.clone()), "guest/", sink),
             timeout: Some(TEST_WAIT_LIMIT),
             ..RunnerConfig::default()
         },

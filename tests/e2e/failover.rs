@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wardlock_host::LockBackend;
-use wardlock_tests::chaos::{Contention, Impatient};
+use wardlock_tests::chaos::Contention;
+use wardlock_tests::impatient::Impatient;
 use wardlock_tests::probe::{Probe, ZkProbe};
-use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::zookeeper::ensemble::Ensemble;
 use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
@@ -82,21 +82,17 @@ async fn chaos_phase(ensemble: &mut Ensemble, phase: &str, handoff: Option<Local
     );
 }
 
-/// The checker of the chaos runs catches a mutant engine: on ZooKeeper, the
-/// same workers through [`Impatient`] (a grant that does not wait for its
-/// predecessor) make double holders and tokens that do not rise, which the
-/// history shows.
+/// The checker of the chaos runs catches a mutant engine: the same workers
+/// on [`Impatient`] (a grant that does not wait for its predecessor) make
+/// double holders and tokens that do not rise, which the history shows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checker_catches_a_grant_that_does_not_wait_for_its_predecessor() {
-    let server = ZkServer::start();
-    let mut hosts: Vec<Arc<dyn LockBackend>> = Vec::new();
-    for _ in 0..HOSTS {
-        let config = ZooKeeperConfig::new(server.address()).root(format!("{ROOT}/mutant"));
-        let engine = ZooKeeperBackend::connect(config).await.expect("backend");
-        hosts.push(Arc::new(Impatient(Arc::new(engine))));
-    }
+    let mutant = Impatient::default();
+    let hosts: Vec<Arc<dyn LockBackend>> = (0..HOSTS)
+        .map(|_| Arc::new(mutant.clone()) as Arc<dyn LockBackend>)
+        .collect();
     let contention = Contention::start(&hosts, WORKERS, "failover", Duration::from_secs(30));
-    // A turn takes a round trip or two: a second makes a few hundred.
+    // The run's length, not a synchronisation: a second makes thousands of turns.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let report = contention.finish().await;
     eprintln!(

@@ -41,7 +41,7 @@ fn logged_runner(guest: Guest, backend: &MemoryBackend) -> (Arc<Runner>, Arc<Mut
     let runner = runner_with(
         guest,
         RunnerConfig {
-            backend: HoldLog::new(Arc::new(backend.clone()), "rust/", sink),
+            backend: HoldLog::wrap(Arc::new(backend.clone()), "rust/", sink),
             timeout: Some(TEST_WAIT_LIMIT),
             ..RunnerConfig::default()
         },
@@ -321,7 +321,7 @@ async fn curator_and_guests_share_one_semaphore() {
         runners.push(runner_with(
             Guest::Lockctl2,
             RunnerConfig {
-                backend: HoldLog::new(backend, &format!("rust-host{h}/"), sink),
+                backend: HoldLog::wrap(backend, &format!("rust-host{h}/"), sink),
                 timeout: Some(TEST_WAIT_LIMIT * 4),
                 ..RunnerConfig::default()
             },

@@ -1,50 +1,48 @@
 //! Counting the holders of a semaphore at once, across guests, hosts and
-//! foreign clients: a backend wrapper that logs when each of its sessions
-//! starts (`+holder`, after the grant) and stops (`-holder`, before the
-//! release) holding a permit, into one totally ordered log, and the replay of
-//! such a log. Each logged interval lies within the real hold, so the replay
+//! foreign clients: a session observer that logs when each session starts
+//! (`+holder`, after the grant) and stops (`-holder`, before the release)
+//! holding a permit, into one totally ordered log, and the replay of such a
+//! log. Each logged interval lies within the real hold, so the replay
 //! never sees more holders at once than there were.
 
 use std::collections::HashSet;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use wardlock_host::backend::{
-    Contention, Request, RequestKind, Revocation, Semaphores, StatusChange,
-};
-use wardlock_host::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession};
+use wardlock_host::backend::observe::{BackendObserver, ObservedBackend, SessionObserver};
+use wardlock_host::backend::{Request, RequestKind};
+use wardlock_host::{Grant, GrantId, LockBackend};
 use zookeeper_client::{Acls, Client, CreateMode};
 
-/// Appends one event to the log; the log's order is the order the futures
-/// completed in.
-pub type Sink = Arc<dyn Fn(String) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+/// Appends one event to the log and returns once it is there; the log's
+/// order is the order these calls returned in.
+pub type Sink = Arc<dyn Fn(String) + Send + Sync>;
 
 /// A log in this process's memory.
 pub fn memory_sink() -> (Sink, Arc<Mutex<Vec<String>>>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let kept = log.clone();
-    let sink: Sink = Arc::new(move |event| {
-        kept.lock().expect("log").push(event);
-        Box::pin(async {})
-    });
+    let sink: Sink = Arc::new(move |event| kept.lock().expect("log").push(event));
     (sink, log)
 }
 
 /// A log of PERSISTENT_SEQUENTIAL nodes `<parent>/e-…` on ZooKeeper (the
 /// layout the Curator driver's `semaphore leases` command writes).
+///
+/// Each event is written before the call returns: on the runtime this is
+/// called on, the calling worker handing its other tasks to another thread
+/// meanwhile (`block_in_place`), so it must be called on a multi-threaded
+/// runtime, as the tests that log holds are.
+///
+/// # Panics
+/// Outside a tokio runtime.
 pub fn zookeeper_sink(client: Arc<Client>, parent: &str) -> Sink {
     let path = format!("{parent}/e-");
+    let runtime = tokio::runtime::Handle::current();
     Arc::new(move |event: String| {
-        let (client, path) = (client.clone(), path.clone());
-        Box::pin(async move {
-            let options = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
-            client
-                .create(&path, event.as_bytes(), &options)
-                .await
-                .expect("log event");
-        })
+        let options = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+        let write = client.create(&path, event.as_bytes(), &options);
+        tokio::task::block_in_place(|| runtime.block_on(write)).expect("log event");
     })
 }
 
@@ -104,124 +102,58 @@ pub fn replay(events: &[String], a: &str, b: &str) -> Replay {
 }
 
 /// Wraps a backend: its sessions' permits are logged to a [`Sink`] as held
-/// by `<prefix><session owner>#<grant>` (per grant: a release is logged in a
-/// task of its own, so the session's next permit may be logged first).
+/// by `<prefix><session owner>#<grant>`: `+` once granted (before the
+/// caller hears of the grant), `-` before the release is made. Each logged
+/// interval so lies within the real hold. Locks are not logged.
+///
+/// An observer of [`ObservedBackend`], as every watcher of sessions is.
 pub struct HoldLog {
-    inner: Arc<dyn LockBackend>,
     prefix: String,
     sink: Sink,
 }
 
 impl HoldLog {
-    /// Wraps `inner`, logging to `sink`.
-    pub fn new(inner: Arc<dyn LockBackend>, prefix: &str, sink: Sink) -> Arc<HoldLog> {
-        Arc::new(HoldLog {
-            inner,
+    /// `inner`, logging to `sink`.
+    pub fn wrap(inner: Arc<dyn LockBackend>, prefix: &str, sink: Sink) -> Arc<dyn LockBackend> {
+        let log = HoldLog {
             prefix: prefix.to_owned(),
             sink,
-        })
+        };
+        Arc::new(ObservedBackend::new(inner, log))
     }
 }
 
-impl LockBackend for HoldLog {
-    fn open_session(&self, owner: &str) -> Box<dyn LockSession> {
-        Box::new(HoldLogSession {
-            inner: Arc::from(self.inner.open_session(owner)),
+impl BackendObserver for HoldLog {
+    type Session = HoldLogObserver;
+
+    fn session(&self, owner: &str) -> HoldLogObserver {
+        HoldLogObserver {
             holder: format!("{}{owner}", self.prefix),
             sink: self.sink.clone(),
             permits: Mutex::new(HashSet::new()),
-        })
-    }
-
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
+        }
     }
 }
 
-struct HoldLogSession {
-    /// Shared with the tasks that log a release before making it.
-    inner: Arc<dyn LockSession>,
+/// The hold log of one session.
+pub struct HoldLogObserver {
     holder: String,
     sink: Sink,
     /// The permits granted and not yet released.
     permits: Mutex<HashSet<GrantId>>,
 }
 
-impl HoldLogSession {
-    async fn held(&self, grant: Grant) -> Grant {
-        (self.sink)(format!("+{}#{}", self.holder, grant.id.0)).await;
-        self.permits.lock().expect("permits").insert(grant.id);
-        grant
+impl SessionObserver for HoldLogObserver {
+    fn granted(&self, request: Request<'_>, grant: &Grant, _waited: Option<Duration>) {
+        if let RequestKind::Permit(_) = request.kind {
+            (self.sink)(format!("+{}#{}", self.holder, grant.id.0));
+            self.permits.lock().expect("permits").insert(grant.id);
+        }
+    }
+
+    fn released(&self, grant: GrantId) {
+        if self.permits.lock().expect("permits").remove(&grant) {
+            (self.sink)(format!("-{}#{}", self.holder, grant.0));
+        }
     }
 }
-
-#[async_trait]
-impl LockSession for HoldLogSession {
-    /// A permit is logged as held once granted; a lock passes through.
-    async fn acquire_request(
-        &self,
-        request: Request<'_>,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        let grant = self.inner.acquire_request(request, timeout).await?;
-        match request.kind {
-            RequestKind::Permit(_) => Ok(self.held(grant).await),
-            RequestKind::Lock(_) => Ok(grant),
-        }
-    }
-
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
-        match (self.inner.try_acquire_request(request).await?, request.kind) {
-            (Some(grant), RequestKind::Permit(_)) => Ok(Some(self.held(grant).await)),
-            (granted, _) => Ok(granted),
-        }
-    }
-
-    /// A permit's release is logged first, then made, in a task (`release`
-    /// cannot await); a lock's is made at once.
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        let permit = self.permits.lock().expect("permits").remove(&grant);
-        let runtime = tokio::runtime::Handle::try_current();
-        match (permit, runtime) {
-            (true, Ok(runtime)) => {
-                let (inner, sink) = (self.inner.clone(), self.sink.clone());
-                let event = format!("-{}#{}", self.holder, grant.0);
-                runtime.spawn(async move {
-                    sink(event).await;
-                    let _ = inner.release(grant);
-                });
-                Ok(())
-            }
-            _ => self.inner.release(grant),
-        }
-    }
-
-    fn status(&self, grant: GrantId) -> GrantStatus {
-        self.inner.status(grant)
-    }
-
-    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        self.inner.status_changed(grant, seen)
-    }
-
-    /// This wrapper, so permits pass through `acquire_request` above.
-    fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
-        self.inner.semaphores()?;
-        Ok(self)
-    }
-
-    /// The engine's own: nothing of revocation is logged.
-    fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
-        self.inner.revocation()
-    }
-
-    /// The engine's own: a listing is not logged.
-    fn contention(&self) -> Result<&dyn Contention, BackendError> {
-        self.inner.contention()
-    }
-}
-
-impl Semaphores for HoldLogSession {}

@@ -56,20 +56,54 @@ fn java_classpath() -> &'static str {
             assert!(Path::new(&path).exists(), "{CURATOR_HINT} (missing {path})");
             entries.push(path);
         }
-        let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/interop-java");
-        std::fs::create_dir_all(&out).expect("java output dir");
-        let status = std::process::Command::new("javac")
-            .arg("-d")
-            .arg(&out)
-            .arg("-cp")
-            .arg(entries.join(":"))
-            .arg(interop_dir().join("LockDriver.java"))
-            .status()
-            .expect("run javac (Java 17 JDK)");
-        assert!(status.success(), "javac failed on interop/LockDriver.java");
+        let out = compiled_driver(&entries.join(":"));
         entries.insert(0, out.display().to_string());
         entries.join(":")
     })
+}
+
+/// `LockDriver.class` compiled once per source text, race-free across
+/// processes.
+///
+/// nextest runs every test in its own process, so a per-process `OnceLock`
+/// does not stop two tests from running `javac` into one directory at once;
+/// a JVM that loads the class while the other `javac` rewrites it fails with
+/// "Truncated class file". Each process compiles into a private directory and
+/// renames it to a name derived from the source; a rename is atomic, and the
+/// loser of a race removes its copy and uses the winner's.
+fn compiled_driver(classpath: &str) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let source_path = interop_dir().join("LockDriver.java");
+    let source = std::fs::read(&source_path).expect("read interop/LockDriver.java");
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    source.hash(&mut hasher);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/interop-java");
+    let out = root.join(format!("{:016x}", hasher.finish()));
+    if out.join("LockDriver.class").exists() {
+        return out;
+    }
+    let private = root.join(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&private);
+    std::fs::create_dir_all(&private).expect("java output dir");
+    let status = std::process::Command::new("javac")
+        .arg("-d")
+        .arg(&private)
+        .arg("-cp")
+        .arg(classpath)
+        .arg(&source_path)
+        .status()
+        .expect("run javac (Java 17 JDK)");
+    assert!(status.success(), "javac failed on interop/LockDriver.java");
+    if std::fs::rename(&private, &out).is_err() {
+        // Another process renamed its copy first: the same source, so the same classes.
+        let _ = std::fs::remove_dir_all(&private);
+    }
+    assert!(
+        out.join("LockDriver.class").exists(),
+        "no compiled LockDriver in {}",
+        out.display()
+    );
+    out
 }
 
 /// A foreign client process speaking the drivers' line protocol. Killed on drop.

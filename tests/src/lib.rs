@@ -36,6 +36,7 @@ pub mod fenced;
 pub mod handoff_model;
 pub mod holds;
 pub mod host_process;
+pub mod impatient;
 pub mod interop;
 pub mod lock_set;
 pub mod loss;

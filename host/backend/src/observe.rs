@@ -9,15 +9,14 @@
 //! wraps a backend so each session it opens is observed, and forwards every
 //! [`LockBackend`] method (`health` and `shutdown` included).
 //!
-//! The rule: [`Observed`] is the only production type that implements
-//! [`LockSession`] by forwarding to another session. Whatever watches
-//! sessions (the hold lease, metrics, the lock table and its deadlock
-//! breaker, the tests' taps) is a [`SessionObserver`] plugged into it, so a
-//! new trait method is forwarded here once, not in every wrapper; several
-//! observers are several `Observed` layers. Two test doubles forward the
-//! core by hand because they change behaviour rather than watch it: the
-//! tests' hold log (which awaits its sink before a grant returns and before
-//! a release) and the impatient mutant engine (which makes grants up).
+//! The rule: [`Observed`] is the only type that implements [`LockSession`]
+//! by forwarding to another session. Whatever watches sessions (the hold
+//! lease, metrics, the lock table and its deadlock breaker, the tests' taps
+//! and hold log) is a [`SessionObserver`] plugged into it, so a new trait
+//! method is forwarded here once, not in every wrapper; several observers
+//! are several `Observed` layers. A type that changes what a session
+//! answers rather than watching it (the tests' mutant that grants without
+//! waiting) is an engine of its own, not a wrapper.
 
 use std::any::Any;
 use std::sync::Arc;
