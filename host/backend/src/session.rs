@@ -180,7 +180,7 @@ pub trait LockSession: Send + Sync {
 }
 
 /// The error of a capability an engine does not offer.
-fn unsupported(what: &str) -> BackendError {
+pub(crate) fn unsupported(what: &str) -> BackendError {
     BackendError::Unsupported(format!("this lock backend {what}"))
 }
 

@@ -4,18 +4,19 @@
 //! [`SessionGrants`]), and a grant's status is its lock's connection's.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
-use tokio::time::Instant;
 
 use wardlock_backend::guarded::{check_value, not_exclusive};
-use wardlock_backend::handoff::{self, LocalLock, SessionGrants, SessionHealth, SessionLookup};
+use wardlock_backend::handoff::{
+    HandoffSession, LocalHandoff, LocalLock, LocalLocks, NodeEngine, SessionGrants, SessionHealth,
+    SessionLookup,
+};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
-    BackendError, Contenders, Contention, Grant, GrantId, GrantStatus, GuardedEntry, GuardedKey,
-    GuardedStore, LockSession, Mode, Request, RequestKind, StatusChange,
+    BackendError, Contenders, Contention, GrantId, GuardedEntry, GuardedKey, GuardedStore, Mode,
+    Request, RequestKind,
 };
 
 use crate::guarded::{self, Holder};
@@ -51,40 +52,6 @@ impl PgLockSession {
         }
     }
 
-    /// Asks the lock's task for a grant (`wait: false`: answer `None` rather
-    /// than wait), starting the task when none runs for the name.
-    async fn take(
-        &self,
-        request: Request<'_>,
-        deadline: Option<Instant>,
-        wait: bool,
-    ) -> Result<Option<Grant>, BackendError> {
-        let RequestKind::Lock(mode) = request.kind else {
-            return Err(BackendError::Unsupported(
-                "the Postgres engine has no semaphores (advisory locks have no permits)".into(),
-            ));
-        };
-        let shared = &self.shared;
-        let start = |start| {
-            let engine = Arc::new(PgNodes {
-                shared: shared.clone(),
-            });
-            let limits = shared.config.local_handoff;
-            let lock = LocalLock::new(engine, request.name.clone(), start, limits);
-            shared.runtime.spawn(lock.run());
-        };
-        let held = handoff::ask(
-            &shared.local_locks,
-            request.name,
-            mode,
-            deadline,
-            wait,
-            start,
-        )
-        .await?;
-        Ok(held.map(|local| self.grants.record(local, (request.name.clone(), mode))))
-    }
-
     /// The exclusive grant `grant`, as a guarded write sees it.
     fn holder(&self, grant: GrantId) -> Result<Holder, BackendError> {
         let (local, (name, mode)) = self
@@ -102,44 +69,49 @@ impl PgLockSession {
     }
 }
 
-#[async_trait]
-impl LockSession for PgLockSession {
-    async fn acquire_request(
-        &self,
-        request: Request<'_>,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        self.take(request, deadline, true).await?.ok_or_else(|| {
-            BackendError::Unavailable("the hand-off task ended without a grant".into())
+/// The core of the session is the toolkit's; what is PostgreSQL's is where
+/// a grant's connection is and which engine a lock's task queues on.
+impl HandoffSession for PgLockSession {
+    type Extra = (LockName, Mode);
+
+    fn local_locks(&self) -> &LocalLocks {
+        &self.shared.local_locks
+    }
+
+    fn grants(&self) -> &SessionGrants<(LockName, Mode)> {
+        &self.grants
+    }
+
+    fn lookup(&self) -> &dyn SessionLookup {
+        &*self.shared
+    }
+
+    fn node_engine(&self) -> Arc<dyn NodeEngine> {
+        Arc::new(PgNodes {
+            shared: self.shared.clone(),
         })
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
-        self.take(request, None, false).await
+    fn limits(&self) -> LocalHandoff {
+        self.shared.config.local_handoff
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        self.grants.release(grant)
+    /// On the backend's runtime, which outlives the caller's.
+    fn spawn(&self, lock: LocalLock) {
+        self.shared.runtime.spawn(lock.run());
     }
 
-    fn status(&self, grant: GrantId) -> GrantStatus {
-        self.grants.status(grant, &*self.shared)
+    fn admit(&self, request: Request<'_>) -> Result<(Mode, (LockName, Mode)), BackendError> {
+        let RequestKind::Lock(mode) = request.kind else {
+            return Err(BackendError::Unsupported(
+                "the Postgres engine has no semaphores (advisory locks have no permits)".into(),
+            ));
+        };
+        Ok((mode, (request.name.clone(), mode)))
     }
 
-    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        self.grants.status_changed(grant, seen, &*self.shared)
-    }
-
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        self.grants
-            .downgrade(&self.shared.local_locks, exclusive, |(name, _)| {
-                (name, Mode::Shared)
-            })
-            .await
+    fn downgraded(&self, (name, _): (LockName, Mode)) -> (LockName, Mode) {
+        (name, Mode::Shared)
     }
 
     wardlock_backend::offers!(contention, guarded_store);
@@ -190,11 +162,5 @@ impl GuardedStore for PgLockSession {
         limit: u32,
     ) -> Result<Vec<String>, BackendError> {
         guarded::keys(&self.shared, name, prefix, limit).await
-    }
-}
-
-impl Drop for PgLockSession {
-    fn drop(&mut self) {
-        self.grants.release_all();
     }
 }

@@ -23,13 +23,15 @@
 //! [`NodeEngine`] (queue the host's node, release it, notice a remote
 //! contender behind it, name the session a node lives in) and
 //! [`NodeSession`] (what that session vouches for now, when it is over). Its
-//! [`LockSession`](crate::LockSession) then does no queueing of its own: it
-//! keeps one [`LocalLocks`] per backend, asks it for each grant with [`ask`]
-//! (starting the lock's [`LocalLock`] task on the engine when none runs),
-//! keeps the [`LocalHeld`] it answers in its [`SessionGrants`], which
-//! releases, downgrades and reports statuses: a grant's status is its node's
-//! session's ([`LocalHeld::generation`]), which the engine tells through
-//! [`SessionLookup`] (see [`crate::liveness`] for the session clock). The
+//! session then does no queueing of its own: it implements
+//! [`HandoffSession`] (one [`LocalLocks`] per backend, a [`SessionGrants`]
+//! per session, a [`SessionLookup`] that tells how a node's session is
+//! doing) and gets [`LockSession`](crate::LockSession) with it: each grant
+//! is asked for with [`ask`] (starting the lock's [`LocalLock`] task on the
+//! engine when none runs) and kept in the grants, which release, downgrade
+//! and report statuses: a grant's status is its node's session's
+//! ([`LocalHeld::generation`]; see [`crate::liveness`] for the session
+//! clock). The
 //! task does the rest: FIFO among the host's guests, the fairness bound,
 //! the linger, tokens, answering every request once. `wardlock-zookeeper`'s
 //! `handoff_nodes.rs` and `wardlock-etcd`'s `keys.rs` are two engines;
@@ -39,11 +41,13 @@
 mod local_lock;
 mod node;
 mod request;
+mod session;
 mod session_grants;
 
 pub use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
 pub use node::{OwnedNode, SessionHealth, until};
 pub use request::{LocalHeld, ask, downgrade};
+pub use session::HandoffSession;
 pub use session_grants::{SessionGrants, SessionLookup};
 
 use std::collections::HashMap;

@@ -1,19 +1,19 @@
 //! A guest's lock session: every lock goes through the host's hand-off task
-//! for its name ([`handoff::ask`]), which holds the host's one node for it;
-//! the session keeps what the task granted in the toolkit's
-//! [`SessionGrants`], and a grant's status is its node's session's (what
-//! [`SessionLookup`] says of it).
+//! for its name ([`handoff::ask`](wardlock_backend::handoff::ask)), which
+//! holds the host's one node for it; the session keeps what the task granted
+//! in the toolkit's [`SessionGrants`], and a grant's status is its node's
+//! session's (what [`SessionLookup`] says of it). The toolkit's
+//! [`HandoffSession`] writes the session trait from these parts.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use wardlock_backend::handoff::{self, LocalLock, SessionGrants, SessionHealth, SessionLookup};
-use wardlock_backend::{
-    BackendError, Grant, GrantId, GrantStatus, LockSession, Request, RequestKind, StatusChange,
+use wardlock_backend::handoff::{
+    HandoffSession, LocalHandoff, LocalLocks, NodeEngine, SessionGrants, SessionHealth,
+    SessionLookup,
 };
+use wardlock_backend::{BackendError, Mode, Request, RequestKind};
 
 use crate::engine::{Shared, StoreNodes};
 
@@ -45,84 +45,45 @@ impl NodeLockSession {
             grants: SessionGrants::default(),
         }
     }
-
-    /// Asks the lock's task for a grant (`wait: false`: answer `None` rather
-    /// than wait), starting the task when none runs for the name.
-    async fn take(
-        &self,
-        request: Request<'_>,
-        deadline: Option<Instant>,
-        wait: bool,
-    ) -> Result<Option<Grant>, BackendError> {
-        let RequestKind::Lock(mode) = request.kind else {
-            return Err(BackendError::Unsupported(
-                "the node engine has no semaphores".into(),
-            ));
-        };
-        let shared = &self.shared;
-        let start = |start| {
-            let engine = Arc::new(StoreNodes {
-                shared: shared.clone(),
-            });
-            let limits = shared.config.local_handoff;
-            let lock = LocalLock::new(engine, request.name.clone(), start, limits);
-            tokio::spawn(lock.run());
-        };
-        let held = handoff::ask(
-            &shared.local_locks,
-            request.name,
-            mode,
-            deadline,
-            wait,
-            start,
-        )
-        .await?;
-        Ok(held.map(|local| self.grants.record(local, ())))
-    }
 }
 
-#[async_trait]
-impl LockSession for NodeLockSession {
-    async fn acquire_request(
-        &self,
-        request: Request<'_>,
-        timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        self.take(request, deadline, true).await?.ok_or_else(|| {
-            BackendError::Unavailable("the hand-off task ended without a grant".into())
+/// The session's core is the toolkit's ([`HandoffSession`] gives it the
+/// session trait); what is this engine's is where a grant's session is and
+/// which engine a lock's task queues on. Dropping the session releases its
+/// grants (its [`SessionGrants`] does).
+impl HandoffSession for NodeLockSession {
+    type Extra = ();
+
+    fn local_locks(&self) -> &LocalLocks {
+        &self.shared.local_locks
+    }
+
+    fn grants(&self) -> &SessionGrants<()> {
+        &self.grants
+    }
+
+    fn lookup(&self) -> &dyn SessionLookup {
+        &*self.shared
+    }
+
+    fn node_engine(&self) -> Arc<dyn NodeEngine> {
+        Arc::new(StoreNodes {
+            shared: self.shared.clone(),
         })
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
-        self.take(request, None, false).await
+    fn limits(&self) -> LocalHandoff {
+        self.shared.config.local_handoff
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        self.grants.release(grant)
+    fn admit(&self, request: Request<'_>) -> Result<(Mode, ()), BackendError> {
+        match request.kind {
+            RequestKind::Lock(mode) => Ok((mode, ())),
+            RequestKind::Permit(_) => Err(BackendError::Unsupported(
+                "the node engine has no semaphores".into(),
+            )),
+        }
     }
 
-    fn status(&self, grant: GrantId) -> GrantStatus {
-        self.grants.status(grant, &*self.shared)
-    }
-
-    fn status_changed(&self, grant: GrantId, seen: GrantStatus) -> StatusChange {
-        self.grants.status_changed(grant, seen, &*self.shared)
-    }
-
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
-        self.grants
-            .downgrade(&self.shared.local_locks, exclusive, |()| ())
-            .await
-    }
-}
-
-
-impl Drop for NodeLockSession {
-    fn drop(&mut self) {
-        self.grants.release_all();
-    }
+    fn downgraded(&self, (): ()) {}
 }
