@@ -12,6 +12,7 @@ use wardlock_host::LockBackend;
 use wardlock_tests::chaos::Contention;
 use wardlock_tests::impatient::Impatient;
 use wardlock_tests::probe::{Probe, ZkProbe};
+use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::zookeeper::ensemble::Ensemble;
 use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
@@ -83,16 +84,19 @@ async fn chaos_phase(ensemble: &mut Ensemble, phase: &str, handoff: Option<Local
 }
 
 /// The checker of the chaos runs catches a mutant engine: the same workers
-/// on [`Impatient`] (a grant that does not wait for its predecessor) make
-/// double holders and tokens that do not rise, which the history shows.
+/// on [`Impatient`] (the ZooKeeper recipe with a grant that does not wait
+/// for its predecessor) make double holders and tokens that do not rise,
+/// which the history shows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checker_catches_a_grant_that_does_not_wait_for_its_predecessor() {
-    let mutant = Impatient::default();
+    let server = ZkServer::start();
+    let mutant = Impatient::connect(&server.address(), &format!("{ROOT}/mutant")).await;
     let hosts: Vec<Arc<dyn LockBackend>> = (0..HOSTS)
         .map(|_| Arc::new(mutant.clone()) as Arc<dyn LockBackend>)
         .collect();
     let contention = Contention::start(&hosts, WORKERS, "failover", Duration::from_secs(30));
-    // The run's length, not a synchronisation: a second makes thousands of turns.
+    // The run's length, not a synchronisation: a turn takes a round trip or
+    // two, a second makes a few hundred.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let report = contention.finish().await;
     eprintln!(

@@ -1,8 +1,10 @@
-//! A mutant engine, for showing that the history checker catches what it
-//! must: a grant that does not wait for its predecessor.
+//! A mutant engine on ZooKeeper, for showing that the history checker of the
+//! chaos runs catches what it must: a grant that does not wait for its
+//! predecessor.
 //!
-//! An engine of its own (one table of exclusive locks, shared by every
-//! clone), not a wrapper of a real one: wrapping would make it a second type
+//! An engine of its own (the textbook recipe on the raw client: one
+//! EPHEMERAL_SEQUENTIAL node per acquire, a watch on the node before it), not
+//! a wrapper of wardlock's ZooKeeper engine: a wrapper would be a second type
 //! that forwards the session trait, which only the observer wrapper does.
 
 use std::collections::HashMap;
@@ -11,67 +13,65 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::Notify;
 use wardlock_host::backend::{Request, StatusChange, settled};
 use wardlock_host::{BackendError, Grant, GrantId, GrantStatus, LockBackend, LockSession};
+use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
-/// The mutant: every lock is exclusive; an acquire waits at most
-/// [`Impatient::PATIENCE`] for the holder to leave, then grants anyway with
-/// token 0 (a made-up grant: a second holder, and a token that does not
-/// rise). Clones share one table, so several "hosts" contend on it.
-#[derive(Clone, Default)]
+/// The mutant: every lock is exclusive; an acquire queues a node and waits
+/// at most [`Impatient::PATIENCE`] for the node before it to go, then
+/// grants anyway with token 0 (a made-up grant: a second holder, and a
+/// token that does not rise). A grant that did wait has its node's `czxid`
+/// as its token. Clones share one client, so several "hosts" contend.
+#[derive(Clone)]
 pub struct Impatient {
-    table: Arc<Table>,
+    client: Arc<Client>,
+    root: String,
 }
 
 impl Impatient {
-    /// How long an acquire waits for the holder to leave.
+    /// How long an acquire waits for its predecessor.
     pub const PATIENCE: Duration = Duration::from_millis(2);
-}
 
-#[derive(Default)]
-struct Table {
-    /// Each lock's real holder (made-up grants are not recorded).
-    holders: Mutex<HashMap<String, GrantId>>,
-    /// Woken when a holder leaves.
-    left: Notify,
-    /// Grant ids, and the tokens of real grants.
-    next: AtomicU64,
-}
-
-impl Table {
-    fn holders(&self) -> MutexGuard<'_, HashMap<String, GrantId>> {
-        self.holders.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Takes `name` when nobody holds it.
-    fn take(&self, name: &str) -> Option<Grant> {
-        let mut holders = self.holders();
-        if holders.contains_key(name) {
-            return None;
+    /// The mutant on the ZooKeeper server at `address`, its locks under
+    /// `root` (made here).
+    ///
+    /// # Panics
+    /// When the server cannot be reached or `root` cannot be made.
+    pub async fn connect(address: &str, root: &str) -> Impatient {
+        let client = Client::connect(address)
+            .await
+            .expect("connect to ZooKeeper");
+        let mut path = String::new();
+        for part in root.split('/').filter(|p| !p.is_empty()) {
+            path = format!("{path}/{part}");
+            make_node(&client, &path).await.expect("the mutant's root");
         }
-        let id = self.next.fetch_add(1, Ordering::SeqCst) + 1;
-        holders.insert(name.to_owned(), GrantId(id));
-        Some(Grant {
-            id: GrantId(id),
-            token: id,
-        })
-    }
-
-    fn leave(&self, name: &str, grant: GrantId) {
-        let mut holders = self.holders();
-        if holders.get(name) == Some(&grant) {
-            holders.remove(name);
-            self.left.notify_waiters();
+        Impatient {
+            client: Arc::new(client),
+            root: path,
         }
     }
+}
+
+/// Makes the persistent node `path` unless it stands.
+async fn make_node(client: &Client, path: &str) -> Result<(), ZkError> {
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    match client.create(path, b"", &options).await {
+        Ok(_) | Err(ZkError::NodeExists) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+fn unavailable(error: ZkError) -> BackendError {
+    BackendError::Unavailable(format!("the mutant's ZooKeeper: {error}"))
 }
 
 impl LockBackend for Impatient {
     fn open_session(&self, _owner: &str) -> Box<dyn LockSession> {
         Box::new(ImpatientSession {
-            table: self.table.clone(),
+            engine: self.clone(),
             grants: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
         })
     }
 
@@ -81,9 +81,10 @@ impl LockBackend for Impatient {
 }
 
 struct ImpatientSession {
-    table: Arc<Table>,
-    /// The session's grants (real and made up) and the names they hold.
+    engine: Impatient,
+    /// The session's grants (real and made up) and their nodes' paths.
     grants: Mutex<HashMap<GrantId, String>>,
+    next: AtomicU64,
 }
 
 impl ImpatientSession {
@@ -91,9 +92,58 @@ impl ImpatientSession {
         self.grants.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn record(&self, name: &str, grant: Grant) -> Grant {
-        self.grants().insert(grant.id, name.to_owned());
-        grant
+    fn record(&self, path: String, token: u64) -> Grant {
+        let id = GrantId(self.next.fetch_add(1, Ordering::SeqCst));
+        self.grants().insert(id, path);
+        Grant { id, token }
+    }
+
+    /// Deletes `path` in the background (`release` cannot await).
+    fn delete(&self, path: String) {
+        let client = self.engine.client.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { client.delete(&path, None).await });
+        }
+    }
+
+    /// Queues a node for `name` and answers once it is first, or once
+    /// [`Impatient::PATIENCE`] has passed (token 0).
+    async fn queue(&self, name: &str) -> Result<Grant, BackendError> {
+        let client = &self.engine.client;
+        let parent = format!("{}/{}", self.engine.root, name.replace('/', "_"));
+        make_node(client, &parent).await.map_err(unavailable)?;
+        let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+        let (stat, sequence) = client
+            .create(&format!("{parent}/lock-"), b"", &options)
+            .await
+            .map_err(unavailable)?;
+        let node = format!("lock-{sequence}");
+        let path = format!("{parent}/{node}");
+        let patience = tokio::time::sleep(Impatient::PATIENCE);
+        tokio::pin!(patience);
+        loop {
+            let mut children = client.list_children(&parent).await.map_err(unavailable)?;
+            children.sort();
+            let Some(place) = children.iter().position(|c| *c == node) else {
+                return Err(BackendError::Lost);
+            };
+            if place == 0 {
+                return Ok(self.record(path, u64::try_from(stat.czxid).unwrap_or(0)));
+            }
+            let before = format!("{parent}/{}", children[place - 1]);
+            let (standing, watcher) = client
+                .check_and_watch_stat(&before)
+                .await
+                .map_err(unavailable)?;
+            if standing.is_none() {
+                continue;
+            }
+            tokio::select! {
+                _ = watcher.changed() => {}
+                () = &mut patience => break,
+            }
+        }
+        Ok(self.record(path, 0))
     }
 }
 
@@ -104,37 +154,23 @@ impl LockSession for ImpatientSession {
         request: Request<'_>,
         _timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        let name = request.name.as_str();
-        let patience = tokio::time::sleep(Impatient::PATIENCE);
-        tokio::pin!(patience);
-        loop {
-            let left = self.table.left.notified();
-            if let Some(grant) = self.table.take(name) {
-                return Ok(self.record(name, grant));
-            }
-            tokio::select! {
-                () = left => {}
-                () = &mut patience => break,
-            }
-        }
-        let id = GrantId(self.table.next.fetch_add(1, Ordering::SeqCst) + 1);
-        Ok(self.record(name, Grant { id, token: 0 }))
+        self.queue(request.name.as_str()).await
     }
 
+    /// The mutant's try is its acquire: it never declines.
     async fn try_acquire_request(
         &self,
         request: Request<'_>,
     ) -> Result<Option<Grant>, BackendError> {
-        let name = request.name.as_str();
-        Ok(self.table.take(name).map(|grant| self.record(name, grant)))
+        self.queue(request.name.as_str()).await.map(Some)
     }
 
     fn release(&self, grant: GrantId) -> Result<(), BackendError> {
-        let name = self
+        let path = self
             .grants()
             .remove(&grant)
             .ok_or(BackendError::UnknownGrant(grant.0))?;
-        self.table.leave(&name, grant);
+        self.delete(path);
         Ok(())
     }
 
@@ -153,8 +189,9 @@ impl LockSession for ImpatientSession {
 
 impl Drop for ImpatientSession {
     fn drop(&mut self) {
-        for (grant, name) in self.grants().drain() {
-            self.table.leave(&name, grant);
+        let paths: Vec<String> = self.grants().drain().map(|(_, path)| path).collect();
+        for path in paths {
+            self.delete(path);
         }
     }
 }

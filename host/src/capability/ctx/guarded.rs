@@ -108,10 +108,10 @@ impl WardlockCtx {
     /// `Released` for a released handle; `Lost` for a grant already gone
     /// here; `InvalidRequest` for a shared handle.
     pub fn guarded_holder(&self, holder: &LockHandle) -> Result<GuardedHolder, LockError> {
-        if holder.released || self.ended_by_host.contains(&holder.record) {
+        if holder.released || self.locks.ended_by_host(holder.record) {
             return Err(LockError::Released);
         }
-        let Some(record) = self.records.get(&holder.record) else {
+        let Some(record) = self.locks.get(holder.record) else {
             return Err(LockError::Lost);
         };
         if holder.mode != Mode::Exclusive || record.mode != Mode::Exclusive {

@@ -6,7 +6,7 @@
 //! everything the instance held. Nothing here relies on the guest, or wasmtime,
 //! calling resource destructors.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,37 +21,7 @@ use crate::backend::{
 };
 use crate::name::LockName;
 use crate::policy::LockPolicy;
-
-/// One backend grant of this instance and how many live handles use it.
-struct GrantRecord {
-    name: LockName,
-    mode: Mode,
-    grant: Grant,
-    handles: usize,
-}
-
-/// The records of one name: an exclusive grant, a shared one, or both (downgrade).
-#[derive(Default)]
-struct Slots {
-    exclusive: Option<u64>,
-    shared: Option<u64>,
-}
-
-impl Slots {
-    fn get(&self, mode: Mode) -> Option<u64> {
-        match mode {
-            Mode::Exclusive => self.exclusive,
-            Mode::Shared => self.shared,
-        }
-    }
-
-    fn slot(&mut self, mode: Mode) -> &mut Option<u64> {
-        match mode {
-            Mode::Exclusive => &mut self.exclusive,
-            Mode::Shared => &mut self.shared,
-        }
-    }
-}
+use lock_records::LockRecords;
 
 /// How a request relates to what the instance already holds.
 enum Join {
@@ -69,14 +39,8 @@ pub struct WardlockCtx {
     /// the instance's `pending-lock` resources abort when dropped.
     session: Arc<dyn LockSession>,
     policy: Arc<LockPolicy>,
-    records: HashMap<u64, GrantRecord>,
-    /// The records currently serving each name, per mode (re-entrant acquires
-    /// join them; after a downgrade a name has both).
-    by_name: HashMap<LockName, Slots>,
-    /// Records ended by [`WardlockCtx::release_all`]: their handles report
-    /// `released`.
-    ended_by_host: HashSet<u64>,
-    next_record: u64,
+    /// The `locks` interface's: the lock grants and which serve each name.
+    locks: LockRecords,
     /// Handles created and not yet dropped, released or not, plus pending
     /// acquisitions (`acquire-async`) not yet turned into handles, plus
     /// permit handles.
@@ -106,10 +70,7 @@ impl WardlockCtx {
         WardlockCtx {
             session: Arc::from(session),
             policy,
-            records: HashMap::new(),
-            by_name: HashMap::new(),
-            ended_by_host: HashSet::new(),
-            next_record: 0,
+            locks: LockRecords::default(),
             live_handles: 0,
             permits: HashMap::new(),
             waits: WaitBounds::default(),
@@ -225,12 +186,12 @@ impl WardlockCtx {
     /// # Errors
     /// `Released` if it was released already; `Lost` if the grant had been lost.
     pub fn release(&mut self, handle: &mut LockHandle) -> Result<(), LockError> {
-        if handle.released || self.ended_by_host.contains(&handle.record) {
+        if handle.released || self.locks.ended_by_host(handle.record) {
             handle.released = true;
             return Err(LockError::Released);
         }
         handle.released = true;
-        let Some(record) = self.records.get_mut(&handle.record) else {
+        let Some(record) = self.locks.get_mut(handle.record) else {
             return Err(LockError::Lost);
         };
         record.handles -= 1;
@@ -252,10 +213,10 @@ impl WardlockCtx {
 
     /// What `handle` currently guarantees.
     pub fn status(&self, handle: &LockHandle) -> GrantStatus {
-        if handle.released || self.ended_by_host.contains(&handle.record) {
+        if handle.released || self.locks.ended_by_host(handle.record) {
             return GrantStatus::Released;
         }
-        match self.records.get(&handle.record) {
+        match self.locks.get(handle.record) {
             Some(record) => self.session.status(record.grant.id),
             None => GrantStatus::Lost,
         }
@@ -269,8 +230,8 @@ impl WardlockCtx {
         if !matches!(handle.watch, Watch::Idle) {
             return;
         }
-        handle.watch = match self.records.get(&handle.record) {
-            Some(record) if !self.ended_by_host.contains(&handle.record) => Watch::Waiting(
+        handle.watch = match self.locks.get(handle.record) {
+            Some(record) if !self.locks.ended_by_host(handle.record) => Watch::Waiting(
                 self.session
                     .status_changed(record.grant.id, GrantStatus::Held),
             ),
@@ -281,9 +242,8 @@ impl WardlockCtx {
     /// Releases everything this instance holds now, for embedders that keep a Store
     /// alive after the guest's work ends. Existing handles report `released`.
     pub fn release_all(&mut self) {
-        let ids: Vec<u64> = self.records.keys().copied().collect();
-        for id in ids {
-            self.ended_by_host.insert(id);
+        for id in self.locks.ids() {
+            self.locks.end_by_host(id);
             let _ = self.end_record(id);
         }
         self.release_permits();
@@ -318,24 +278,10 @@ impl WardlockCtx {
     /// wait for the instance itself.
     fn join_existing(&mut self, name: &LockName, mode: Mode) -> Result<Join, LockError> {
         self.not_a_semaphore(name, mode)?;
-        let Some(slots) = self.by_name.get_mut(name) else {
-            return Ok(Join::Acquire);
-        };
-        for held in [Mode::Exclusive, Mode::Shared] {
-            let lost = slots.get(held).is_some_and(|id| {
-                self.records
-                    .get(&id)
-                    .is_none_or(|r| self.session.status(r.grant.id) == GrantStatus::Lost)
-            });
-            if lost {
-                // Old handles keep reporting `lost`; new requests start afresh.
-                *slots.slot(held) = None;
-            }
-        }
-        let (exclusive, shared) = (slots.exclusive, slots.shared);
-        if exclusive.is_none() && shared.is_none() {
-            self.by_name.remove(name);
-        }
+        let session = &self.session;
+        let (exclusive, shared) = self
+            .locks
+            .serving(name, |grant| session.status(grant) == GrantStatus::Lost);
         let join = match (mode, exclusive, shared) {
             (Mode::Exclusive, Some(id), _) | (Mode::Shared, _, Some(id)) => id,
             (Mode::Exclusive, None, Some(_)) => {
@@ -349,7 +295,7 @@ impl WardlockCtx {
 
     /// Another handle on record `id`.
     fn join(&mut self, id: u64, name: &LockName, mode: Mode) -> LockHandle {
-        let token = match self.records.get_mut(&id) {
+        let token = match self.locks.get_mut(id) {
             Some(record) => {
                 record.handles += 1;
                 record.grant.token
@@ -368,7 +314,7 @@ impl WardlockCtx {
     /// # Cancellation safety
     /// Cancel safe: nothing is recorded until the backend answered.
     async fn downgrade(&mut self, name: LockName, exclusive: u64) -> Result<LockHandle, LockError> {
-        let grant: Option<GrantId> = self.records.get(&exclusive).map(|r| r.grant.id);
+        let grant: Option<GrantId> = self.locks.get(exclusive).map(|r| r.grant.id);
         let Some(grant) = grant else {
             return Err(LockError::Lost);
         };
@@ -380,18 +326,7 @@ impl WardlockCtx {
     }
 
     fn record(&mut self, name: LockName, mode: Mode, grant: Grant) -> LockHandle {
-        self.next_record += 1;
-        let id = self.next_record;
-        self.records.insert(
-            id,
-            GrantRecord {
-                name: name.clone(),
-                mode,
-                grant,
-                handles: 1,
-            },
-        );
-        *self.by_name.entry(name.clone()).or_default().slot(mode) = Some(id);
+        let id = self.locks.insert(name.clone(), mode, grant);
         if mode == Mode::Exclusive {
             self.fences.hold(id, &name, grant.token);
         }
@@ -401,19 +336,10 @@ impl WardlockCtx {
     }
 
     fn end_record(&mut self, id: u64) -> Result<(), LockError> {
-        let Some(record) = self.records.remove(&id) else {
+        let Some(record) = self.locks.remove(id) else {
             return Ok(());
         };
         self.fences.end(id);
-        if let Some(slots) = self.by_name.get_mut(&record.name) {
-            let slot = slots.slot(record.mode);
-            if *slot == Some(id) {
-                *slot = None;
-            }
-            if slots.exclusive.is_none() && slots.shared.is_none() {
-                self.by_name.remove(&record.name);
-            }
-        }
         tracing::debug!(lock = %record.name, token = record.grant.token, "released");
         self.session.release(record.grant.id)?;
         Ok(())
@@ -424,8 +350,7 @@ impl Drop for WardlockCtx {
     /// Releases every grant at once, even while tasks of pending acquisitions
     /// (which share the session) are still being aborted.
     fn drop(&mut self) {
-        let ids: Vec<u64> = self.records.keys().copied().collect();
-        for id in ids {
+        for id in self.locks.ids() {
             let _ = self.end_record(id);
         }
         self.release_permits();
@@ -436,6 +361,7 @@ impl Drop for WardlockCtx {
 mod election;
 mod guarded;
 mod inspect;
+mod lock_records;
 
 pub use guarded::GuardedHolder;
 mod many;

@@ -126,7 +126,7 @@ impl WardlockCtx {
     fn admit_permit(&self, name: &str, permits: u32) -> Result<LockName, LockError> {
         let name = self.admit(name)?;
         check_permits(&name, permits)?;
-        if self.by_name.contains_key(&name) {
+        if self.locks.holds(&name) {
             return Err(LockError::InvalidRequest(format!(
                 "\"{name}\" is in use as a lock by this instance; asked for a semaphore of {permits} permits"
             )));

@@ -60,9 +60,9 @@ impl WardlockCtx {
     /// The backend grant behind `handle`, unless the handle was released or
     /// its grant ended.
     fn live_grant(&self, handle: &LockHandle) -> Option<crate::backend::GrantId> {
-        if handle.released || self.ended_by_host.contains(&handle.record) {
+        if handle.released || self.locks.ended_by_host(handle.record) {
             return None;
         }
-        self.records.get(&handle.record).map(|r| r.grant.id)
+        self.locks.get(handle.record).map(|r| r.grant.id)
     }
 }
