@@ -21,6 +21,11 @@
 //! Host SIGKILL, leader kills and partitions are tested in `lifetime`,
 //! `failover` and `partition`; SIGTERM in `deadlines`.
 //!
+//! Every cell's history of its lock (both hosts' sessions tapped: grants,
+//! releases, the holder told `lost`) goes through the one checker of every
+//! fault run: no two holds at once unless one was told `lost` first, tokens
+//! rising.
+//!
 //! The short form runs every cell once (CI). The soak form runs each cell N
 //! times and prints the matrix with counts:
 //! `WARDLOCK_SOAK=N cargo test -p wardlock-tests --test e2e fault_matrix -- --nocapture`.
@@ -33,6 +38,7 @@ use wardlock_host::backend::memory::Fault as MemoryFault;
 use wardlock_host::runner::{InstanceReport, Outcome, RunnerConfig};
 use wardlock_host::{Grant, GrantStatus, LockBackend, LockSession, MemoryBackend, Mode};
 use wardlock_postgres::{PostgresBackend, PostgresConfig, advisory_key};
+use wardlock_tests::history_log::{self, HistoryLog};
 use wardlock_tests::postgres::PgServer;
 use wardlock_tests::probe::{HandoffProbe, MemoryProbe, Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
@@ -172,7 +178,10 @@ struct World {
 /// One cell's hosts: the holder's (direct, through a proxy on ZooKeeper) and
 /// the waiting guests' (by engine, through a proxy of its own).
 struct Hosts {
+    /// The holder's host as the guests' runner sees it (tapped).
     holder: Arc<dyn LockBackend>,
+    /// The same host, for the native holds the log records itself.
+    native: Arc<dyn LockBackend>,
     waiter: Arc<dyn LockBackend>,
     memory: Option<MemoryBackend>,
     holder_zk: Option<(ZooKeeperBackend, Proxy)>,
@@ -180,13 +189,25 @@ struct Hosts {
     postgres: bool,
     waiter_proxy: Option<Proxy>,
     probe: Arc<dyn Probe>,
+    /// The cell's lock's history: both hosts' sessions are tapped.
+    log: Arc<HistoryLog>,
 }
 
 impl World {
-    async fn hosts(&self, engine: Engine) -> Hosts {
+    /// The hosts of one cell, their grants of `lock` recorded in one history.
+    async fn hosts(&self, engine: Engine, lock: &str) -> Hosts {
+        let mut hosts = self.untapped_hosts(engine).await;
+        hosts.native = hosts.holder.clone();
+        hosts.holder = history_log::tap(hosts.holder, &hosts.log, "holder-host/", lock);
+        hosts.waiter = history_log::tap(hosts.waiter, &hosts.log, "waiter-host/", lock);
+        hosts
+    }
+
+    async fn untapped_hosts(&self, engine: Engine) -> Hosts {
         if engine == Engine::Memory {
             let memory = MemoryBackend::new();
             return Hosts {
+                native: Arc::new(memory.clone()),
                 holder: Arc::new(memory.clone()),
                 waiter: Arc::new(memory.clone()),
                 memory: Some(memory.clone()),
@@ -194,6 +215,7 @@ impl World {
                 postgres: false,
                 waiter_proxy: None,
                 probe: Arc::new(MemoryProbe(memory)),
+                log: HistoryLog::new(),
             };
         }
         if engine == Engine::Postgres {
@@ -208,6 +230,7 @@ impl World {
                 .await
                 .expect("waiter host");
             return Hosts {
+                native: holder.clone(),
                 holder: holder.clone(),
                 waiter: Arc::new(waiter),
                 memory: None,
@@ -215,6 +238,7 @@ impl World {
                 postgres: true,
                 waiter_proxy: Some(waiter_proxy),
                 probe: Arc::new(HandoffProbe(holder)),
+                log: HistoryLog::new(),
             };
         }
         let holder_proxy = Proxy::start(self.zk.address()).await;
@@ -237,6 +261,7 @@ impl World {
             .await
             .expect("waiter host");
         Hosts {
+            native: Arc::new(holder.clone()),
             holder: Arc::new(holder.clone()),
             waiter: Arc::new(waiter),
             memory: None,
@@ -244,11 +269,22 @@ impl World {
             postgres: false,
             waiter_proxy: Some(waiter_proxy),
             probe: Arc::new(ZkProbe::connect(&self.zk.address(), ROOT).await),
+            log: HistoryLog::new(),
         }
     }
 }
 
 impl Hosts {
+    /// A native hold of `lock` by `path`'s kind on the holder's host,
+    /// recorded in the cell's history and its status read at every later
+    /// grant ([`HistoryLog::watch`]).
+    async fn native_hold(&self, path: Path, lock: &str) -> (Arc<dyn LockSession>, Grant) {
+        let session: Arc<dyn LockSession> = Arc::from(self.native.open_session("holder"));
+        let grant = path.hold(session.as_ref(), lock).await;
+        self.log.watch(session.clone(), grant, "native-holder");
+        (session, grant)
+    }
+
     fn runner(&self, backend: &Arc<dyn LockBackend>) -> Arc<wardlock_host::runner::Runner> {
         runner_with(
             Guest::Lockctl2,
@@ -341,8 +377,7 @@ impl Drop for CpuHog {
 
 /// 8 guests × 3 waits behind a native hold, timeouts expiring together.
 async fn deadline_race(hosts: &Hosts, path: Path, lock: &str) -> Result<(), String> {
-    let holder = hosts.holder.open_session("holder");
-    let grant = path.hold(holder.as_ref(), lock).await;
+    let (_holder, grant) = hosts.native_hold(path, lock).await;
     let commands: Vec<String> = (0..ROUNDS)
         .flat_map(|round| path.commands(lock, SHORT_TIMEOUT_MS, round))
         .collect();
@@ -359,7 +394,10 @@ async fn deadline_race(hosts: &Hosts, path: Path, lock: &str) -> Result<(), Stri
             wrong.push(format!("{waits:?} ({:?})", report.outcome));
         }
     }
-    holder.release(grant.id).map_err(|e| e.to_string())?;
+    hosts
+        .log
+        .release_watched(grant.id)
+        .map_err(|e| e.to_string())?;
     if !wrong.is_empty() {
         return Err(format!("waits that were not `timeout`: {wrong:?}"));
     }
@@ -406,8 +444,7 @@ async fn session_expiry(
     path: Path,
     lock: &str,
 ) -> Result<(), String> {
-    let holder = hosts.holder.open_session("holder");
-    let grant = path.hold(holder.as_ref(), lock).await;
+    let (holder, grant) = hosts.native_hold(path, lock).await;
     let waiter = {
         let commands = path.commands(lock, LONG_TIMEOUT_MS, 0);
         let runner = hosts.runner(&hosts.waiter);
@@ -434,9 +471,9 @@ async fn cell(
     path: Path,
     round: usize,
 ) -> Result<(), String> {
-    let hosts = world.hosts(engine).await;
     let lock = format!("m-{fault:?}-{engine:?}-{path:?}-{round}").to_lowercase();
-    match fault {
+    let hosts = world.hosts(engine, &lock).await;
+    let outcome = match fault {
         Fault::DeadlineRace => deadline_race(&hosts, path, &lock).await,
         Fault::CpuStarved => {
             let _hog = CpuHog::start();
@@ -448,7 +485,37 @@ async fn cell(
             hosts.slow_down();
             deadline_race(&hosts, path, &lock).await
         }
+    };
+    outcome?;
+    checked(&hosts, fault, engine)
+}
+
+/// The one checker's verdict on the cell's history: no two holds at once
+/// unless one was told `lost` first, tokens rising. Not for a ZooKeeper
+/// session expiry: `expire_session` closes the holder's session from
+/// another client (with its password) while the holder's host is cut off,
+/// so the server frees the lock before anything could tell the holder; a
+/// session that expires by itself is the partition tests' (`partition`).
+fn checked(hosts: &Hosts, fault: Fault, engine: Engine) -> Result<(), String> {
+    let forced_close = fault == Fault::SessionExpiry
+        && matches!(engine, Engine::ZooKeeper | Engine::Handoff | Engine::Cached);
+    let report = hosts.log.check_holds();
+    let counts = &report.counts;
+    if counts.holds == 0 {
+        return Err("the history recorded no hold".to_owned());
     }
+    // The checker sees what the forced close did: the waiter granted while
+    // the cut-off holder still held.
+    if forced_close && counts.overlaps == 0 {
+        return Err("the checker saw no overlap of a session closed under its holder".to_owned());
+    }
+    if (counts.overlaps > 0 && !forced_close) || counts.token_regressions > 0 {
+        return Err(format!(
+            "the checker: {} overlaps, {} token regressions: {:?}",
+            counts.overlaps, counts.token_regressions, report.problems
+        ));
+    }
+    Ok(())
 }
 
 /// Every cell, once (or `WARDLOCK_SOAK` times each, printing the counts).

@@ -16,48 +16,24 @@
 //! and PostgreSQL share it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use wardlock_host::{GrantId, GrantStatus, LockBackend, LockSession, Mode};
 
-use crate::lock_set::history::{self, Event, FinalSet, Kind, Variant};
+use crate::history_log::HistoryLog;
+use crate::lock_set::history::{self, FinalSet, Kind, Variant};
 use crate::name;
 
 /// Most acquisitions per worker: bounds the loop in count as well as in time
 /// (a run makes a few hundred in all).
 const MAX_OPS: usize = 20_000;
 
-/// The history of a run: every worker's events, in the order they happened.
-struct History {
-    started: Instant,
-    events: Mutex<Vec<Event>>,
-}
-
-impl History {
-    /// Records `op` of worker `id`, stamped now (under the lock, so stamps
-    /// and order agree).
-    fn record(&self, op: &str, kind: Kind, id: &str, element: Option<&str>, token: Option<u64>) {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        let t_ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        events.push(Event {
-            op: op.to_owned(),
-            kind,
-            id: id.to_owned(),
-            element: element.map(str::to_owned),
-            token,
-            revision: None,
-            error: None,
-            t_ns,
-        });
-    }
-}
-
 /// Workers running until [`Contention::finish`].
 pub struct Contention {
-    history: Arc<History>,
+    history: Arc<HistoryLog>,
     errors: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
@@ -112,10 +88,7 @@ impl Contention {
         let dir = tempfile::tempdir().expect("temp dir");
         let set = dir.path().join("set");
         std::fs::write(&set, "").expect("set file");
-        let history = Arc::new(History {
-            started: Instant::now(),
-            events: Mutex::new(Vec::new()),
-        });
+        let history = HistoryLog::new();
         let errors = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::new();
@@ -177,13 +150,7 @@ impl Contention {
                 .expect("worker");
         }
         let last = FinalSet::from_file_text(&std::fs::read_to_string(&self.set).expect("set"));
-        let events = std::mem::take(
-            &mut *self
-                .history
-                .events
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
+        let events = self.history.take();
         let told_lost = events.iter().filter(|e| e.op == "lost").count() as u64;
         let report = history::check(&events, &last, Variant::Plain, 0);
         ContentionReport {
@@ -260,7 +227,7 @@ struct Turns {
     /// The host's count of turns begun.
     begun: Arc<tokio::sync::watch::Sender<u64>>,
     set: PathBuf,
-    history: Arc<History>,
+    history: Arc<HistoryLog>,
     errors: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
 }
@@ -330,7 +297,7 @@ impl Turns {
 async fn watch_loss(
     session: Arc<dyn LockSession>,
     grant: GrantId,
-    history: Arc<History>,
+    history: Arc<HistoryLog>,
     id: String,
     token: u64,
 ) {

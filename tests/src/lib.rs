@@ -34,6 +34,7 @@ pub mod embedding;
 pub mod etcd;
 pub mod fenced;
 pub mod handoff_model;
+pub mod history_log;
 pub mod holds;
 pub mod host_process;
 pub mod impatient;

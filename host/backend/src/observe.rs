@@ -75,6 +75,10 @@ pub trait SessionObserver: Send + Sync + 'static {
         let _ = grant;
     }
 
+    /// The session is being dropped, releasing every grant it still holds
+    /// (called before it does).
+    fn closing(&self) {}
+
     /// What to report for `grant`, whose session reports `status`.
     fn status(&self, grant: GrantId, status: GrantStatus) -> GrantStatus {
         let _ = grant;
@@ -133,9 +137,9 @@ pub struct StatusCall {
 }
 
 /// A session whose every call is forwarded to `inner` and told to `observer`.
-/// Dropping it drops `inner` (which releases everything) and then the
-/// observer.
-pub struct Observed<O> {
+/// Dropping it tells the observer it is closing, then drops `inner` (which
+/// releases everything) and then the observer.
+pub struct Observed<O: SessionObserver> {
     inner: Box<dyn LockSession>,
     observer: O,
 }
@@ -243,6 +247,12 @@ impl<O: SessionObserver> LockSession for Observed<O> {
     /// the observer as every grant's.
     fn election(&self) -> Result<&dyn Election, BackendError> {
         self.inner.election()
+    }
+}
+
+impl<O: SessionObserver> Drop for Observed<O> {
+    fn drop(&mut self) {
+        self.observer.closing();
     }
 }
 

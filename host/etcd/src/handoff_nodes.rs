@@ -23,13 +23,8 @@ impl NodeEngine for EtcdNodes {
     fn acquire_node(&self, request: NodeRequest) -> NodeFuture {
         let shared = self.shared.clone();
         Box::pin(async move {
-            let NodeRequest {
-                name,
-                mode,
-                deadline,
-                wait,
-            } = request;
-            recipe::acquire(&shared, &name, mode, deadline, wait).await
+            let (name, mode) = (&request.name, request.mode);
+            recipe::acquire(&shared, name, mode, request.deadline, request.wait).await
         })
     }
 

@@ -98,13 +98,8 @@ async fn attempt(
     shared: &Arc<Shared>,
     request: &NodeRequest,
 ) -> Result<Option<OwnedNode>, BackendError> {
-    let NodeRequest {
-        name,
-        mode,
-        deadline,
-        wait,
-    } = request;
-    let (mode, deadline) = (*mode, *deadline);
+    let (name, mode, deadline, wait) =
+        (&request.name, request.mode, request.deadline, request.wait);
     let key = advisory_key(name);
     let main = until(deadline, shared.pool.main()).await??;
     if let Some(token) = until(deadline, try_lock(main.clone(), key, mode)).await?? {

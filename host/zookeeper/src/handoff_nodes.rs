@@ -73,18 +73,13 @@ impl NodeEngine for ZooKeeperNodes {
         let shared = self.shared.clone();
         let data = self.data.clone();
         Box::pin(async move {
-            let NodeRequest {
-                name,
-                mode,
-                deadline,
-                wait,
-            } = request;
-            let waiting = if wait {
+            let waiting = if request.wait {
                 Waiting::Wait
             } else {
                 Waiting::DontWait
             };
-            recipe::acquire(&shared, &name, mode, &data, deadline, waiting).await
+            let (name, mode, deadline) = (&request.name, request.mode, request.deadline);
+            recipe::acquire(&shared, name, mode, &data, deadline, waiting).await
         })
     }
 

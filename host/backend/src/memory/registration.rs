@@ -1,7 +1,6 @@
 //! The memory engine in the registry (`--backend memory`, a config entry
 //! `kind = "memory"`): the default, with no settings of its own.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use super::MemoryBackend;
@@ -42,9 +41,5 @@ impl EngineConfig for MemoryConfig {
 
     fn connect(&self, _require: bool) -> ConnectFuture<'_> {
         Box::pin(async { Ok(Arc::new(MemoryBackend::new()) as Arc<dyn LockBackend>) })
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -58,9 +58,6 @@
 //!     fn connect(&self, _require: bool) -> ConnectFuture<'_> {
 //!         Box::pin(async { Ok(Arc::new(MemoryBackend::new()) as Arc<dyn LockBackend>) })
 //!     }
-//!     fn as_any(&self) -> &dyn std::any::Any {
-//!         self
-//!     }
 //! }
 //!
 //! // What `--toy-shards 4` (or `shards = 4` in a config file) gives the engine.
@@ -122,7 +119,8 @@ pub trait Engine: Send + Sync + 'static {
 }
 
 /// One engine's configuration: enough to connect a backend, however it was
-/// given.
+/// given. A caller that needs one engine's own type (a test that checks what
+/// a config file gave) upcasts it to [`Any`] and downcasts that.
 pub trait EngineConfig: fmt::Debug + Send + Sync + Any {
     /// The [`Engine::name`] of the engine that made it.
     fn engine(&self) -> &'static str;
@@ -138,8 +136,4 @@ pub trait EngineConfig: fmt::Debug + Send + Sync + Any {
     /// # Cancellation safety
     /// Cancel safe: a dropped connect leaves no session behind.
     fn connect(&self, require: bool) -> ConnectFuture<'_>;
-
-    /// The configuration as [`Any`], for callers that need one engine's own
-    /// type (a test that checks what a config file gave).
-    fn as_any(&self) -> &dyn Any;
 }

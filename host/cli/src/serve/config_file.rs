@@ -448,7 +448,10 @@ mod tests {
              [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
         )
         .expect("valid");
-        let config = plan.backends.get("e").map(|c| c.as_any().downcast_ref());
+        let config = plan
+            .backends
+            .get("e")
+            .map(|c| (c.as_ref() as &dyn std::any::Any).downcast_ref());
         let Some(Some(config)) = config else {
             panic!("not an etcd backend: {:?}", plan.backends);
         };
@@ -468,7 +471,10 @@ mod tests {
              [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
         )
         .expect("valid");
-        let config = plan.backends.get("pg").map(|c| c.as_any().downcast_ref());
+        let config = plan
+            .backends
+            .get("pg")
+            .map(|c| (c.as_ref() as &dyn std::any::Any).downcast_ref());
         let Some(Some(config)) = config else {
             panic!("not a Postgres backend: {:?}", plan.backends);
         };
@@ -509,7 +515,10 @@ mod tests {
              [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
         )
         .expect("valid");
-        let config = plan.backends.get("zk").map(|c| c.as_any().downcast_ref());
+        let config = plan
+            .backends
+            .get("zk")
+            .map(|c| (c.as_ref() as &dyn std::any::Any).downcast_ref());
         let Some(Some(config)) = config else {
             panic!("not a ZooKeeper backend");
         };

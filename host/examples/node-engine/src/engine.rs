@@ -245,13 +245,8 @@ async fn lock_node(
     shared: Arc<Shared>,
     request: NodeRequest,
 ) -> Result<Option<OwnedNode>, BackendError> {
-    let NodeRequest {
-        name,
-        mode,
-        deadline,
-        wait,
-    } = request;
-    let dir = dir_of(&name);
+    let (name, mode, deadline, wait) = (&request.name, request.mode, request.deadline, request.wait);
+    let dir = dir_of(name);
     loop {
         let session = shared.session();
         let ours = match shared

@@ -5,7 +5,6 @@
 //! command line; nothing in wardlock is edited, and no clap or toml code is
 //! written: the engine describes its one setting and reads it back.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use wardlock_backend::LockBackend;
@@ -64,10 +63,6 @@ impl EngineConfig for TicketConfig {
     fn connect(&self, _require: bool) -> ConnectFuture<'_> {
         let backend = TicketBackend::new(self.clone());
         Box::pin(async move { Ok(Arc::new(backend) as Arc<dyn LockBackend>) })
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

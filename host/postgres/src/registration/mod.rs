@@ -3,7 +3,6 @@
 
 mod settings;
 
-use std::any::Any;
 use std::sync::Arc;
 
 use wardlock_backend::LockBackend;
@@ -52,10 +51,6 @@ impl EngineConfig for PostgresConfig {
             };
             Ok(Arc::new(backend) as Arc<dyn LockBackend>)
         })
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -3,7 +3,6 @@
 
 mod settings;
 
-use std::any::Any;
 use std::sync::Arc;
 
 use wardlock_backend::LockBackend;
@@ -52,9 +51,5 @@ impl EngineConfig for ZooKeeperConfig {
             };
             Ok(Arc::new(backend) as Arc<dyn LockBackend>)
         })
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
