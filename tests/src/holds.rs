@@ -156,4 +156,12 @@ impl SessionObserver for HoldLogObserver {
             (self.sink)(format!("-{}#{}", self.holder, grant.0));
         }
     }
+
+    /// A session dropped with permits releases them: logged first.
+    fn closing(&self) {
+        let open: Vec<GrantId> = self.permits.lock().expect("permits").drain().collect();
+        for grant in open {
+            (self.sink)(format!("-{}#{}", self.holder, grant.0));
+        }
+    }
 }
