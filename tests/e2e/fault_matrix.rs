@@ -197,7 +197,6 @@ impl World {
     /// The hosts of one cell, their grants of `lock` recorded in one history.
     async fn hosts(&self, engine: Engine, lock: &str) -> Hosts {
         let mut hosts = self.untapped_hosts(engine).await;
-        hosts.native = hosts.holder.clone();
         hosts.holder = history_log::tap(hosts.holder, &hosts.log, "holder-host/", lock);
         hosts.waiter = history_log::tap(hosts.waiter, &hosts.log, "waiter-host/", lock);
         hosts
@@ -491,11 +490,12 @@ async fn cell(
 }
 
 /// The one checker's verdict on the cell's history: no two holds at once
-/// unless one was told `lost` first, tokens rising. Not for a ZooKeeper
-/// session expiry: `expire_session` closes the holder's session from
-/// another client (with its password) while the holder's host is cut off,
-/// so the server frees the lock before anything could tell the holder; a
-/// session that expires by itself is the partition tests' (`partition`).
+/// unless one was told `lost` first, tokens rising. A ZooKeeper session
+/// expiry turns the first rule round: `expire_session` closes the holder's
+/// session from another client (with its password) while the holder's host
+/// is cut off, so the server frees the lock before anything could tell the
+/// holder, and the checker must see that overlap; a session that expires by
+/// itself is the partition tests' (`partition`).
 fn checked(hosts: &Hosts, fault: Fault, engine: Engine) -> Result<(), String> {
     let forced_close = fault == Fault::SessionExpiry
         && matches!(engine, Engine::ZooKeeper | Engine::Handoff | Engine::Cached);

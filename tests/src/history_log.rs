@@ -8,7 +8,9 @@
 //! the grant go), so a guest's hold as recorded lies within its real hold;
 //! and `lost` (`info`) the moment a caller of the session hears a grant of
 //! it is lost (a status read, or a status change awaited: a guest's
-//! subscription, a test's watcher).
+//! subscription). A native hold the test makes is recorded by the log
+//! itself ([`HistoryLog::watch`]): its status is read at every grant the log
+//! records after it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,9 +76,9 @@ impl HistoryLog {
 
     /// A native hold (`id`'s grant `grant` of `session`, with `token`)
     /// granted now: recorded, and from now on its status is read at every
-    /// grant the log records, so the history shows whether it read `lost`
-    /// by the moment another was granted (a watcher woken by the change
-    /// would stamp when its task ran, not when the status changed).
+    /// grant the log records (just after the engine answered it), so the
+    /// history shows whether it read `lost` by then (a watcher woken by the
+    /// change would stamp when its task ran, not when the status changed).
     pub fn watch(&self, session: Arc<dyn LockSession>, grant: Grant, id: &str) {
         self.record("acquire", Kind::Ok, id, None, Some(grant.token));
         self.watched_mut().push(Watched {
@@ -207,9 +209,7 @@ impl SessionTap {
     fn open(&self) -> MutexGuard<'_, HashMap<GrantId, u64>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-impl SessionTap {
     /// Records that a caller heard `grant` is lost (on every read that says
     /// so: the first ends the hold for the checker, the others change
     /// nothing).

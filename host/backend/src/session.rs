@@ -142,7 +142,7 @@ pub trait LockSession: Send + Sync {
     /// [`BackendError::Unsupported`] when the engine has no semaphores (the
     /// default).
     fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
-        Err(unsupported("has no semaphores"))
+        Err(absent::semaphores())
     }
 
     /// Revocation (asking a holder to give its lock up), if this engine has
@@ -151,7 +151,7 @@ pub trait LockSession: Send + Sync {
     /// # Errors
     /// [`BackendError::Unsupported`] when it has not (the default).
     fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
-        Err(unsupported("has no revocation"))
+        Err(absent::revocation())
     }
 
     /// Listing a lock's holders and waiters, if this engine can.
@@ -159,7 +159,7 @@ pub trait LockSession: Send + Sync {
     /// # Errors
     /// [`BackendError::Unsupported`] when it cannot (the default).
     fn contention(&self) -> Result<&dyn Contention, BackendError> {
-        Err(unsupported("cannot list a lock's contenders"))
+        Err(absent::contention())
     }
 
     /// The guarded store ([`crate::guarded`]), if this engine has one.
@@ -167,7 +167,7 @@ pub trait LockSession: Send + Sync {
     /// # Errors
     /// [`BackendError::Unsupported`] when it has not (the default).
     fn guarded_store(&self) -> Result<&dyn GuardedStore, BackendError> {
-        Err(unsupported("has no guarded store"))
+        Err(absent::guarded_store())
     }
 
     /// Leader election ([`crate::election`]), if this engine has it.
@@ -175,13 +175,38 @@ pub trait LockSession: Send + Sync {
     /// # Errors
     /// [`BackendError::Unsupported`] when it has not (the default).
     fn election(&self) -> Result<&dyn Election, BackendError> {
-        Err(crate::election::no_elections())
+        Err(absent::election())
     }
 }
 
-/// The error of a capability an engine does not offer.
-pub(crate) fn unsupported(what: &str) -> BackendError {
-    BackendError::Unsupported(format!("this lock backend {what}"))
+/// The errors of the capabilities an engine does not offer: what the
+/// accessors above answer by default, and [`crate::handoff::HandoffSession`]'s.
+pub(crate) mod absent {
+    use crate::BackendError;
+
+    fn unsupported(what: &str) -> BackendError {
+        BackendError::Unsupported(format!("this lock backend {what}"))
+    }
+
+    pub(crate) fn semaphores() -> BackendError {
+        unsupported("has no semaphores")
+    }
+
+    pub(crate) fn revocation() -> BackendError {
+        unsupported("has no revocation")
+    }
+
+    pub(crate) fn contention() -> BackendError {
+        unsupported("cannot list a lock's contenders")
+    }
+
+    pub(crate) fn guarded_store() -> BackendError {
+        unsupported("has no guarded store")
+    }
+
+    pub(crate) fn election() -> BackendError {
+        crate::election::no_elections()
+    }
 }
 
 /// Writes, inside an engine's `impl LockSession` block, the accessors of the

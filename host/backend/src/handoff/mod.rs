@@ -31,10 +31,10 @@
 //! engine when none runs) and kept in the grants, which release, downgrade
 //! and report statuses: a grant's status is its node's session's
 //! ([`LocalHeld::generation`]; see [`crate::liveness`] for the session
-//! clock). The
-//! task does the rest: FIFO among the host's guests, the fairness bound,
-//! the linger, tokens, answering every request once. `wardlock-zookeeper`'s
-//! `handoff_nodes.rs` and `wardlock-etcd`'s `keys.rs` are two engines;
+//! clock). The task does the rest: FIFO among the host's guests, the
+//! fairness bound, the linger, tokens, answering every request once. The
+//! `handoff_nodes.rs` of `wardlock-zookeeper`, `wardlock-etcd` and
+//! `wardlock-postgres` are three engines;
 //! `host/examples/node-engine` in wardlock's repository is a small one over
 //! an in-process store, built on this crate's public API alone.
 

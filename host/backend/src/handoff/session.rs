@@ -17,7 +17,7 @@ use crate::election::Election;
 use crate::guarded::GuardedStore;
 use crate::revocation::Revocation;
 use crate::semaphore::Semaphores;
-use crate::session::unsupported;
+use crate::session::absent;
 use crate::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, StatusChange};
 
 /// A session whose every grant comes from its host's lock task for the name
@@ -67,27 +67,27 @@ pub trait HandoffSession: Send + Sync + 'static {
 
     /// As [`LockSession::semaphores`].
     fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
-        Err(unsupported("has no semaphores"))
+        Err(absent::semaphores())
     }
 
     /// As [`LockSession::revocation`].
     fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
-        Err(unsupported("has no revocation"))
+        Err(absent::revocation())
     }
 
     /// As [`LockSession::contention`].
     fn contention(&self) -> Result<&dyn Contention, BackendError> {
-        Err(unsupported("cannot list a lock's contenders"))
+        Err(absent::contention())
     }
 
     /// As [`LockSession::guarded_store`].
     fn guarded_store(&self) -> Result<&dyn GuardedStore, BackendError> {
-        Err(unsupported("has no guarded store"))
+        Err(absent::guarded_store())
     }
 
     /// As [`LockSession::election`].
     fn election(&self) -> Result<&dyn Election, BackendError> {
-        Err(crate::election::no_elections())
+        Err(absent::election())
     }
 }
 

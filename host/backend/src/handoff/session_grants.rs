@@ -1,9 +1,10 @@
 //! A guest session's side of host-local hand-off: the grants its lock tasks
 //! made, each with what the engine keeps beside it, and their statuses. Every
 //! engine whose locks go through [`ask`](super::ask) keeps one per
-//! [`LockSession`](crate::LockSession); it answers `release`, `status`,
-//! `status_changed` and `downgrade` from it, so an engine writes only how its
-//! node's session is doing ([`SessionLookup`]).
+//! [`LockSession`](crate::LockSession), and `release`, `status`,
+//! `status_changed` and `downgrade` are answered from it ([`HandoffSession`](super::HandoffSession)
+//! does so), so an engine writes only how its node's session is doing
+//! ([`SessionLookup`]). Dropping it releases every grant it still keeps.
 
 use tokio::sync::watch;
 
@@ -117,10 +118,5 @@ impl<T: Clone + Send + 'static> SessionGrants<T> {
             .ok_or(BackendError::UnknownGrant(exclusive.0))?;
         let shared = downgrade(locks, &local).await?;
         Ok(self.record(shared, extra(kept)))
-    }
-
-    /// Releases every grant (the session is dropped).
-    pub fn release_all(&self) {
-        self.table.release_all();
     }
 }
