@@ -4,6 +4,9 @@
 //! `clientPort` stays for the harness's `ruok`, and for the tests of a
 //! client that has not been told about TLS.
 
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
 use super::ZkServer;
 use crate::pki::{STORE_PASSWORD, TestPki};
 use crate::serve::free_port;
@@ -74,6 +77,28 @@ impl ZkServer {
         zoo_cfg.push_str(&config);
         std::fs::write(&path, zoo_cfg).expect("zoo.cfg");
         server.launch();
+        server.await_secure_port(secure_port);
         (server, secure_port)
+    }
+
+    /// `launch` waits for the plaintext port's `ruok`, but ZooKeeper opens
+    /// its secure port after the plaintext one: a client that came at once
+    /// found nothing listening ("no available hosts"). Wait for it too.
+    fn await_secure_port(&mut self, port: u16) {
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("ZooKeeper exited with {status}: {}", self.log());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "ZooKeeper's secure port {port} did not open within 60 s: {}",
+                self.log()
+            );
+            // Readiness of a foreign process: nothing to await but its port.
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }

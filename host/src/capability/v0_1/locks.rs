@@ -8,6 +8,10 @@ use crate::capability::WardlockView;
 use crate::capability::bindings::wardlock::lock::{locks, types};
 use crate::capability::handle::LockHandle;
 
+/// What a 0.1.0 call that can fail answers: a trap (`Err`), or the
+/// guest's own error in 0.1.0's types.
+type Answer<T> = wasmtime::Result<Result<T, types::Error>>;
+
 impl types::Host for WardlockView<'_> {}
 
 impl locks::Host for WardlockView<'_> {
@@ -15,7 +19,7 @@ impl locks::Host for WardlockView<'_> {
         &mut self,
         name: String,
         options: locks::Options,
-    ) -> wasmtime::Result<Result<Resource<LockHandle>, types::Error>> {
+    ) -> Answer<Resource<LockHandle>> {
         let acquired = self
             .acquire_lock(&name, options.mode.into(), options.timeout_ms)
             .await?;
@@ -26,7 +30,7 @@ impl locks::Host for WardlockView<'_> {
         &mut self,
         name: String,
         mode: types::Mode,
-    ) -> wasmtime::Result<Result<Option<Resource<LockHandle>>, types::Error>> {
+    ) -> Answer<Option<Resource<LockHandle>>> {
         let tried = self.try_acquire_lock(&name, mode.into()).await?;
         Ok(tried.map_err(types::Error::from))
     }
@@ -49,10 +53,7 @@ impl locks::HostLock for WardlockView<'_> {
         Ok(self.lock_status(&lock)?.into())
     }
 
-    async fn release(
-        &mut self,
-        lock: Resource<LockHandle>,
-    ) -> wasmtime::Result<Result<(), types::Error>> {
+    async fn release(&mut self, lock: Resource<LockHandle>) -> Answer<()> {
         Ok(self.release_lock(&lock)?.map_err(types::Error::from))
     }
 
