@@ -45,6 +45,7 @@ mod fault_matrix;
 mod faults;
 mod fence;
 mod handoff;
+mod handoff_write_gap;
 mod hostile_names;
 mod interop;
 mod languages;

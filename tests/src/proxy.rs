@@ -13,9 +13,11 @@ use tokio::sync::watch;
 /// [`Proxy::partition`] stops passing bytes either way, on open and new
 /// connections alike, without closing anything; [`Proxy::cut`] closes every open
 /// connection; [`Proxy::delay_replies`] holds every server→client chunk back
-/// for a while (a slow server).
+/// for a while (a slow server); [`Proxy::stall`] holds bytes both ways and
+/// loses none (a link that stalls, then recovers).
 pub struct Proxy {
     port: u16,
+    stalled: watch::Sender<bool>,
     swallow: Arc<AtomicBool>,
     partitioned: Arc<AtomicBool>,
     delay_ms: Arc<AtomicU64>,
@@ -32,7 +34,9 @@ impl Proxy {
         let partitioned = Arc::new(AtomicBool::new(false));
         let delay_ms = Arc::new(AtomicU64::new(0));
         let (generation, _) = watch::channel(0u64);
+        let (stalled, _) = watch::channel(false);
         let task = tokio::spawn({
+            let stalled = stalled.clone();
             let swallow = swallow.clone();
             let partitioned = partitioned.clone();
             let delay_ms = delay_ms.clone();
@@ -49,6 +53,7 @@ impl Proxy {
                             swallow: swallow.clone(),
                             partitioned: partitioned.clone(),
                             delay_ms: delay_ms.clone(),
+                            stalled: stalled.subscribe(),
                         },
                         generation.subscribe(),
                     ));
@@ -57,6 +62,7 @@ impl Proxy {
         });
         Proxy {
             port,
+            stalled,
             swallow,
             partitioned,
             delay_ms,
@@ -79,6 +85,13 @@ impl Proxy {
     /// and new ones are accepted, as in a network partition.
     pub fn partition(&self, partitioned: bool) {
         self.partitioned.store(partitioned, Ordering::SeqCst);
+    }
+
+    /// Stops (or resumes) passing bytes in both directions, losing none: what
+    /// arrives meanwhile waits in the proxy and passes, in order, once it
+    /// resumes (a request sent during a stall reaches the server after it).
+    pub fn stall(&self, stalled: bool) {
+        self.stalled.send_replace(stalled);
     }
 
     /// Holds every server→client chunk back for `delay` before passing it on
@@ -106,11 +119,20 @@ struct Flags {
     swallow: Arc<AtomicBool>,
     partitioned: Arc<AtomicBool>,
     delay_ms: Arc<AtomicU64>,
+    stalled: watch::Receiver<bool>,
+}
+
+/// Returns once the proxy is not stalled (at once when it is not).
+async fn unstalled(stalled: &mut watch::Receiver<bool>) {
+    // An error: the proxy is gone, and with it the stall.
+    let _ = stalled.wait_for(|stalled| !stalled).await;
 }
 
 async fn pipe(client: TcpStream, server: TcpStream, flags: Flags, mut cut: watch::Receiver<u64>) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
+    let mut upstream_stall = flags.stalled.clone();
+    let mut downstream_stall = flags.stalled.clone();
     let upstream = async {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -120,6 +142,7 @@ async fn pipe(client: TcpStream, server: TcpStream, flags: Flags, mut cut: watch
                     if flags.partitioned.load(Ordering::SeqCst) {
                         continue;
                     }
+                    unstalled(&mut upstream_stall).await;
                     if server_write.write_all(&buf[..n]).await.is_err() {
                         return;
                     }
@@ -138,6 +161,7 @@ async fn pipe(client: TcpStream, server: TcpStream, flags: Flags, mut cut: watch
                     {
                         continue;
                     }
+                    unstalled(&mut downstream_stall).await;
                     let delay = flags.delay_ms.load(Ordering::SeqCst);
                     if delay > 0 {
                         // The fault itself: a server slow to answer.

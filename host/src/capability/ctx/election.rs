@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::guarded::ended_as_released;
 use super::{GrantStatus, LockError, WardlockCtx};
-use crate::backend::{GrantId, GuardedKey, Leader};
+use crate::backend::{GrantId, Leader};
 use crate::capability::handle::Watch;
 use crate::capability::leadership::{ElectionObserver, LeadershipHandle};
 
@@ -126,12 +126,7 @@ impl WardlockCtx {
         key: &str,
         value: &[u8],
     ) -> Result<u64, LockError> {
-        let key = GuardedKey::new(key)?;
-        self.session
-            .guarded_store()?
-            .guarded_put(leadership, &key, value)
-            .await
-            .map_err(ended_as_released)
+        self.put_through(leadership, key, value).await
     }
 
     /// Steps down.
@@ -148,7 +143,7 @@ impl WardlockCtx {
         }
         let lost = self.session.status(id) == GrantStatus::Lost;
         tracing::debug!(election = %leadership.name, term = leadership.term(), "resigned");
-        self.session.release(id)?;
+        self.writes.release(&*self.session, id)?;
         if lost { Err(LockError::Lost) } else { Ok(()) }
     }
 
@@ -186,7 +181,7 @@ impl WardlockCtx {
     /// Resigns every leadership (the instance's end, or `release_all`).
     pub(super) fn resign_all(&mut self) {
         for (id, _) in self.leaderships.drain() {
-            let _ = self.session.release(id);
+            let _ = self.writes.release(&*self.session, id);
         }
     }
 

@@ -3,6 +3,8 @@
 //! then commits each write only while that grant stands (see
 //! [`crate::backend::guarded`]).
 
+use tokio::task::JoinError;
+
 use super::{LockError, WardlockCtx};
 use crate::backend::{BackendError, GrantId, GuardedEntry, GuardedKey, Mode};
 use crate::capability::handle::LockHandle;
@@ -64,20 +66,16 @@ impl WardlockCtx {
     /// `Unavailable` when the lock service failed.
     ///
     /// # Cancellation safety
-    /// A dropped call may still commit once, and only while the grant stood.
+    /// A dropped call may still commit once, and only while the grant stood:
+    /// the write goes on to the engine's answer, and the grant is released
+    /// (to the next guest of this host, under hand-off) only after it.
     pub async fn guarded_put(
         &self,
         holder: GuardedHolder,
         key: &str,
         value: &[u8],
     ) -> Result<u64, LockError> {
-        let key = GuardedKey::new(key)?;
-        let written = self
-            .session
-            .guarded_store()?
-            .guarded_put(holder.0, &key, value)
-            .await;
-        written.map_err(ended_as_released)
+        self.put_through(holder.0, key, value).await
     }
 
     /// Deletes `key` from the store of `holder`'s lock, under the rules of
@@ -94,12 +92,37 @@ impl WardlockCtx {
         key: &str,
     ) -> Result<bool, LockError> {
         let key = GuardedKey::new(key)?;
-        let deleted = self
-            .session
-            .guarded_store()?
-            .guarded_delete(holder.0, &key)
-            .await;
-        deleted.map_err(ended_as_released)
+        self.session.guarded_store()?;
+        let out = self.writes.start(holder.0, self.session.clone());
+        let deleted = tokio::spawn(async move {
+            let store = out.session().guarded_store()?;
+            store.guarded_delete(holder.0, &key).await
+        });
+        answered(deleted.await)
+    }
+
+    /// Writes `value` under `key` through `grant` (a lock's exclusive grant
+    /// or a leadership), in a task of its own that runs to the engine's
+    /// answer: the grant's release waits for it (`writes_out.rs`).
+    ///
+    /// # Cancellation safety
+    /// A dropped call may still commit once, and only while the grant stood:
+    /// the write goes on to its answer, and the grant stays until then.
+    pub(super) async fn put_through(
+        &self,
+        grant: GrantId,
+        key: &str,
+        value: &[u8],
+    ) -> Result<u64, LockError> {
+        let key = GuardedKey::new(key)?;
+        self.session.guarded_store()?;
+        let out = self.writes.start(grant, self.session.clone());
+        let value = value.to_vec();
+        let written = tokio::spawn(async move {
+            let store = out.session().guarded_store()?;
+            store.guarded_put(grant, &key, &value).await
+        });
+        answered(written.await)
     }
 
     /// The grant a guarded write through `handle` is checked against.
@@ -121,6 +144,17 @@ impl WardlockCtx {
             )));
         }
         Ok(GuardedHolder(record.grant.id))
+    }
+}
+
+/// A guarded write's answer from its task: a task that panicked or was
+/// cancelled (the runtime shutting down) left the write's fate unknown.
+fn answered<T>(joined: Result<Result<T, BackendError>, JoinError>) -> Result<T, LockError> {
+    match joined {
+        Ok(answer) => answer.map_err(ended_as_released),
+        Err(ended) => Err(LockError::from(BackendError::Unavailable(format!(
+            "the guarded write's task ended before the lock service answered: {ended}"
+        )))),
     }
 }
 

@@ -55,6 +55,9 @@ pub struct WardlockCtx {
     fences: FenceTokens,
     /// The leaderships this instance holds (WIT 0.2.2), with their names.
     leaderships: HashMap<GrantId, LockName>,
+    /// Guarded writes out on the engine, which their grants' releases wait
+    /// for (see `writes_out.rs`).
+    writes: WritesOut,
 }
 
 impl WardlockCtx {
@@ -76,6 +79,7 @@ impl WardlockCtx {
             waits: WaitBounds::default(),
             fences: FenceTokens::default(),
             leaderships: HashMap::new(),
+            writes: WritesOut::default(),
         }
     }
 
@@ -341,7 +345,7 @@ impl WardlockCtx {
         };
         self.fences.end(id);
         tracing::debug!(lock = %record.name, token = record.grant.token, "released");
-        self.session.release(record.grant.id)?;
+        self.writes.release(&*self.session, record.grant.id)?;
         Ok(())
     }
 }
@@ -368,6 +372,9 @@ mod many;
 mod pending;
 mod permit;
 mod revoke;
+mod writes_out;
+
+use writes_out::WritesOut;
 
 #[cfg(test)]
 mod tests;
