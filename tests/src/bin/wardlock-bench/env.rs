@@ -254,7 +254,28 @@ pub(crate) struct PgEnv {
     monitor: tokio::sync::Mutex<PgConnection>,
     /// Connections seen per system since the last [`PgEnv::take_connections`].
     connections: Mutex<HashMap<System, PgConnections>>,
+    /// The server's version and the settings a lock's cost depends on
+    /// ([`SERVER_SETTINGS`]), as the server reported them at the start: every
+    /// PostgreSQL row carries them, so a run on another server says how it
+    /// differed.
+    pub settings: serde_json::Map<String, serde_json::Value>,
 }
+
+/// The settings of `pg_settings` that move the cost of a grant or of the
+/// floor's statements: durability (a token's sequence WAL-logs ahead), the
+/// WAL's flush, and the memory the lock manager and buffers get.
+const SERVER_SETTINGS: &[&str] = &[
+    "server_version",
+    "fsync",
+    "synchronous_commit",
+    "wal_sync_method",
+    "full_page_writes",
+    "wal_level",
+    "commit_delay",
+    "shared_buffers",
+    "max_connections",
+    "max_locks_per_transaction",
+];
 
 /// Connections a PostgreSQL system had open during a workload's phases.
 #[derive(Debug, Clone, Copy, Default)]
@@ -299,9 +320,16 @@ impl PgEnv {
         let options = PgConnectOptions::from_str(url)
             .with_context(|| format!("bad PostgreSQL URL {url:?}"))?
             .application_name("wardlock-bench-monitor");
-        let monitor = PgConnection::connect_with(&options)
+        let mut monitor = PgConnection::connect_with(&options)
             .await
             .with_context(|| format!("cannot connect to PostgreSQL at {url}"))?;
+        let settings = sqlx::query_as::<_, (String, String)>(
+            "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name = ANY($1) ORDER BY name",
+        )
+        .bind(SERVER_SETTINGS)
+        .fetch_all(&mut monitor)
+        .await
+        .context("reading the server's settings (pg_settings)")?;
         Ok(PgEnv {
             url: url.to_owned(),
             native: Arc::new(native),
@@ -310,6 +338,9 @@ impl PgEnv {
             guest_application: application_of(url).unwrap_or_else(|| "wardlock".to_owned()),
             monitor: tokio::sync::Mutex::new(monitor),
             connections: Mutex::default(),
+            settings: (settings.into_iter())
+                .map(|(name, value)| (name, value.into()))
+                .collect(),
         })
     }
 

@@ -241,11 +241,13 @@ async fn run(
     }
 }
 
-/// PostgreSQL rows: how wardlock's backends ran and the connections each
-/// system had open during the workload's phases.
+/// PostgreSQL rows: how wardlock's backends ran, the connections each
+/// system had open during the workload's phases, and the server's settings.
 fn pg_extras(pg: &env::PgEnv, rows: &mut [Row]) {
     let mut taken = std::collections::HashMap::new();
     for row in rows.iter_mut().filter(|r| r.system.uses_postgres()) {
+        row.extra
+            .push((output::SERVER_SETTINGS, pg.settings.clone().into()));
         if row.system != System::PostgresFloor {
             row.extra.push(("local_handoff", pg.local_handoff.into()));
         }

@@ -66,12 +66,25 @@ pub(crate) fn table(rows: &[Row], out: &mut impl Write) -> std::io::Result<()> {
     for row in &cells {
         line(&mut *out, row)?;
     }
+    // The same on every PostgreSQL row: once, under the table.
+    if let Some((_, settings)) =
+        (rows.iter().flat_map(|r| &r.extra)).find(|(k, _)| *k == SERVER_SETTINGS)
+    {
+        writeln!(out, "PostgreSQL server: {settings}")?;
+    }
     out.flush()
 }
 
+/// The extra of PostgreSQL rows that names the server's settings.
+pub(crate) const SERVER_SETTINGS: &str = "pg_settings";
+
 fn cells(row: &Row) -> Vec<String> {
     let mut notes: Vec<String> = row.variant.iter().map(|v| (*v).to_owned()).collect();
-    notes.extend(row.extra.iter().map(|(k, v)| format!("{k}={v}")));
+    notes.extend(
+        (row.extra.iter())
+            .filter(|(k, _)| *k != SERVER_SETTINGS)
+            .map(|(k, v)| format!("{k}={v}")),
+    );
     vec![
         row.system.name(),
         row.workload.name(),
