@@ -3,8 +3,7 @@
 //! then commits each write only while that grant stands (see
 //! [`crate::backend::guarded`]).
 
-use tokio::task::JoinError;
-
+use super::writes_out::to_answer;
 use super::{LockError, WardlockCtx};
 use crate::backend::{BackendError, GrantId, GuardedEntry, GuardedKey, Mode};
 use crate::capability::handle::LockHandle;
@@ -94,16 +93,16 @@ impl WardlockCtx {
         let key = GuardedKey::new(key)?;
         self.session.guarded_store()?;
         let out = self.writes.start(holder.0, self.session.clone());
-        let deleted = tokio::spawn(async move {
+        to_answer(async move {
             let store = out.session().guarded_store()?;
             store.guarded_delete(holder.0, &key).await
-        });
-        answered(deleted.await)
+        })
+        .await
     }
 
     /// Writes `value` under `key` through `grant` (a lock's exclusive grant
-    /// or a leadership), in a task of its own that runs to the engine's
-    /// answer: the grant's release waits for it (`writes_out.rs`).
+    /// or a leadership), run to the engine's answer whoever stops waiting:
+    /// the grant's release waits for it (`writes_out.rs`).
     ///
     /// # Cancellation safety
     /// A dropped call may still commit once, and only while the grant stood:
@@ -118,11 +117,11 @@ impl WardlockCtx {
         self.session.guarded_store()?;
         let out = self.writes.start(grant, self.session.clone());
         let value = value.to_vec();
-        let written = tokio::spawn(async move {
+        to_answer(async move {
             let store = out.session().guarded_store()?;
             store.guarded_put(grant, &key, &value).await
-        });
-        answered(written.await)
+        })
+        .await
     }
 
     /// The grant a guarded write through `handle` is checked against.
@@ -144,17 +143,6 @@ impl WardlockCtx {
             )));
         }
         Ok(GuardedHolder(record.grant.id))
-    }
-}
-
-/// A guarded write's answer from its task: a task that panicked or was
-/// cancelled (the runtime shutting down) left the write's fate unknown.
-fn answered<T>(joined: Result<Result<T, BackendError>, JoinError>) -> Result<T, LockError> {
-    match joined {
-        Ok(answer) => answer.map_err(ended_as_released),
-        Err(ended) => Err(LockError::from(BackendError::Unavailable(format!(
-            "the guarded write's task ended before the lock service answered: {ended}"
-        )))),
     }
 }
 

@@ -6,17 +6,50 @@
 //! local grant from the next. A write sent by an instance that then ended (a
 //! deadline, the hold lease, a trap) would stay on the wire while the host
 //! handed the lock to the next guest, and could commit after that guest's
-//! write. So each guarded write runs to its answer in a task of its own,
-//! whoever stops waiting for it, and a grant with writes out is released to
-//! the engine only when the last of them has its answer. Every engine orders
+//! write. So each guarded write runs to its answer whoever stops waiting
+//! for it ([`to_answer`]), and a grant with writes out is released to the
+//! engine only when the last of them has its answer. Every engine orders
 //! what is sent after an answer after the answered request (ZooKeeper's
 //! session order, etcd's raft log, PostgreSQL's commit order), so the next
 //! local holder's writes follow every write of the one before.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
 
+use super::LockError;
+use super::guarded::ended_as_released;
 use crate::backend::{BackendError, GrantId, LockSession};
+
+/// Runs `write` (which owns its [`WriteOut`]) to the engine's answer,
+/// whoever stops waiting for it: polled here first, so an engine that
+/// answers at once (memory) costs no task, then, if it is still out, in a
+/// task of its own that a dropped caller does not stop.
+///
+/// # Errors
+/// The engine's answer (`UnknownGrant` as `Released`); `Unavailable` when
+/// the task ended without one (it panicked, or the runtime shut down).
+///
+/// # Cancellation safety
+/// Nothing is lost: a dropped call leaves the write running to its answer.
+pub(super) async fn to_answer<T: Send + 'static>(
+    write: impl Future<Output = Result<T, BackendError>> + Send + 'static,
+) -> Result<T, LockError> {
+    let mut write = Box::pin(write);
+    // One poll, with no await between it and the spawn: the caller cannot
+    // be dropped in between.
+    let first = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+    let answer = match first {
+        Poll::Ready(answer) => answer,
+        Poll::Pending => match tokio::spawn(write).await {
+            Ok(answer) => answer,
+            Err(ended) => Err(BackendError::Unavailable(format!(
+                "the guarded write's task ended before the lock service answered: {ended}"
+            ))),
+        },
+    };
+    answer.map_err(ended_as_released)
+}
 
 /// The writes out per grant of one instance, shared with their tasks.
 #[derive(Clone, Default)]
