@@ -3,10 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use wardlock_host::runner::{FileIo, Preopen, RunnerConfig};
 use wardlock_host::{LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::{
     Guest, assert_success, hold, lines, lockctl, name, run_instances, runner, runner_in,
-    spawn_lockctl, tally, token_of, value_in, wait_counts,
+    runner_with, spawn_lockctl, tally, token_of, value_in, wait_counts,
 };
 
 /// Many counter instances doing read-modify-write on one file under one lock lose
@@ -30,6 +31,33 @@ async fn counter_instances_lose_no_update() {
         backend.snapshot(&name("orders")).is_empty(),
         "no lock left behind"
     );
+}
+
+/// The same with the guests' file operations on Tokio's blocking pool
+/// (`FileIo::Pooled`, for slow filesystems) rather than on their own thread
+/// (the default, above): the count is exact either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counter_instances_with_pooled_file_io_lose_no_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = MemoryBackend::new();
+    let config = RunnerConfig {
+        backend: Arc::new(backend.clone()),
+        preopens: vec![Preopen::parse(&format!("{}::/data", dir.path().display()))],
+        file_io: FileIo::Pooled,
+        ..RunnerConfig::default()
+    };
+    assert!(!config.file_io.blocks_the_thread());
+    let runner = runner_with(Guest::Counter, config);
+    let (instances, iterations) = (8, 40);
+    let reports = run_instances(
+        &runner,
+        instances,
+        &["orders", &iterations.to_string(), "/data/count"],
+    )
+    .await;
+    reports.iter().for_each(assert_success);
+    let expected = u64::try_from(instances * iterations).expect("small");
+    assert_eq!(value_in(dir.path(), "count"), expected);
 }
 
 /// Readers and writers mixed: writers exclusive, readers never see a half-done write.

@@ -90,6 +90,7 @@ impl Runner {
         stderr: &MemoryOutputPipe,
     ) -> Outcome {
         let mut wasi = WasiCtx::builder();
+        wasi.allow_blocking_current_thread(self.config.file_io.blocks_the_thread());
         wasi.arg(&self.plugin).args(args);
         match self.config.stdio {
             Stdio::Inherit => {

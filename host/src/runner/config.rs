@@ -77,6 +77,37 @@ pub struct RunnerConfig {
     /// plugins is found. `None` tracks nothing; a backend already wrapped by
     /// the table ([`LockTable::wrap`]) is not tracked twice.
     pub locks: Option<LockTable>,
+    /// Where the guest's file operations run ([`FileIo`]).
+    pub file_io: FileIo,
+}
+
+/// Where a guest's file operations (in its `--dir` directories) run.
+///
+/// `wasmtime-wasi` hands each one to Tokio's blocking pool by default and
+/// waits for it there: on a local disk that hand-over costs many times the
+/// operation itself, and a guest that does file work while it holds a lock
+/// holds the lock that much longer. 16 guests passing one lock with four file
+/// operations each made 8,500 grants a second through the pool and 72,000 on
+/// the thread (`wardlock-bench --workloads contended --clients 16`,
+/// `memory-guest`, this machine).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FileIo {
+    /// On the thread that runs the guest (the default): for local
+    /// directories, where an operation takes microseconds.
+    #[default]
+    OnThread,
+    /// On Tokio's blocking pool: for directories on a slow or network
+    /// filesystem, where one operation could hold a runtime thread (and the
+    /// lock service's heartbeats waiting for it) too long.
+    Pooled,
+}
+
+impl FileIo {
+    /// Whether `wasmtime-wasi` may block the guest's thread on a file
+    /// operation (`WasiCtxBuilder::allow_blocking_current_thread`).
+    pub fn blocks_the_thread(self) -> bool {
+        self == FileIo::OnThread
+    }
 }
 
 impl Default for RunnerConfig {
@@ -92,6 +123,7 @@ impl Default for RunnerConfig {
             outbound: OutboundPolicy::default(),
             max_hold: None,
             locks: Some(LockTable::for_this_host()),
+            file_io: FileIo::default(),
         }
     }
 }

@@ -21,7 +21,7 @@ mod runtime;
 mod state;
 
 pub use command::Runner;
-pub use config::{DEFAULT_MEMORY_LIMIT, Preopen, RunnerConfig, Stdio};
+pub use config::{DEFAULT_MEMORY_LIMIT, FileIo, Preopen, RunnerConfig, Stdio};
 pub use epoch::{EpochTicker, TICK};
 pub use error::{LoadFailure, RunnerError};
 pub use lease::Lease;

@@ -254,6 +254,7 @@ impl ProxyRunner {
         let number = self.requests.fetch_add(1, Ordering::Relaxed);
         let owner = format!("{}#{number}", self.plugin);
         let mut wasi = WasiCtx::builder();
+        wasi.allow_blocking_current_thread(self.config.file_io.blocks_the_thread());
         wasi.arg(&self.plugin).inherit_stdout().inherit_stderr();
         let (mut store, lease) = match new_store(&self.runtime, &self.config, &owner, wasi) {
             Ok(created) => created,

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use super::singleton::Singleton;
 use anyhow::{Context, bail};
 use clap::Args;
-use wardlock_host::runner::{OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
+use wardlock_host::runner::{FileIo, OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
 
 use super::Engines;
 use super::instance_args::InstanceArgs;
@@ -161,6 +161,7 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             max_hold: plugin.max_hold,
             // Tracked below the metrics: the host's table wraps each engine.
             locks: None,
+            file_io: FileIo::OnThread,
         };
         let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?
             .with_admission(slots.clone());
@@ -211,6 +212,7 @@ fn singletons(
             outbound: OutboundPolicy::default(),
             max_hold: None,
             locks: None,
+            file_io: FileIo::OnThread,
         };
         metrics.stand_by(entry.name.as_str());
         let (name, told) = (entry.name.to_string(), metrics.clone());
