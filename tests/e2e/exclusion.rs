@@ -1,9 +1,10 @@
 //! Mutual exclusion, shared readers and fair FIFO order across guest instances.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wardlock_host::runner::{FileIo, Preopen, RunnerConfig};
+use wardlock_host::runner::{FileIo, Preopen, Runner, RunnerConfig};
 use wardlock_host::{LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::{
     Guest, assert_success, hold, lines, lockctl, name, run_instances, runner, runner_in,
@@ -17,16 +18,7 @@ async fn counter_instances_lose_no_update() {
     let dir = tempfile::tempdir().unwrap();
     let backend = MemoryBackend::new();
     let runner = runner_in(Guest::Counter, Arc::new(backend.clone()), dir.path(), None);
-    let (instances, iterations) = (8, 40);
-    let reports = run_instances(
-        &runner,
-        instances,
-        &["orders", &iterations.to_string(), "/data/count"],
-    )
-    .await;
-    reports.iter().for_each(assert_success);
-    let count = std::fs::read_to_string(dir.path().join("count")).unwrap();
-    assert_eq!(count.trim(), (instances * iterations).to_string());
+    counters_count_exactly(&runner, dir.path()).await;
     assert!(
         backend.snapshot(&name("orders")).is_empty(),
         "no lock left behind"
@@ -39,25 +31,29 @@ async fn counter_instances_lose_no_update() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counter_instances_with_pooled_file_io_lose_no_update() {
     let dir = tempfile::tempdir().unwrap();
-    let backend = MemoryBackend::new();
     let config = RunnerConfig {
-        backend: Arc::new(backend.clone()),
+        backend: Arc::new(MemoryBackend::new()),
         preopens: vec![Preopen::parse(&format!("{}::/data", dir.path().display()))],
         file_io: FileIo::Pooled,
         ..RunnerConfig::default()
     };
     assert!(!config.file_io.blocks_the_thread());
-    let runner = runner_with(Guest::Counter, config);
+    counters_count_exactly(&runner_with(Guest::Counter, config), dir.path()).await;
+}
+
+/// 8 counter instances × 40 increments of `/data/count` (`dir/count`)
+/// under the lock `orders`: all succeed, and the count is 320.
+async fn counters_count_exactly(runner: &Arc<Runner>, dir: &Path) {
     let (instances, iterations) = (8, 40);
     let reports = run_instances(
-        &runner,
+        runner,
         instances,
         &["orders", &iterations.to_string(), "/data/count"],
     )
     .await;
     reports.iter().for_each(assert_success);
     let expected = u64::try_from(instances * iterations).expect("small");
-    assert_eq!(value_in(dir.path(), "count"), expected);
+    assert_eq!(value_in(dir, "count"), expected);
 }
 
 /// Readers and writers mixed: writers exclusive, readers never see a half-done write.
