@@ -45,6 +45,14 @@ async fn run_counter_demo_gives_exact_count() {
     assert_eq!(run_counters(&[], "demo", "25").await, (0, "200".to_owned()));
 }
 
+/// The same with `--pooled-file-io` (file operations on a thread pool):
+/// still exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_counter_with_pooled_file_io_gives_exact_count() {
+    let counted = run_counters(&["--pooled-file-io"], "demo", "25").await;
+    assert_eq!(counted, (0, "200".to_owned()));
+}
+
 /// A failing instance makes the run fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_instance_fails_the_run() {

@@ -6,9 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use wardlock_host::runner::{
-    FileIo, InstanceReport, OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio,
-};
+use wardlock_host::runner::{InstanceReport, OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio};
 
 use super::Engines;
 use super::fault_args::FaultArgs;
@@ -252,7 +250,7 @@ async fn config(
         max_hold: None,
         // Tracked through the wrapped backend.
         locks: None,
-        file_io: FileIo::OnThread,
+        file_io: args.host.guest.file_io(),
     };
     // The engine itself too: the locks page asks it about contenders
     // through sessions of its own, which the table need not track.

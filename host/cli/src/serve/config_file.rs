@@ -53,6 +53,8 @@ struct SingletonEntry {
     #[serde(default)]
     dirs: Vec<String>,
     #[serde(default)]
+    pooled_file_io: bool,
+    #[serde(default)]
     env: BTreeMap<String, String>,
 }
 
@@ -71,6 +73,8 @@ struct PluginEntry {
     max_hold: Option<f64>,
     #[serde(default)]
     dirs: Vec<String>,
+    #[serde(default)]
+    pooled_file_io: bool,
     #[serde(default)]
     env: BTreeMap<String, String>,
     #[serde(default)]
@@ -232,6 +236,7 @@ fn singleton(
         args: entry.args,
         preopens,
         env: entry.env.into_iter().collect(),
+        file_io: guest_args::file_io(entry.pooled_file_io),
         policy,
     })
 }
@@ -347,6 +352,7 @@ fn plugin(
         max_hold,
         preopens,
         env: entry.env.into_iter().collect(),
+        file_io: guest_args::file_io(entry.pooled_file_io),
         outbound: OutboundPolicy::allow(outbound).with_fence_header(fence_header),
     })
 }
@@ -354,6 +360,7 @@ fn plugin(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wardlock_host::runner::FileIo;
 
     fn load_text(text: &str) -> Result<ServePlan, String> {
         let dir = std::env::temp_dir().join(format!("wardlock-config-test-{}", std::process::id()));
@@ -410,6 +417,18 @@ mod tests {
             error.contains("fence_header") && error.contains("\"host\""),
             "{error}"
         );
+    }
+
+    #[test]
+    fn pooled_file_io_is_read_and_off_by_default() {
+        let plugin = "[[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n";
+        let plan = load_text(&format!("{plugin}pooled_file_io = true\n")).expect("valid");
+        assert_eq!(plan.plugins[0].file_io, FileIo::Pooled);
+        let plan = load_text(plugin).expect("valid");
+        assert_eq!(plan.plugins[0].file_io, FileIo::OnThread);
+        let error =
+            load_text(&format!("{plugin}pooled_file_io = \"yes\"\n")).expect_err("a string");
+        assert!(error.contains("pooled_file_io"), "{error}");
     }
 
     #[test]

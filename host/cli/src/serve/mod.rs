@@ -23,7 +23,7 @@ use std::sync::Arc;
 use super::singleton::Singleton;
 use anyhow::{Context, bail};
 use clap::Args;
-use wardlock_host::runner::{FileIo, OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
+use wardlock_host::runner::{OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
 
 use super::Engines;
 use super::instance_args::InstanceArgs;
@@ -47,7 +47,7 @@ pub struct ServeArgs {
 
     /// A TOML file describing backends and several plugins (see docs/serve.md:
     /// "Config file"); flags are the one-plugin shorthand for it.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["component", "backend", "grants", "dirs", "env", "allow_outbound", "request_timeout", "max_hold"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["component", "backend", "grants", "dirs", "env", "allow_outbound", "request_timeout", "max_hold", "pooled_file_io"])]
     pub config: Option<PathBuf>,
 
     /// Address to serve requests on [default: 127.0.0.1:8080, or the config
@@ -161,7 +161,7 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             max_hold: plugin.max_hold,
             // Tracked below the metrics: the host's table wraps each engine.
             locks: None,
-            file_io: FileIo::OnThread,
+            file_io: plugin.file_io,
         };
         let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?
             .with_admission(slots.clone());
@@ -212,7 +212,7 @@ fn singletons(
             outbound: OutboundPolicy::default(),
             max_hold: None,
             locks: None,
-            file_io: FileIo::OnThread,
+            file_io: entry.file_io,
         };
         metrics.stand_by(entry.name.as_str());
         let (name, told) = (entry.name.to_string(), metrics.clone());
@@ -273,6 +273,7 @@ fn plan_from_flags(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<Ser
         max_hold,
         preopens: args.host.guest.preopens()?,
         env: args.host.guest.env.clone(),
+        file_io: args.host.guest.file_io(),
         outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone())
             .with_fence_header(args.host.guest.fence_header.clone()),
     };

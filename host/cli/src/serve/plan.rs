@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use wardlock_host::policy::LockPolicy;
-use wardlock_host::runner::{OutboundPolicy, Preopen};
+use wardlock_host::runner::{FileIo, OutboundPolicy, Preopen};
 
 use std::sync::Arc;
 
@@ -65,6 +65,8 @@ pub(super) struct SingletonPlan {
     pub preopens: Vec<Preopen>,
     /// Its environment.
     pub env: Vec<(String, String)>,
+    /// Where its file operations run.
+    pub file_io: FileIo,
     /// Lock name grants and handle cap.
     pub policy: LockPolicy,
 }
@@ -92,6 +94,8 @@ pub(super) struct PluginPlan {
     pub preopens: Vec<Preopen>,
     /// Guest environment.
     pub env: Vec<(String, String)>,
+    /// Where the guest's file operations run.
+    pub file_io: FileIo,
     /// Where the guest may send HTTP requests.
     pub outbound: OutboundPolicy,
 }
