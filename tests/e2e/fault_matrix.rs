@@ -491,11 +491,15 @@ async fn cell(
 
 /// The one checker's verdict on the cell's history: no two holds at once
 /// unless one was told `lost` first, tokens rising. A ZooKeeper session
-/// expiry turns the first rule round: `expire_session` closes the holder's
-/// session from another client (with its password) while the holder's host
-/// is cut off, so the server frees the lock before anything could tell the
-/// holder, and the checker must see that overlap; a session that expires by
-/// itself is the partition tests' (`partition`).
+/// expiry is exempt from the first rule: `expire_session` closes the
+/// holder's session from another client (with its password) while the
+/// holder's host is cut off, so the server may free the lock before anything
+/// could tell the holder. Whether the checker then sees the overlap depends
+/// on which comes first, the waiter's grant or the cut-off holder's own
+/// clock saying `lost` (one CI run in about five saw the clock first, on the
+/// cached engine's permit cell), so an overlap is allowed there, not
+/// required; a session that expires by itself is the partition tests'
+/// (`partition`).
 fn checked(hosts: &Hosts, fault: Fault, engine: Engine) -> Result<(), String> {
     let forced_close = fault == Fault::SessionExpiry
         && matches!(engine, Engine::ZooKeeper | Engine::Handoff | Engine::Cached);
@@ -503,11 +507,6 @@ fn checked(hosts: &Hosts, fault: Fault, engine: Engine) -> Result<(), String> {
     let counts = &report.counts;
     if counts.holds == 0 {
         return Err("the history recorded no hold".to_owned());
-    }
-    // The checker sees what the forced close did: the waiter granted while
-    // the cut-off holder still held.
-    if forced_close && counts.overlaps == 0 {
-        return Err("the checker saw no overlap of a session closed under its holder".to_owned());
     }
     if (counts.overlaps > 0 && !forced_close) || counts.token_regressions > 0 {
         return Err(format!(
