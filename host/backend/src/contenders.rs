@@ -4,7 +4,7 @@
 //! Curator's `getParticipantNodes`).
 
 use super::Mode;
-use crate::BackendError;
+use crate::Result;
 use crate::name::LockName;
 
 /// The most contenders one answer lists, whatever the caller asks for: a
@@ -76,5 +76,5 @@ pub trait Contention: Send + Sync {
     ///
     /// # Cancellation safety
     /// Cancel safe: it only reads.
-    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError>;
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders>;
 }

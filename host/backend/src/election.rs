@@ -20,7 +20,7 @@ use std::pin::Pin;
 
 use std::time::Duration;
 
-use super::BackendError;
+use super::{BackendError, Result};
 use crate::name::LockName;
 use crate::{Grant, GrantId};
 
@@ -43,14 +43,13 @@ pub struct Leader {
 /// The future [`Election::leader_changed`](super::Election::leader_changed)
 /// returns: the leader once it differs from the one seen (or `None` when
 /// nobody leads any more).
-pub type LeaderChange =
-    Pin<Box<dyn Future<Output = Result<Option<Leader>, BackendError>> + Send + 'static>>;
+pub type LeaderChange = Pin<Box<dyn Future<Output = Result<Option<Leader>>> + Send + 'static>>;
 
 /// Refuses a value longer than [`MAX_VALUE_BYTES`].
 ///
 /// # Errors
 /// [`BackendError::LimitExceeded`] naming the size and the limit.
-pub fn check_value(value: &str) -> Result<(), BackendError> {
+pub fn check_value(value: &str) -> Result<()> {
     if value.len() > MAX_VALUE_BYTES {
         return Err(BackendError::LimitExceeded(format!(
             "an election value is {} bytes long; at most {MAX_VALUE_BYTES} are allowed",
@@ -100,7 +99,7 @@ pub trait Election: Send + Sync {
         name: &LockName,
         value: &str,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError>;
+    ) -> Result<Grant>;
 
     /// Replaces the value the leadership `leadership` proclaims, only while
     /// it leads (on etcd a put guarded by the leader key's create revision,
@@ -116,7 +115,7 @@ pub trait Election: Send + Sync {
     ///
     /// # Cancellation safety
     /// A dropped call may still have proclaimed the value.
-    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError>;
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<()>;
 
     /// Who leads election `name` now (`None`: nobody campaigns). Other
     /// hosts' and foreign clients' candidates count (Curator's
@@ -127,7 +126,7 @@ pub trait Election: Send + Sync {
     ///
     /// # Cancellation safety
     /// Cancel safe: it only reads.
-    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError>;
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>>;
 
     /// Resolves with election `name`'s leader once it differs from `seen`
     /// (another leader or term, another value, or nobody): at once if it

@@ -1,5 +1,10 @@
 //! Errors a lock backend reports.
 
+/// What a backend call answers: `Result<T>` is `Result<T, BackendError>`, as
+/// `std::io::Result` is for I/O, so that the session and capability traits
+/// (and every engine's implementation of them) read one signature per line.
+pub type Result<T, E = BackendError> = std::result::Result<T, E>;
+
 /// Why a backend call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

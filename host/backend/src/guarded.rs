@@ -14,7 +14,7 @@
 //! form of an entry (the writer's fencing token beside the value) and the
 //! escaping that keeps names and keys one path segment each.
 
-use super::BackendError;
+use super::{BackendError, Result};
 use crate::GrantId;
 use crate::name::LockName;
 
@@ -54,7 +54,7 @@ impl GuardedKey {
     /// [`BackendError::InvalidRequest`] for an empty key or one with a
     /// control character; [`BackendError::LimitExceeded`] for one longer
     /// than [`MAX_KEY_BYTES`].
-    pub fn new(key: &str) -> Result<GuardedKey, BackendError> {
+    pub fn new(key: &str) -> Result<GuardedKey> {
         if key.is_empty() {
             return Err(BackendError::InvalidRequest(
                 "guarded key is empty; a key is 1 to 512 bytes".into(),
@@ -90,7 +90,7 @@ impl std::fmt::Display for GuardedKey {
 ///
 /// # Errors
 /// [`BackendError::LimitExceeded`] naming the size and the limit.
-pub fn check_value(value: &[u8]) -> Result<(), BackendError> {
+pub fn check_value(value: &[u8]) -> Result<()> {
     if value.len() > MAX_VALUE_BYTES {
         return Err(BackendError::LimitExceeded(format!(
             "guarded value is {} bytes long; at most {MAX_VALUE_BYTES} are allowed",
@@ -119,7 +119,7 @@ pub fn encode_entry(token: u64, value: &[u8]) -> Vec<u8> {
 /// # Errors
 /// [`BackendError::Unavailable`] for bytes that are no entry (someone else
 /// wrote under the store's root).
-pub fn decode_entry(stored: &[u8], revision: u64) -> Result<GuardedEntry, BackendError> {
+pub fn decode_entry(stored: &[u8], revision: u64) -> Result<GuardedEntry> {
     match stored.split_first() {
         Some((&FORMAT_V1, rest)) if rest.len() >= 8 => {
             let (token, value) = rest.split_at(8);
@@ -208,11 +208,7 @@ pub trait GuardedStore: Send + Sync {
     ///
     /// # Cancellation safety
     /// Cancel safe: it only reads.
-    async fn guarded_get(
-        &self,
-        name: &LockName,
-        key: &GuardedKey,
-    ) -> Result<Option<GuardedEntry>, BackendError>;
+    async fn guarded_get(&self, name: &LockName, key: &GuardedKey) -> Result<Option<GuardedEntry>>;
 
     /// Writes `value` under `key` in the guarded store of the lock `holder`
     /// holds, in one atomic operation on the engine that commits only if
@@ -235,12 +231,7 @@ pub trait GuardedStore: Send + Sync {
     /// # Cancellation safety
     /// A dropped call may still commit, once, if its request already left:
     /// and then only while `holder` stood on the engine.
-    async fn guarded_put(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-        value: &[u8],
-    ) -> Result<u64, BackendError>;
+    async fn guarded_put(&self, holder: GrantId, key: &GuardedKey, value: &[u8]) -> Result<u64>;
 
     /// Deletes `key` from the guarded store of the lock `holder` holds, under
     /// the rules of [`GuardedStore::guarded_put`]: true when there was an
@@ -251,8 +242,7 @@ pub trait GuardedStore: Send + Sync {
     ///
     /// # Cancellation safety
     /// As [`GuardedStore::guarded_put`].
-    async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey)
-    -> Result<bool, BackendError>;
+    async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey) -> Result<bool>;
 
     /// The keys of lock `name`'s guarded store that start with `prefix`,
     /// sorted, at most `limit` (and [`guarded::MAX_LISTED_KEYS`]).
@@ -262,12 +252,7 @@ pub trait GuardedStore: Send + Sync {
     ///
     /// # Cancellation safety
     /// Cancel safe: it only reads.
-    async fn guarded_keys(
-        &self,
-        name: &LockName,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>, BackendError>;
+    async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>>;
 }
 
 #[cfg(test)]

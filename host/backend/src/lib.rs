@@ -69,7 +69,7 @@ pub mod tls_probe;
 
 pub use contenders::{Contender, Contenders, Contention, MAX_LISTED_CONTENDERS, listed_at_most};
 pub use election::{Election, Leader, LeaderChange};
-pub use error::BackendError;
+pub use error::{BackendError, Result};
 pub use guarded::{GuardedEntry, GuardedKey, GuardedStore};
 pub use memory::MemoryBackend;
 pub use request::{Request, RequestKind};

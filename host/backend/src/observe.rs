@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use super::{
     BackendError, Contention, Election, Grant, GrantId, GrantStatus, GuardedStore, Health,
-    LockBackend, LockSession, Request, Revocation, Revoked, Semaphores, StatusChange,
+    LockBackend, LockSession, Request, Result, Revocation, Revoked, Semaphores, StatusChange,
     never_revoked,
 };
 use crate::name::LockName;
@@ -49,7 +49,7 @@ pub trait SessionObserver: Send + Sync + 'static {
     ///
     /// # Errors
     /// The refusal, returned to the caller as the request's answer.
-    fn admit(&self, request: Request<'_>, waits: bool) -> Result<Admission, BackendError> {
+    fn admit(&self, request: Request<'_>, waits: bool) -> Result<Admission> {
         let _ = (request, waits);
         Ok(Admission::default())
     }
@@ -97,7 +97,7 @@ pub trait SessionObserver: Send + Sync + 'static {
     }
 
     /// The session answered a revocation request of `name`.
-    fn revocation_answered(&self, name: &LockName, answer: &Result<u32, BackendError>) {
+    fn revocation_answered(&self, name: &LockName, answer: &Result<u32>) {
         let _ = (name, answer);
     }
 }
@@ -157,7 +157,7 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         &self,
         request: Request<'_>,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         let Admission { guard, abort } = self.observer.admit(request, true)?;
         let started = Instant::now();
         let waited = self.inner.acquire_request(request, timeout);
@@ -182,10 +182,7 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         result
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
+    async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>> {
         let Admission { guard, .. } = self.observer.admit(request, false)?;
         let result = self.inner.try_acquire_request(request).await;
         drop(guard);
@@ -197,7 +194,7 @@ impl<O: SessionObserver> LockSession for Observed<O> {
         result
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+    fn release(&self, grant: GrantId) -> Result<()> {
         self.observer.released(grant);
         self.inner.release(grant)
     }
@@ -212,7 +209,7 @@ impl<O: SessionObserver> LockSession for Observed<O> {
             .status_changed(StatusCall { grant, seen, inner })
     }
 
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant> {
         let shared = self.inner.downgrade(exclusive).await?;
         self.observer.downgraded(exclusive, &shared);
         Ok(shared)
@@ -220,32 +217,32 @@ impl<O: SessionObserver> LockSession for Observed<O> {
 
     /// This wrapper, when the engine has semaphores: permits are asked for
     /// through `acquire_request` above, so they are observed as locks are.
-    fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
+    fn semaphores(&self) -> Result<&dyn Semaphores> {
         self.inner.semaphores()?;
         Ok(self)
     }
 
     /// This wrapper, when the engine has revocation: a request to revoke is
     /// observed.
-    fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
+    fn revocation(&self) -> Result<&dyn Revocation> {
         self.inner.revocation()?;
         Ok(self)
     }
 
     /// The engine's own: a listing is no request an observer counts.
-    fn contention(&self) -> Result<&dyn Contention, BackendError> {
+    fn contention(&self) -> Result<&dyn Contention> {
         self.inner.contention()
     }
 
     /// The engine's own: a guarded write needs a grant, which was observed.
-    fn guarded_store(&self) -> Result<&dyn GuardedStore, BackendError> {
+    fn guarded_store(&self) -> Result<&dyn GuardedStore> {
         self.inner.guarded_store()
     }
 
     /// The engine's own: a leadership is no lock request (a hold lease or a
     /// lock metric does not count it); its release and status go through
     /// the observer as every grant's.
-    fn election(&self) -> Result<&dyn Election, BackendError> {
+    fn election(&self) -> Result<&dyn Election> {
         self.inner.election()
     }
 }
@@ -274,7 +271,7 @@ impl<O: SessionObserver> Revocation for Observed<O> {
         }
     }
 
-    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+    async fn request_revocation(&self, name: &LockName) -> Result<u32> {
         self.observer.revocation_asked(name);
         let answer = match self.inner.revocation() {
             Ok(inner) => inner.request_revocation(name).await,

@@ -8,7 +8,7 @@
 use tokio::sync::watch;
 
 use crate::name::LockName;
-use crate::{BackendError, GrantId};
+use crate::{GrantId, Result};
 
 /// The future [`super::Revocation::revoked`] returns: resolves once someone
 /// asked the holder of a grant to give it up. It owns what it needs
@@ -104,5 +104,5 @@ pub trait Revocation: Send + Sync {
     /// # Cancellation safety
     /// Cancel safe: a dropped call may have asked some holders already (each
     /// request is complete on its own); nothing is left to clean up.
-    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError>;
+    async fn request_revocation(&self, name: &LockName) -> Result<u32>;
 }

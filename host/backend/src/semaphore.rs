@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::name::LockName;
-use crate::{BackendError, Grant, LockSession, Request};
+use crate::{BackendError, Grant, LockSession, Request, Result};
 
 /// Counting semaphores over the lock names: an engine that has them
 /// implements this (with no methods of its own) and answers
@@ -48,7 +48,7 @@ pub trait Semaphores: LockSession {
         name: &LockName,
         permits: u32,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         self.acquire_request(Request::permit(name, permits), timeout)
             .await
     }
@@ -61,11 +61,7 @@ pub trait Semaphores: LockSession {
     ///
     /// # Cancellation safety
     /// Cancel safe, as [`Semaphores::acquire_permit`].
-    async fn try_acquire_permit(
-        &self,
-        name: &LockName,
-        permits: u32,
-    ) -> Result<Option<Grant>, BackendError> {
+    async fn try_acquire_permit(&self, name: &LockName, permits: u32) -> Result<Option<Grant>> {
         self.try_acquire_request(Request::permit(name, permits))
             .await
     }
@@ -75,7 +71,7 @@ pub trait Semaphores: LockSession {
 ///
 /// # Errors
 /// [`BackendError::InvalidRequest`] naming the count and the semaphore.
-pub fn check_permits(name: &LockName, permits: u32) -> Result<(), BackendError> {
+pub fn check_permits(name: &LockName, permits: u32) -> Result<()> {
     if permits == 0 {
         return Err(BackendError::InvalidRequest(format!(
             "semaphore \"{name}\" asked for 0 permits; a semaphore needs at least 1"

@@ -16,7 +16,7 @@ use crate::guarded::GuardedStore;
 use crate::name::LockName;
 use crate::revocation::Revocation;
 use crate::semaphore::Semaphores;
-use crate::{BackendError, Grant, GrantId, GrantStatus, Mode, Request, StatusChange};
+use crate::{BackendError, Grant, GrantId, GrantStatus, Mode, Request, Result, StatusChange};
 
 /// A set of grants and waits that end together.
 ///
@@ -41,7 +41,7 @@ pub trait LockSession: Send + Sync {
         &self,
         request: Request<'_>,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError>;
+    ) -> Result<Grant>;
 
     /// Grants `request` only if that needs no waiting; `Ok(None)` otherwise.
     /// What backends implement; callers use [`LockSession::try_acquire`] and
@@ -53,10 +53,7 @@ pub trait LockSession: Send + Sync {
     ///
     /// # Cancellation safety
     /// Cancel safe, as [`LockSession::acquire_request`].
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError>;
+    async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>>;
 
     /// Waits until `name` is granted in `mode`, or until `timeout` passes.
     ///
@@ -72,7 +69,7 @@ pub trait LockSession: Send + Sync {
         name: &LockName,
         mode: Mode,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         self.acquire_request(Request::lock(name, mode), timeout)
             .await
     }
@@ -84,11 +81,7 @@ pub trait LockSession: Send + Sync {
     ///
     /// # Cancellation safety
     /// Cancel safe, as [`LockSession::acquire_request`].
-    async fn try_acquire(
-        &self,
-        name: &LockName,
-        mode: Mode,
-    ) -> Result<Option<Grant>, BackendError> {
+    async fn try_acquire(&self, name: &LockName, mode: Mode) -> Result<Option<Grant>> {
         self.try_acquire_request(Request::lock(name, mode)).await
     }
 
@@ -97,7 +90,7 @@ pub trait LockSession: Send + Sync {
     ///
     /// # Errors
     /// [`BackendError::UnknownGrant`] when `grant` is not held by this session.
-    fn release(&self, grant: GrantId) -> Result<(), BackendError>;
+    fn release(&self, grant: GrantId) -> Result<()>;
 
     /// What `grant` currently guarantees.
     fn status(&self, grant: GrantId) -> GrantStatus;
@@ -127,7 +120,7 @@ pub trait LockSession: Send + Sync {
     ///
     /// # Cancellation safety
     /// Cancel safe: a grant made for a dropped call is released with the session.
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant> {
         let _ = exclusive;
         Err(BackendError::Unsupported(
             "this lock backend cannot downgrade".into(),
@@ -141,7 +134,7 @@ pub trait LockSession: Send + Sync {
     /// # Errors
     /// [`BackendError::Unsupported`] when the engine has no semaphores (the
     /// default).
-    fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
+    fn semaphores(&self) -> Result<&dyn Semaphores> {
         Err(absent::semaphores())
     }
 
@@ -150,7 +143,7 @@ pub trait LockSession: Send + Sync {
     ///
     /// # Errors
     /// [`BackendError::Unsupported`] when it has not (the default).
-    fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
+    fn revocation(&self) -> Result<&dyn Revocation> {
         Err(absent::revocation())
     }
 
@@ -158,7 +151,7 @@ pub trait LockSession: Send + Sync {
     ///
     /// # Errors
     /// [`BackendError::Unsupported`] when it cannot (the default).
-    fn contention(&self) -> Result<&dyn Contention, BackendError> {
+    fn contention(&self) -> Result<&dyn Contention> {
         Err(absent::contention())
     }
 
@@ -166,7 +159,7 @@ pub trait LockSession: Send + Sync {
     ///
     /// # Errors
     /// [`BackendError::Unsupported`] when it has not (the default).
-    fn guarded_store(&self) -> Result<&dyn GuardedStore, BackendError> {
+    fn guarded_store(&self) -> Result<&dyn GuardedStore> {
         Err(absent::guarded_store())
     }
 
@@ -174,7 +167,7 @@ pub trait LockSession: Send + Sync {
     ///
     /// # Errors
     /// [`BackendError::Unsupported`] when it has not (the default).
-    fn election(&self) -> Result<&dyn Election, BackendError> {
+    fn election(&self) -> Result<&dyn Election> {
         Err(absent::election())
     }
 }

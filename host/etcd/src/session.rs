@@ -22,7 +22,7 @@ use wardlock_backend::name::LockName;
 use wardlock_backend::revocation::{self, Seen};
 use wardlock_backend::{
     BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, Leader, LeaderChange,
-    LockSession, Mode, Request, RequestKind, StatusChange,
+    LockSession, Mode, Request, RequestKind, Result, StatusChange,
 };
 use wardlock_backend::{
     Contention, Election, GuardedEntry, GuardedKey, GuardedStore, Revocation, Revoked, Semaphores,
@@ -152,7 +152,7 @@ impl EtcdLockSession {
     /// # Errors
     /// [`BackendError::UnknownGrant`] when this session does not hold it
     /// (under hand-off, the local grant is no longer this session's).
-    fn writer(&self, grant: GrantId) -> Result<Writer, BackendError> {
+    fn writer(&self, grant: GrantId) -> Result<Writer> {
         self.grants
             .with(grant, |held, _| Self::writer_of(held))
             .ok_or(BackendError::UnknownGrant(grant.0))
@@ -186,14 +186,14 @@ impl EtcdLockSession {
     /// # Errors
     /// [`BackendError::UnknownGrant`] when this session does not hold it;
     /// [`BackendError::InvalidRequest`] for a lock or a permit.
-    fn leadership(&self, grant: GrantId) -> Result<OwnedNode, BackendError> {
+    fn leadership(&self, grant: GrantId) -> Result<OwnedNode> {
         self.grants
             .with(grant, |held, _| Self::leadership_of(held))
             .ok_or(BackendError::UnknownGrant(grant.0))?
     }
 
     /// The candidate key of `held` (see [`Self::leadership`]).
-    fn leadership_of(held: &Held) -> Result<OwnedNode, BackendError> {
+    fn leadership_of(held: &Held) -> Result<OwnedNode> {
         match &held.kind {
             HeldKind::Leader(node, _) => Ok(node.clone()),
             HeldKind::Local(_, name, _) => Err(BackendError::InvalidRequest(format!(
@@ -210,7 +210,7 @@ impl EtcdLockSession {
         request: Request<'_>,
         deadline: Option<Instant>,
         wait: bool,
-    ) -> Result<Option<Grant>, BackendError> {
+    ) -> Result<Option<Grant>> {
         let shared = &self.shared;
         let name: &LockName = request.name;
         let mode = match request.kind {
@@ -239,21 +239,18 @@ impl LockSession for EtcdLockSession {
         &self,
         request: Request<'_>,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         let deadline = timeout.map(|t| Instant::now() + t);
         self.take(request, deadline, true).await?.ok_or_else(|| {
             BackendError::Unavailable("the hand-off task ended without a grant".into())
         })
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
+    async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>> {
         self.take(request, None, false).await
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+    fn release(&self, grant: GrantId) -> Result<()> {
         self.grants.release(grant)
     }
 
@@ -265,7 +262,7 @@ impl LockSession for EtcdLockSession {
         self.grants.status_changed(grant, seen, Held::watch_health)
     }
 
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant> {
         let kind = self
             .grants
             .with(exclusive, |held, _| held.kind.clone())
@@ -308,14 +305,14 @@ impl Revocation for EtcdLockSession {
         }
     }
 
-    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+    async fn request_revocation(&self, name: &LockName) -> Result<u32> {
         revoke::request(&self.shared, name).await
     }
 }
 
 #[async_trait]
 impl Contention for EtcdLockSession {
-    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders> {
         let all = inspect::contenders(&self.shared, name).await?;
         let all = all.into_iter().map(|contender| Contender {
             owner: format!("lease {:x}", contender.lease),
@@ -333,40 +330,22 @@ impl Contention for EtcdLockSession {
 
 #[async_trait]
 impl GuardedStore for EtcdLockSession {
-    async fn guarded_get(
-        &self,
-        name: &LockName,
-        key: &GuardedKey,
-    ) -> Result<Option<GuardedEntry>, BackendError> {
+    async fn guarded_get(&self, name: &LockName, key: &GuardedKey) -> Result<Option<GuardedEntry>> {
         guarded::get(&self.shared, name, key).await
     }
 
-    async fn guarded_put(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-        value: &[u8],
-    ) -> Result<u64, BackendError> {
+    async fn guarded_put(&self, holder: GrantId, key: &GuardedKey, value: &[u8]) -> Result<u64> {
         let writer = self.writer(holder)?;
         check_value(value)?;
         guarded::put(&self.shared, &writer.exclusive()?, key, value).await
     }
 
-    async fn guarded_delete(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-    ) -> Result<bool, BackendError> {
+    async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey) -> Result<bool> {
         let holder = self.writer(holder)?.exclusive()?;
         guarded::delete(&self.shared, &holder, key).await
     }
 
-    async fn guarded_keys(
-        &self,
-        name: &LockName,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>, BackendError> {
+    async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>> {
         guarded::keys(&self.shared, name, prefix, limit).await
     }
 }
@@ -378,18 +357,18 @@ impl Election for EtcdLockSession {
         name: &LockName,
         value: &str,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let node = election::campaign(&self.shared, name, value, deadline).await?;
         Ok(self.record(HeldKind::Leader(node, name.clone())))
     }
 
-    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<()> {
         let node = self.leadership(leadership)?;
         election::proclaim(&self.shared, &node, value).await
     }
 
-    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>> {
         election::leader(&self.shared, name).await
     }
 

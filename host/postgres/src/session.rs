@@ -16,7 +16,7 @@ use wardlock_backend::handoff::{
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
     BackendError, Contenders, Contention, GrantId, GuardedEntry, GuardedKey, GuardedStore, Mode,
-    Request, RequestKind,
+    Request, RequestKind, Result,
 };
 
 use crate::guarded::{self, Holder};
@@ -53,7 +53,7 @@ impl PgLockSession {
     }
 
     /// The exclusive grant `grant`, as a guarded write sees it.
-    fn holder(&self, grant: GrantId) -> Result<Holder, BackendError> {
+    fn holder(&self, grant: GrantId) -> Result<Holder> {
         let (local, (name, mode)) = self
             .grants
             .get(grant)
@@ -101,7 +101,7 @@ impl HandoffSession for PgLockSession {
         self.shared.runtime.spawn(lock.run());
     }
 
-    fn admit(&self, request: Request<'_>) -> Result<(Mode, (LockName, Mode)), BackendError> {
+    fn admit(&self, request: Request<'_>) -> Result<(Mode, (LockName, Mode))> {
         let RequestKind::Lock(mode) = request.kind else {
             return Err(BackendError::Unsupported(
                 "the Postgres engine has no semaphores (advisory locks have no permits)".into(),
@@ -119,7 +119,7 @@ impl HandoffSession for PgLockSession {
 
 #[async_trait]
 impl Contention for PgLockSession {
-    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders> {
         let all = inspect::contenders(&self.shared, name).await?;
         Ok(Contenders::head(all.into_iter(), limit))
     }
@@ -127,40 +127,22 @@ impl Contention for PgLockSession {
 
 #[async_trait]
 impl GuardedStore for PgLockSession {
-    async fn guarded_get(
-        &self,
-        name: &LockName,
-        key: &GuardedKey,
-    ) -> Result<Option<GuardedEntry>, BackendError> {
+    async fn guarded_get(&self, name: &LockName, key: &GuardedKey) -> Result<Option<GuardedEntry>> {
         guarded::get(&self.shared, name, key).await
     }
 
-    async fn guarded_put(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-        value: &[u8],
-    ) -> Result<u64, BackendError> {
+    async fn guarded_put(&self, holder: GrantId, key: &GuardedKey, value: &[u8]) -> Result<u64> {
         let holder = self.holder(holder)?;
         check_value(value)?;
         guarded::put(&self.shared, &holder, key, value).await
     }
 
-    async fn guarded_delete(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-    ) -> Result<bool, BackendError> {
+    async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey) -> Result<bool> {
         let holder = self.holder(holder)?;
         guarded::delete(&self.shared, &holder, key).await
     }
 
-    async fn guarded_keys(
-        &self,
-        name: &LockName,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>, BackendError> {
+    async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>> {
         guarded::keys(&self.shared, name, prefix, limit).await
     }
 }

@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use super::LockTable;
 use super::state::{Broken, EngineId, SessionId, WaitId};
 use crate::backend::observe::{Admission, SessionObserver};
-use crate::backend::{BackendError, Grant, GrantId, Mode, Request, RequestKind};
+use crate::backend::{BackendError, Grant, GrantId, Mode, Request, RequestKind, Result};
 
 pub(super) struct TableObserver {
     table: LockTable,
@@ -74,7 +74,7 @@ impl Drop for TableObserver {
 impl SessionObserver for TableObserver {
     /// A wait is recorded (a try never waits, so it is not); one that closes
     /// a cycle is refused, or another wait of the cycle is ended.
-    fn admit(&self, request: Request<'_>, waits: bool) -> Result<Admission, BackendError> {
+    fn admit(&self, request: Request<'_>, waits: bool) -> Result<Admission> {
         if !waits {
             return Ok(Admission::default());
         }

@@ -17,7 +17,7 @@ use wardlock_backend::handoff::{
 };
 use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
-use wardlock_backend::{BackendError, Mode};
+use wardlock_backend::{Mode, Result};
 
 /// Asks `name`'s task on `shared` (started if needed) for a grant in `mode`;
 /// `wait: false` answers `None` rather than wait.
@@ -35,7 +35,7 @@ pub(super) async fn acquire(
     mode: Mode,
     deadline: Option<Instant>,
     wait: bool,
-) -> Result<Option<LocalHeld>, BackendError> {
+) -> Result<Option<LocalHeld>> {
     let start = |start| {
         let engine = Arc::new(ZooKeeperNodes::new(shared.clone()));
         let lock = LocalLock::new(engine, name.clone(), start, limits);

@@ -17,7 +17,7 @@ use wardlock_backend::name::LockName;
 use wardlock_backend::{
     BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
     GuardedKey, GuardedStore, Leader, LeaderChange, LockSession, Mode, Request, RequestKind,
-    Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked,
+    Result, Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked,
 };
 
 /// One guest's [`LockSession`] (a *lock session*: its grants and waits). Every
@@ -160,7 +160,7 @@ impl ZkLockSession {
         mode: Mode,
         deadline: Option<tokio::time::Instant>,
         waiting: Waiting,
-    ) -> Result<Option<Grant>, BackendError> {
+    ) -> Result<Option<Grant>> {
         let shared = shard_for(&self.shards, name);
         let kind = match shared.connection.config().local_handoff {
             Some(limits) => {
@@ -188,7 +188,7 @@ impl ZkLockSession {
         request: Request<'_>,
         deadline: Option<tokio::time::Instant>,
         waiting: Waiting,
-    ) -> Result<Option<Grant>, BackendError> {
+    ) -> Result<Option<Grant>> {
         match request.kind {
             RequestKind::Lock(mode) => self.take(request.name, mode, deadline, waiting).await,
             RequestKind::Permit(permits) => {
@@ -206,7 +206,7 @@ impl ZkLockSession {
         permits: u32,
         deadline: Option<tokio::time::Instant>,
         waiting: Waiting,
-    ) -> Result<Option<Grant>, BackendError> {
+    ) -> Result<Option<Grant>> {
         let shared = shard_for(&self.shards, name);
         let node = semaphore::acquire(shared, name, permits, &self.data, deadline, waiting).await?;
         Ok(node.map(|node| self.record(shared, name, Mode::Shared, HeldKind::Permit(node))))
@@ -219,21 +219,18 @@ impl LockSession for ZkLockSession {
         &self,
         request: Request<'_>,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
         self.take_request(request, deadline, Waiting::Wait)
             .await?
             .ok_or_else(|| BackendError::Unavailable("lock recipe ended without a grant".into()))
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
+    async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>> {
         self.take_request(request, None, Waiting::DontWait).await
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+    fn release(&self, grant: GrantId) -> Result<()> {
         self.grants.release(grant)
     }
 
@@ -245,7 +242,7 @@ impl LockSession for ZkLockSession {
         self.grants.status_changed(grant, seen, Held::watch_health)
     }
 
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant> {
         // Copied out: the map's lock is not held across the await below.
         let (shared, kind, name) = self
             .grants
@@ -295,54 +292,36 @@ impl Revocation for ZkLockSession {
         }
     }
 
-    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+    async fn request_revocation(&self, name: &LockName) -> Result<u32> {
         revoke::request(shard_for(&self.shards, name), name).await
     }
 }
 
 #[async_trait]
 impl Contention for ZkLockSession {
-    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders> {
         inspect::contenders(shard_for(&self.shards, name), name, limit).await
     }
 }
 
 #[async_trait]
 impl GuardedStore for ZkLockSession {
-    async fn guarded_get(
-        &self,
-        name: &LockName,
-        key: &GuardedKey,
-    ) -> Result<Option<GuardedEntry>, BackendError> {
+    async fn guarded_get(&self, name: &LockName, key: &GuardedKey) -> Result<Option<GuardedEntry>> {
         guarded::get(shard_for(&self.shards, name), name, key).await
     }
 
-    async fn guarded_put(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-        value: &[u8],
-    ) -> Result<u64, BackendError> {
+    async fn guarded_put(&self, holder: GrantId, key: &GuardedKey, value: &[u8]) -> Result<u64> {
         check_value(value)?;
         let (shared, name, holder) = self.guard(holder)?;
         guarded::put(&shared, &name, &holder, key, value).await
     }
 
-    async fn guarded_delete(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-    ) -> Result<bool, BackendError> {
+    async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey) -> Result<bool> {
         let (shared, name, holder) = self.guard(holder)?;
         guarded::delete(&shared, &name, &holder, key).await
     }
 
-    async fn guarded_keys(
-        &self,
-        name: &LockName,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>, BackendError> {
+    async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>> {
         guarded::keys(shard_for(&self.shards, name), name, prefix, limit).await
     }
 }
@@ -357,7 +336,7 @@ impl Election for ZkLockSession {
         name: &LockName,
         value: &str,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         wardlock_backend::election::check_value(value)?;
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
         let shared = shard_for(&self.shards, name);
@@ -365,7 +344,7 @@ impl Election for ZkLockSession {
         Ok(self.record(shared, name, Mode::Exclusive, HeldKind::Leader(node)))
     }
 
-    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<()> {
         wardlock_backend::election::check_value(value)?;
         let (shared, node) = self
             .grants
@@ -380,7 +359,7 @@ impl Election for ZkLockSession {
         election::proclaim(&shared, &node, value).await
     }
 
-    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>> {
         election::leader(shard_for(&self.shards, name), name).await
     }
 
@@ -393,17 +372,14 @@ impl ZkLockSession {
     /// What a guarded write through `grant` checks: its shard, its name and
     /// the node that must still exist (the guest's own, or this host's under
     /// hand-off, whose local grant `held` vouches for).
-    fn guard(
-        &self,
-        grant: GrantId,
-    ) -> Result<(Arc<Shared>, LockName, guarded::Holder), BackendError> {
+    fn guard(&self, grant: GrantId) -> Result<(Arc<Shared>, LockName, guarded::Holder)> {
         self.grants
             .with(grant, |held, _| Self::holder(held))
             .ok_or(BackendError::UnknownGrant(grant.0))?
     }
 
     /// What a guarded write through `held` checks (see [`Self::guard`]).
-    fn holder(held: &Held) -> Result<(Arc<Shared>, LockName, guarded::Holder), BackendError> {
+    fn holder(held: &Held) -> Result<(Arc<Shared>, LockName, guarded::Holder)> {
         let holder = match &held.kind {
             HeldKind::Permit(_) => {
                 return Err(not_exclusive(&format!(

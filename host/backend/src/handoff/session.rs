@@ -18,7 +18,9 @@ use crate::guarded::GuardedStore;
 use crate::revocation::Revocation;
 use crate::semaphore::Semaphores;
 use crate::session::absent;
-use crate::{BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, StatusChange};
+use crate::{
+    BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, Result, StatusChange,
+};
 
 /// A session whose every grant comes from its host's lock task for the name
 /// ([`ask`]) and is kept in a [`SessionGrants`]. Implementing it implements
@@ -59,34 +61,34 @@ pub trait HandoffSession: Send + Sync + 'static {
     ///
     /// # Errors
     /// The refusal, returned as the request's answer.
-    fn admit(&self, request: Request<'_>) -> Result<(Mode, Self::Extra), BackendError>;
+    fn admit(&self, request: Request<'_>) -> Result<(Mode, Self::Extra)>;
 
     /// What to keep beside a shared grant downgraded from one kept with
     /// `extra`.
     fn downgraded(&self, extra: Self::Extra) -> Self::Extra;
 
     /// As [`LockSession::semaphores`].
-    fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
+    fn semaphores(&self) -> Result<&dyn Semaphores> {
         Err(absent::semaphores())
     }
 
     /// As [`LockSession::revocation`].
-    fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
+    fn revocation(&self) -> Result<&dyn Revocation> {
         Err(absent::revocation())
     }
 
     /// As [`LockSession::contention`].
-    fn contention(&self) -> Result<&dyn Contention, BackendError> {
+    fn contention(&self) -> Result<&dyn Contention> {
         Err(absent::contention())
     }
 
     /// As [`LockSession::guarded_store`].
-    fn guarded_store(&self) -> Result<&dyn GuardedStore, BackendError> {
+    fn guarded_store(&self) -> Result<&dyn GuardedStore> {
         Err(absent::guarded_store())
     }
 
     /// As [`LockSession::election`].
-    fn election(&self) -> Result<&dyn Election, BackendError> {
+    fn election(&self) -> Result<&dyn Election> {
         Err(absent::election())
     }
 }
@@ -98,7 +100,7 @@ async fn take<S: HandoffSession>(
     request: Request<'_>,
     deadline: Option<Instant>,
     wait: bool,
-) -> Result<Option<Grant>, BackendError> {
+) -> Result<Option<Grant>> {
     let (mode, extra) = session.admit(request)?;
     let start = |start| {
         let lock = LocalLock::new(
@@ -127,21 +129,18 @@ impl<S: HandoffSession> LockSession for S {
         &self,
         request: Request<'_>,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         let deadline = timeout.map(|t| Instant::now() + t);
         take(self, request, deadline, true).await?.ok_or_else(|| {
             BackendError::Unavailable("the hand-off task ended without a grant".into())
         })
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
+    async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>> {
         take(self, request, None, false).await
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+    fn release(&self, grant: GrantId) -> Result<()> {
         self.grants().release(grant)
     }
 
@@ -153,7 +152,7 @@ impl<S: HandoffSession> LockSession for S {
         self.grants().status_changed(grant, seen, self.lookup())
     }
 
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant> {
         self.grants()
             .downgrade(self.local_locks(), exclusive, |extra| {
                 self.downgraded(extra)
@@ -161,23 +160,23 @@ impl<S: HandoffSession> LockSession for S {
             .await
     }
 
-    fn semaphores(&self) -> Result<&dyn Semaphores, BackendError> {
+    fn semaphores(&self) -> Result<&dyn Semaphores> {
         HandoffSession::semaphores(self)
     }
 
-    fn revocation(&self) -> Result<&dyn Revocation, BackendError> {
+    fn revocation(&self) -> Result<&dyn Revocation> {
         HandoffSession::revocation(self)
     }
 
-    fn contention(&self) -> Result<&dyn Contention, BackendError> {
+    fn contention(&self) -> Result<&dyn Contention> {
         HandoffSession::contention(self)
     }
 
-    fn guarded_store(&self) -> Result<&dyn GuardedStore, BackendError> {
+    fn guarded_store(&self) -> Result<&dyn GuardedStore> {
         HandoffSession::guarded_store(self)
     }
 
-    fn election(&self) -> Result<&dyn Election, BackendError> {
+    fn election(&self) -> Result<&dyn Election> {
         HandoffSession::election(self)
     }
 }

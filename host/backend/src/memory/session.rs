@@ -14,7 +14,7 @@ use crate::name::LockName;
 use crate::{
     BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
     GuardedKey, GuardedStore, Leader, LeaderChange, LockSession, Mode, Request, RequestKind,
-    Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked, settled,
+    Result, Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked, settled,
 };
 
 pub(super) struct MemorySession {
@@ -81,7 +81,7 @@ impl MemorySession {
         mode: Mode,
         permits: Option<u32>,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         self.take_candidate(name, mode, permits, timeout, None)
             .await
     }
@@ -94,7 +94,7 @@ impl MemorySession {
         permits: Option<u32>,
         timeout: Option<Duration>,
         value: Option<&str>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         self.injected_delay().await;
         let (id, woken) = {
             let mut state = self.shared.lock();
@@ -145,7 +145,7 @@ impl MemorySession {
         name: &LockName,
         mode: Mode,
         permits: Option<u32>,
-    ) -> Result<Option<Grant>, BackendError> {
+    ) -> Result<Option<Grant>> {
         self.injected_delay().await;
         let granted = {
             let mut state = self.shared.lock();
@@ -171,20 +171,17 @@ impl LockSession for MemorySession {
         &self,
         request: Request<'_>,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         let (mode, permits) = queue_entry(request)?;
         self.take(request.name, mode, permits, timeout).await
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
+    async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>> {
         let (mode, permits) = queue_entry(request)?;
         self.try_take(request.name, mode, permits).await
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+    fn release(&self, grant: GrantId) -> Result<()> {
         let name = self
             .held()
             .remove(&grant.0)
@@ -200,7 +197,7 @@ impl LockSession for MemorySession {
         Ok(())
     }
 
-    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant, BackendError> {
+    async fn downgrade(&self, exclusive: GrantId) -> Result<Grant> {
         let name = self
             .held()
             .get(&exclusive.0)
@@ -265,53 +262,35 @@ impl Revocation for MemorySession {
         self.revoked_future(grant)
     }
 
-    async fn request_revocation(&self, name: &LockName) -> Result<u32, BackendError> {
+    async fn request_revocation(&self, name: &LockName) -> Result<u32> {
         Ok(self.shared.lock().request_revocation(name))
     }
 }
 
 #[async_trait]
 impl Contention for MemorySession {
-    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders, BackendError> {
+    async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders> {
         Ok(self.shared.lock().contenders(name, limit))
     }
 }
 
 #[async_trait]
 impl GuardedStore for MemorySession {
-    async fn guarded_get(
-        &self,
-        name: &LockName,
-        key: &GuardedKey,
-    ) -> Result<Option<GuardedEntry>, BackendError> {
+    async fn guarded_get(&self, name: &LockName, key: &GuardedKey) -> Result<Option<GuardedEntry>> {
         Ok(self.shared.lock().guarded_get(name, key))
     }
 
-    async fn guarded_put(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-        value: &[u8],
-    ) -> Result<u64, BackendError> {
+    async fn guarded_put(&self, holder: GrantId, key: &GuardedKey, value: &[u8]) -> Result<u64> {
         let name = self.held_name(holder)?;
         self.shared.lock().guarded_put(&name, holder.0, key, value)
     }
 
-    async fn guarded_delete(
-        &self,
-        holder: GrantId,
-        key: &GuardedKey,
-    ) -> Result<bool, BackendError> {
+    async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey) -> Result<bool> {
         let name = self.held_name(holder)?;
         self.shared.lock().guarded_delete(&name, holder.0, key)
     }
 
-    async fn guarded_keys(
-        &self,
-        name: &LockName,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>, BackendError> {
+    async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>> {
         Ok(self.shared.lock().guarded_keys(name, prefix, limit))
     }
 }
@@ -323,14 +302,14 @@ impl Election for MemorySession {
         name: &LockName,
         value: &str,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         election::check_value(value)?;
         let queue = election_queue(name);
         self.take_candidate(&queue, Mode::Exclusive, None, timeout, Some(value))
             .await
     }
 
-    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), BackendError> {
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<()> {
         election::check_value(value)?;
         let queue = self.held_name(leadership)?;
         self.shared.lock().proclaim(&queue, leadership.0, value)?;
@@ -338,7 +317,7 @@ impl Election for MemorySession {
         Ok(())
     }
 
-    async fn leader(&self, name: &LockName) -> Result<Option<Leader>, BackendError> {
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>> {
         Ok(self.shared.lock().leader(name))
     }
 
@@ -369,7 +348,7 @@ impl MemorySession {
     }
 
     /// The name `grant` holds in this session.
-    fn held_name(&self, grant: GrantId) -> Result<LockName, BackendError> {
+    fn held_name(&self, grant: GrantId) -> Result<LockName> {
         self.held()
             .get(&grant.0)
             .cloned()
@@ -396,7 +375,7 @@ impl MemorySession {
 
 /// How `request` waits in a memory queue: a lock in its mode; a permit as a
 /// shared entry that counts against the semaphore's `permits`.
-fn queue_entry(request: Request<'_>) -> Result<(Mode, Option<u32>), BackendError> {
+fn queue_entry(request: Request<'_>) -> Result<(Mode, Option<u32>)> {
     match request.kind {
         RequestKind::Lock(mode) => Ok((mode, None)),
         RequestKind::Permit(permits) => {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
-use wardlock_host::backend::{Request, RequestKind, settled};
+use wardlock_host::backend::{Request, RequestKind, Result, settled};
 use wardlock_host::{
     BackendError, Grant, GrantId, GrantStatus, LockName, LockSession, Mode, StatusChange,
 };
@@ -77,7 +77,7 @@ impl Drop for WaitGuard<'_> {
 }
 
 /// The mode of a lock request; the engine has no semaphores.
-fn lock_mode(request: Request<'_>) -> Result<Mode, BackendError> {
+fn lock_mode(request: Request<'_>) -> Result<Mode> {
     match request.kind {
         RequestKind::Lock(mode) => Ok(mode),
         RequestKind::Permit(_) => Err(BackendError::Unsupported(
@@ -92,7 +92,7 @@ impl LockSession for TicketSession {
         &self,
         request: Request<'_>,
         timeout: Option<Duration>,
-    ) -> Result<Grant, BackendError> {
+    ) -> Result<Grant> {
         let mode = lock_mode(request)?;
         let name = request.name;
         // A zero timeout tries once: it never joins the queue.
@@ -122,10 +122,7 @@ impl LockSession for TicketSession {
         Ok(self.record(name, id, token))
     }
 
-    async fn try_acquire_request(
-        &self,
-        request: Request<'_>,
-    ) -> Result<Option<Grant>, BackendError> {
+    async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>> {
         let mode = lock_mode(request)?;
         Ok(match self.engine.enter(request.name, mode, false)? {
             Entry::Granted { id, token } => Some(self.record(request.name, id, token)),
@@ -133,7 +130,7 @@ impl LockSession for TicketSession {
         })
     }
 
-    fn release(&self, grant: GrantId) -> Result<(), BackendError> {
+    fn release(&self, grant: GrantId) -> Result<()> {
         let held = self
             .held()
             .remove(&grant.0)
