@@ -71,7 +71,7 @@ pub trait Contention: Send + Sync {
     /// are listed too, as the lock service has them.
     ///
     /// # Errors
-    /// [`BackendError::Unavailable`] when the lock service failed or did not
+    /// [`BackendError::Unavailable`](crate::BackendError::Unavailable) when the lock service failed or did not
     /// answer.
     ///
     /// # Cancellation safety

@@ -40,7 +40,7 @@ pub struct Leader {
     pub term: u64,
 }
 
-/// The future [`Election::leader_changed`](super::Election::leader_changed)
+/// The future [`Election::leader_changed`]
 /// returns: the leader once it differs from the one seen (or `None` when
 /// nobody leads any more).
 pub type LeaderChange = Pin<Box<dyn Future<Output = Result<Option<Leader>>> + Send + 'static>>;
@@ -78,7 +78,7 @@ pub fn differs(seen: Option<&Leader>, now: Option<&Leader>) -> bool {
 /// [`LockSession`](crate::LockSession) ([`LockSession::election`](crate::LockSession::election)).
 #[async_trait::async_trait]
 pub trait Election: Send + Sync {
-    /// Campaigns for election `name` with `value` (see [`election`]): waits
+    /// Campaigns for election `name` with `value` (see [`election`](crate::election)): waits
     /// until this candidate leads, or until `timeout` passes. The leadership
     /// is a [`Grant`] of this session (its token is the term): released by
     /// [`LockSession::release`](crate::LockSession::release) (resigning) or with the session, reported by

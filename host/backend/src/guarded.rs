@@ -195,10 +195,10 @@ pub fn not_exclusive(what: &str) -> BackendError {
 }
 
 /// A store per lock whose writes commit only while the writer holds the
-/// lock: a capability of a [`LockSession`](crate::LockSession) ([`GuardedStore::guarded_store`](crate::GuardedStore::guarded_store)).
+/// lock: a capability of a [`LockSession`](crate::LockSession) ([`LockSession::guarded_store`](crate::LockSession::guarded_store)).
 #[async_trait::async_trait]
 pub trait GuardedStore: Send + Sync {
-    /// The entry `key` of lock `name`'s guarded store ([`guarded`]), if
+    /// The entry `key` of lock `name`'s guarded store ([`guarded`](crate::guarded)), if
     /// any. Reading needs no grant; a reader that does not hold `name` sees
     /// a snapshot that may be out of date as soon as it is returned.
     ///
@@ -224,7 +224,7 @@ pub trait GuardedStore: Send + Sync {
     /// stands on the engine (nothing was written);
     /// [`BackendError::InvalidRequest`] when `holder` is a shared grant or a
     /// permit; [`BackendError::LimitExceeded`] for a value above
-    /// [`guarded::MAX_VALUE_BYTES`]; [`BackendError::Unavailable`] when the
+    /// [`MAX_VALUE_BYTES`]; [`BackendError::Unavailable`] when the
     /// lock service failed or did not answer (the write may or may not have
     /// committed, as with any write whose answer is lost).
     ///
@@ -245,7 +245,7 @@ pub trait GuardedStore: Send + Sync {
     async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey) -> Result<bool>;
 
     /// The keys of lock `name`'s guarded store that start with `prefix`,
-    /// sorted, at most `limit` (and [`guarded::MAX_LISTED_KEYS`]).
+    /// sorted, at most `limit` (and [`MAX_LISTED_KEYS`]).
     ///
     /// # Errors
     /// As [`GuardedStore::guarded_get`].

@@ -98,7 +98,7 @@ pub trait Revocation: Send + Sync {
     /// and are never asked.
     ///
     /// # Errors
-    /// [`BackendError::Unavailable`] when the lock service failed or did not
+    /// [`BackendError::Unavailable`](crate::BackendError::Unavailable) when the lock service failed or did not
     /// answer within its session timeout.
     ///
     /// # Cancellation safety

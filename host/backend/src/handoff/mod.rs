@@ -51,8 +51,8 @@ pub use session::HandoffSession;
 pub use session_grants::{SessionGrants, SessionLookup};
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -145,6 +145,9 @@ pub struct LocalGrant {
     pub token: u64,
     /// The host's node (revocation watches it).
     pub path: String,
+    /// The lock's state, for a release that hands the lock on in place
+    /// ([`LocalHeld::release`]).
+    pub(crate) lock: std::sync::Weak<local_lock::Shared>,
 }
 
 /// Where a new host-local lock task starts: its number and the requests
@@ -155,6 +158,7 @@ pub struct LocalGrant {
 pub struct TaskStart {
     pub(crate) task: u64,
     pub(crate) receiver: mpsc::UnboundedReceiver<Message>,
+    pub(crate) acquires_sent: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for TaskStart {
@@ -228,8 +232,8 @@ pub(crate) enum Message {
 /// kept with nobody holding or waiting; a lock released when the cache is
 /// full gives its node up at once.
 pub struct LocalLocks {
-    /// Each running task's number and sender.
-    running: Mutex<HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>>,
+    /// Each running task, by lock name.
+    running: Mutex<Running>,
     next_id: AtomicU64,
     /// Nodes kept with nobody holding or waiting.
     cached: AtomicUsize,
@@ -250,7 +254,20 @@ impl Default for LocalLocks {
     }
 }
 
-type Running = HashMap<LockName, (u64, mpsc::UnboundedSender<Message>)>;
+type Running = HashMap<LockName, RunningTask>;
+
+/// A running task as [`LocalLocks`] knows it.
+struct RunningTask {
+    /// The task's number.
+    task: u64,
+    sender: mpsc::UnboundedSender<Message>,
+    /// Its state, once the task runs ([`LocalLocks::attach`]): a wait may
+    /// queue there directly ([`local_lock::Shared::queue_here`]).
+    state: Weak<local_lock::Shared>,
+    /// `Acquire` messages sent and not yet taken by the task: a wait queues
+    /// directly only when none is, so no request passes an earlier one.
+    acquires_sent: Arc<AtomicUsize>,
+}
 
 impl LocalLocks {
     fn running(&self) -> std::sync::MutexGuard<'_, Running> {
@@ -275,7 +292,7 @@ impl LocalLocks {
         let running: Vec<mpsc::UnboundedSender<Message>> = self
             .running()
             .values()
-            .map(|(_, sender)| sender.clone())
+            .map(|running| running.sender.clone())
             .collect();
         for task in running {
             // Wakes the task, whose next settle gives a cached node up.
@@ -340,26 +357,60 @@ impl LocalLocks {
         start: impl FnOnce(TaskStart),
     ) -> mpsc::UnboundedSender<Message> {
         let mut running = self.running();
+        let acquire = matches!(message, Message::Acquire { .. });
         let message = match running.get(name) {
-            Some((_, sender)) => match sender.send(message) {
-                Ok(()) => return sender.clone(),
-                // The task ended between its retirement check and now.
-                Err(mpsc::error::SendError(message)) => message,
-            },
+            Some(entry) => {
+                let message = match entry.state.upgrade() {
+                    Some(state) if acquire && entry.acquires_sent.load(Ordering::Acquire) == 0 => {
+                        match state.queue_here(message) {
+                            Ok(()) => return entry.sender.clone(),
+                            Err(message) => message,
+                        }
+                    }
+                    _ => message,
+                };
+                if acquire {
+                    entry.acquires_sent.fetch_add(1, Ordering::AcqRel);
+                }
+                match entry.sender.send(message) {
+                    Ok(()) => return entry.sender.clone(),
+                    // The task ended between its retirement check and now.
+                    Err(mpsc::error::SendError(message)) => message,
+                }
+            }
             None => message,
         };
         let (sender, receiver) = mpsc::unbounded_channel();
         // A fresh channel whose receiver is alive accepts the message.
         let _ = sender.send(message);
         let task = self.next_id();
-        running.insert(name.clone(), (task, sender.clone()));
-        start(TaskStart { task, receiver });
+        let acquires_sent = Arc::new(AtomicUsize::new(usize::from(acquire)));
+        let entry = RunningTask {
+            task,
+            sender: sender.clone(),
+            state: Weak::new(),
+            acquires_sent: acquires_sent.clone(),
+        };
+        running.insert(name.clone(), entry);
+        start(TaskStart {
+            task,
+            receiver,
+            acquires_sent,
+        });
         sender
+    }
+
+    /// Called by task `task` of `name` as it starts: waits may queue at its
+    /// `state` directly from now on.
+    pub(crate) fn attach(&self, name: &LockName, task: u64, state: Weak<local_lock::Shared>) {
+        if let Some(entry) = self.running().get_mut(name).filter(|e| e.task == task) {
+            entry.state = state;
+        }
     }
 
     /// The running task of `name`, if any.
     pub(crate) fn task(&self, name: &LockName) -> Option<mpsc::UnboundedSender<Message>> {
-        self.running().get(name).map(|(_, sender)| sender.clone())
+        self.running().get(name).map(|entry| entry.sender.clone())
     }
 
     /// How many guests hold or wait for `name` at its task (0 when none runs).
@@ -391,7 +442,7 @@ impl LocalLocks {
         }
         if running
             .get(name)
-            .is_some_and(|(running, _)| *running == task)
+            .is_some_and(|running| running.task == task)
         {
             running.remove(name);
         }

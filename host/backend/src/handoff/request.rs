@@ -1,9 +1,12 @@
 //! A guest's side of host-local hand-off: asking the lock's task for a grant
 //! (or a downgrade), cancel safe (see `handoff`).
 
+use std::sync::Weak;
+
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::local_lock::Shared;
 use super::node::until;
 use super::{LocalGrant, LocalLocks, Message, TaskStart};
 use crate::name::LockName;
@@ -27,11 +30,23 @@ pub struct LocalHeld {
     pub path: String,
     /// The task, which hands the lock on when this grant is released.
     pub(crate) task: mpsc::UnboundedSender<Message>,
+    /// The lock's state, shared with the task.
+    pub(crate) lock: Weak<Shared>,
 }
 
 impl LocalHeld {
-    /// Releases the grant: the task hands the lock on (or releases its node).
+    /// Releases the grant: the lock goes to the next local waiter at once
+    /// when that is all there is to do (the task's state is shared with its
+    /// grants); otherwise
+    /// the task hands it on (or releases its node).
     pub fn release(&self) {
+        if self
+            .lock
+            .upgrade()
+            .is_some_and(|lock| lock.release_here(self.id))
+        {
+            return;
+        }
         let _ = self.task.send(Message::Release { id: self.id });
     }
 
@@ -116,6 +131,7 @@ pub async fn ask(
         generation,
         token,
         path,
+        lock,
     }) = answer
     else {
         return Ok(None);
@@ -127,6 +143,7 @@ pub async fn ask(
         token,
         path,
         task: task.clone(),
+        lock,
     }))
 }
 
@@ -160,6 +177,7 @@ pub async fn downgrade(
         generation,
         token,
         path,
+        lock,
     } = answer.await.map_err(|_| task_ended())??;
     withdraw.armed = false;
     Ok(LocalHeld {
@@ -168,5 +186,6 @@ pub async fn downgrade(
         token,
         path,
         task: task.clone(),
+        lock,
     })
 }

@@ -5,10 +5,10 @@
 use tokio::time::Instant;
 
 use super::super::node::SessionHealth;
-use super::{Acquiring, LocalLock, NodeRequest};
+use super::{Acquiring, LockState, NodeRequest};
 use crate::Mode;
 
-impl LocalLock {
+impl LockState {
     /// Grants what can be granted, applies the bounds, releases or acquires the
     /// node, starts or stops the watch for remote contenders.
     pub(super) fn settle(&mut self) {
@@ -114,7 +114,7 @@ impl LocalLock {
             let Some(node) = &mut self.node else {
                 return;
             };
-            let grant = node.next_grant();
+            let grant = node.next_grant(&self.me);
             if let Some((_, granted)) = &mut node.remote {
                 *granted += 1;
             }

@@ -2,8 +2,14 @@
 //! and hands the grant among the host's guests in FIFO order (see `handoff`).
 //!
 //! The task runs while anyone holds, waits for or lingers on the lock, and
-//! retires when nothing is left. It reacts to five things: a guest's message, the
-//! node's acquisition finishing, a remote contender showing up behind the node
+//! retires when nothing is left. Its state sits behind a mutex it shares with
+//! the lock's guests, so the common step of a contended lock costs no task
+//! wake-up: a wait joins a queue that is already waiting in place, and a
+//! release grants the next waiter in place ([`Shared::queue_here`],
+//! [`Shared::release_here`]); everything else goes through the task.
+//!
+//! The task reacts to five things: a guest's message, the node's acquisition
+//! finishing, a remote contender showing up behind the node
 //! (one child watch, set only by the holding host and only while it has local
 //! waiters or lingers), a timer (fairness bound, linger) and the end of the
 //! node's ZooKeeper session.
@@ -16,7 +22,10 @@ mod model_tests;
 pub use engine::{NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -45,6 +54,9 @@ struct HostNode {
     owned: OwnedNode,
     mode: Mode,
     session: Arc<dyn NodeSession>,
+    /// Resolves when `session` is over. Made once per node rather than once
+    /// per event: a fresh one subscribes to the session's state every time.
+    ended: WatchFuture,
     /// Grants made under this node so far (the low bits of their tokens).
     grants: u64,
     /// When a remote contender was first seen behind the node, and the local
@@ -59,11 +71,12 @@ struct HostNode {
 impl HostNode {
     /// The next grant under this node: its token's low bits count the grants
     /// (see `handoff`); the node drains once they are used up.
-    fn next_grant(&mut self) -> LocalGrant {
+    fn next_grant(&mut self, lock: &Weak<Shared>) -> LocalGrant {
         let grant = LocalGrant {
             generation: self.owned.generation,
             token: local_token(self.owned.token, self.grants),
             path: self.owned.path.clone(),
+            lock: lock.clone(),
         };
         self.grants += 1;
         if self.grants >= GRANTS_PER_NODE {
@@ -92,17 +105,120 @@ enum Event {
 /// The task of one (host, lock name): made and spawned by the `start`
 /// callback of [`ask`](super::ask) when no task runs for the name.
 pub struct LocalLock {
+    receiver: mpsc::UnboundedReceiver<Message>,
+    state: LockState,
+}
+
+/// What a host-local lock knows: its queue, its holders, the host's node.
+/// Behind a mutex that the task and the lock's holders share ([`Shared`]):
+/// a holder's release hands the lock to the next local waiter itself when
+/// nothing else changes (see [`Shared::release_here`]), so a local hand-off
+/// wakes the next guest only, not the task and then the guest.
+pub(super) struct LockState {
     engine: Arc<dyn NodeEngine>,
     name: LockName,
     task: u64,
     limits: LocalHandoff,
-    receiver: mpsc::UnboundedReceiver<Message>,
+    /// The mutex this state lives in, for the grants it makes.
+    me: Weak<Shared>,
+    /// `Acquire` messages sent to the task and not yet taken (see
+    /// [`Shared::queue_here`]).
+    acquires_sent: Arc<AtomicUsize>,
     waiters: VecDeque<Waiter>,
     /// Grants under the current node, by request id.
     holders: HashMap<u64, Mode>,
     node: Option<HostNode>,
     acquiring: Option<Acquiring>,
     watch: Option<WatchFuture>,
+}
+
+/// A [`LockState`] shared by its task and the grants it made.
+pub(crate) struct Shared(Mutex<LockState>);
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LocalLock")
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, LockState> {
+        // The state is consistent between statements: a panic elsewhere
+        // leaves nothing half-done that a poisoned lock would guard against.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Releases grant `id` and grants the next local waiters, in the caller's
+    /// own task, when that is all there is to do: the host's node is held and
+    /// not draining, and the release lets a waiter in. Anything more (the node
+    /// to release or cache, a turn ending, a waiter that cannot be granted)
+    /// answers false, and the caller sends the release to the task, which
+    /// settles as it does for every message (the grant, if removed here, is
+    /// then simply gone).
+    pub(crate) fn release_here(&self, id: u64) -> bool {
+        let mut state = self.lock();
+        let simple = state.waiters.front().is_some()
+            && state.node.as_ref().is_some_and(|n| !n.draining)
+            && state.holders.contains_key(&id);
+        if !simple {
+            return false;
+        }
+        state.holders.remove(&id);
+        let before = state.holders.len();
+        state.grant_local();
+        state.holders.len() > before && state.node.as_ref().is_some_and(|n| !n.draining)
+    }
+
+    /// Queues a wait at the end of the local queue in the caller's own task,
+    /// when the task has nothing to do about it: the host's node is held and
+    /// not draining, others wait already (so the task watches for remote
+    /// contenders and keeps its timers as it would with this one), and no
+    /// acquire sent to the task is still untaken (`LocalLocks::send` checks
+    /// that, under its lock). Any other message comes back, for the task.
+    pub(crate) fn queue_here(&self, message: Message) -> Result<(), Message> {
+        let Message::Acquire {
+            id,
+            mode,
+            wait: true,
+            deadline,
+            reply,
+        } = message
+        else {
+            return Err(message);
+        };
+        let mut state = self.lock();
+        if state.waiters.is_empty() || state.node.as_ref().is_none_or(|n| n.draining) {
+            return Err(Message::Acquire {
+                id,
+                mode,
+                wait: true,
+                deadline,
+                reply,
+            });
+        }
+        state.waiters.push_back(Waiter {
+            id,
+            mode,
+            wait: true,
+            deadline,
+            reply,
+        });
+        Ok(())
+    }
+}
+
+/// The futures the task waits on, out of the state while it waits (the
+/// state's mutex is not held across an await).
+struct Parked {
+    acquiring: Option<NodeFuture>,
+    watch: Option<WatchFuture>,
+    ended: Option<WatchFuture>,
+}
+
+/// A future that never resolves, in a future's place while it is parked
+/// (zero-sized: no allocation).
+fn placeholder<T: 'static>() -> Pin<Box<dyn Future<Output = T> + Send>> {
+    Box::pin(std::future::pending())
 }
 
 impl LocalLock {
@@ -115,88 +231,154 @@ impl LocalLock {
         start: TaskStart,
         limits: LocalHandoff,
     ) -> Self {
-        let TaskStart { task, receiver } = start;
-        LocalLock {
-            engine,
-            name,
+        let TaskStart {
             task,
-            limits,
             receiver,
-            waiters: VecDeque::new(),
-            holders: HashMap::new(),
-            node: None,
-            acquiring: None,
-            watch: None,
+            acquires_sent,
+        } = start;
+        LocalLock {
+            receiver,
+            state: LockState {
+                engine,
+                name,
+                task,
+                limits,
+                me: Weak::new(),
+                acquires_sent,
+                waiters: VecDeque::new(),
+                holders: HashMap::new(),
+                node: None,
+                acquiring: None,
+                watch: None,
+            },
         }
     }
 
     /// Runs until nobody holds, waits for or lingers on the lock.
-    pub async fn run(mut self) {
+    pub async fn run(self) {
+        let LocalLock {
+            mut receiver,
+            mut state,
+        } = self;
+        let (engine, name, task) = (state.engine.clone(), state.name.clone(), state.task);
+        let shared = Arc::new_cyclic(|me| {
+            state.me = me.clone();
+            Shared(Mutex::new(state))
+        });
+        engine
+            .local_locks()
+            .attach(&name, task, Arc::downgrade(&shared));
         loop {
-            self.settle();
-            let idle = self.node.is_none() && self.acquiring.is_none() && self.waiters.is_empty();
-            if idle
-                && self
-                    .engine
-                    .local_locks()
-                    .retire(&self.name, self.task, &self.receiver)
-            {
+            let (idle, wake_at, mut parked) = {
+                let mut state = shared.lock();
+                state.settle();
+                let idle =
+                    state.node.is_none() && state.acquiring.is_none() && state.waiters.is_empty();
+                (idle, state.wake_at(), state.park())
+            };
+            // Outside the state's lock (`LocalLocks::send` takes the two the
+            // other way round). Nothing can queue at the state meanwhile: a
+            // wait queues there only while the node is held, and only the task
+            // takes one.
+            if idle && engine.local_locks().retire(&name, task, &receiver) {
                 return;
             }
-            let event = self.next_event().await;
+            let event = next_event(&mut receiver, &mut parked, wake_at).await;
+            let mut state = shared.lock();
+            state.unpark(parked, &event);
             match event {
-                Event::Message(Some(message)) => self.on_message(message),
+                Event::Message(Some(message)) => state.on_message(message),
                 // Every sender is gone: nobody can hold or wait any more.
                 Event::Message(None) => {
-                    self.release_node();
+                    state.release_node();
                     return;
                 }
-                Event::Acquired(result) => self.on_acquired(result),
+                Event::Acquired(result) => state.on_acquired(result),
                 Event::RemoteContender => {
-                    self.watch = None;
-                    if let Some(node) = &mut self.node {
+                    state.watch = None;
+                    if let Some(node) = &mut state.node {
                         node.remote.get_or_insert((Instant::now(), 0));
                     }
                 }
                 Event::Timer => {}
-                Event::SessionEnded => self.on_session_ended(),
+                Event::SessionEnded => state.on_session_ended(),
             }
         }
     }
+}
 
-    async fn next_event(&mut self) -> Event {
-        let wake_at = self.wake_at();
-        let session = self.node.as_ref().map(|n| n.session.clone());
-        // Async blocks capture whole variables: borrow the fields apart first.
-        let receiver = &mut self.receiver;
-        let acquiring = &mut self.acquiring;
-        let watch = &mut self.watch;
-        tokio::select! {
-            message = receiver.recv() => Event::Message(message),
-            result = async {
-                match acquiring {
-                    Some(acquiring) => (&mut acquiring.future).await,
-                    None => std::future::pending().await,
-                }
-            } => Event::Acquired(result),
-            () = async {
-                match watch {
-                    Some(watch) => watch.await,
-                    None => std::future::pending().await,
-                }
-            } => Event::RemoteContender,
-            () = async {
-                match wake_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            } => Event::Timer,
-            () = async move {
-                match session {
-                    Some(session) => session.until_over().await,
-                    None => std::future::pending().await,
-                }
-            } => Event::SessionEnded,
+async fn next_event(
+    receiver: &mut mpsc::UnboundedReceiver<Message>,
+    parked: &mut Parked,
+    wake_at: Option<Instant>,
+) -> Event {
+    // Async blocks capture whole variables: borrow the fields apart first.
+    let Parked {
+        acquiring,
+        watch,
+        ended,
+    } = parked;
+    tokio::select! {
+        message = receiver.recv() => Event::Message(message),
+        result = async {
+            match acquiring {
+                Some(acquiring) => acquiring.await,
+                None => std::future::pending().await,
+            }
+        } => Event::Acquired(result),
+        () = async {
+            match watch {
+                Some(watch) => watch.await,
+                None => std::future::pending().await,
+            }
+        } => Event::RemoteContender,
+        () = async {
+            match wake_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        } => Event::Timer,
+        () = async {
+            match ended {
+                Some(ended) => ended.await,
+                None => std::future::pending().await,
+            }
+        } => Event::SessionEnded,
+    }
+}
+
+impl LockState {
+    /// Takes the futures the task waits on out of the state.
+    fn park(&mut self) -> Parked {
+        Parked {
+            acquiring: self
+                .acquiring
+                .as_mut()
+                .map(|a| std::mem::replace(&mut a.future, placeholder())),
+            watch: self.watch.take(),
+            ended: self
+                .node
+                .as_mut()
+                .map(|n| std::mem::replace(&mut n.ended, placeholder())),
+        }
+    }
+
+    /// Puts back the futures that `event` did not complete. Only the task
+    /// changes the acquisition, the watch and the node, so they are the ones
+    /// the futures were taken from.
+    fn unpark(&mut self, parked: Parked, event: &Event) {
+        if !matches!(event, Event::Acquired(_))
+            && let (Some(acquiring), Some(future)) = (&mut self.acquiring, parked.acquiring)
+        {
+            acquiring.future = future;
+        }
+        if !matches!(event, Event::RemoteContender) {
+            self.watch = parked.watch;
+        }
+        if !matches!(event, Event::SessionEnded)
+            && let (Some(node), Some(ended)) = (&mut self.node, parked.ended)
+        {
+            node.ended = ended;
         }
     }
 
@@ -227,6 +409,8 @@ impl LocalLock {
                 deadline,
                 reply,
             } => {
+                // Taken: a wait sent after this one may queue directly now.
+                self.acquires_sent.fetch_sub(1, Ordering::AcqRel);
                 let waiter = Waiter {
                     id,
                     mode,
@@ -272,7 +456,7 @@ impl LocalLock {
             (Some(node), Some(Mode::Exclusive)) => node,
             _ => return Err(BackendError::UnknownGrant(id)),
         };
-        let grant = node.next_grant();
+        let grant = node.next_grant(&self.me);
         self.holders.insert(new_id, Mode::Shared);
         Ok(grant)
     }
@@ -306,6 +490,7 @@ impl LocalLock {
                     self.node = Some(HostNode {
                         owned,
                         mode: acquiring.mode,
+                        ended: session.clone().until_over(),
                         session,
                         grants: 0,
                         remote: None,

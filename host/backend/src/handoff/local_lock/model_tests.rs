@@ -610,3 +610,130 @@ async fn a_full_cache_gives_the_node_up_at_once() {
         assert_eq!(scenario.engine.locks.cached(), 0, "limit {limit}");
     }
 }
+
+/// The scenarios above run on one thread, where the task takes every message
+/// before a guest runs again. Here guests on worker threads release (handing
+/// the lock on in place) and queue (in place, or through the task) while the
+/// task works, and another host keeps queueing behind the node, so turns end
+/// and nodes change hands: no exclusive grant beside another grant, exclusive
+/// tokens rising, every wait answered (the whole run is bounded).
+#[test]
+fn guests_on_worker_threads_exclude_each_other_and_all_finish() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+    const GUESTS: usize = 12;
+    const ROUNDS: usize = 1000;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let engine = FakeEngine::new();
+        let name = LockName::new("threads").expect("name");
+        let limits = LocalHandoff {
+            max_handoffs: 4,
+            max_time: Duration::from_millis(2),
+            linger: Duration::ZERO,
+        };
+        let writers = Arc::new(AtomicUsize::new(0));
+        let readers = Arc::new(AtomicUsize::new(0));
+        let last_token = Arc::new(AtomicU64::new(0));
+        let finished = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        // Another host: queues behind the node, takes the lock when the host
+        // gives it up, and gives it back.
+        let remote = {
+            let service = engine.service.clone();
+            let done = done.clone();
+            tokio::spawn(async move {
+                while !done.load(Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    if service.state.borrow().holder == Service::Remote {
+                        service.remote_releases();
+                    } else {
+                        service.remote_takes();
+                    }
+                }
+            })
+        };
+        let mut guests = Vec::new();
+        for guest in 0..GUESTS {
+            let (engine, name) = (engine.clone(), name.clone());
+            let (writers, readers) = (writers.clone(), readers.clone());
+            let (last_token, finished) = (last_token.clone(), finished.clone());
+            guests.push(tokio::spawn(async move {
+                for round in 0..ROUNDS {
+                    let mode = if (guest + round) % 5 == 0 {
+                        Mode::Shared
+                    } else {
+                        Mode::Exclusive
+                    };
+                    let start = |start| {
+                        let task_engine: Arc<dyn NodeEngine> = engine.clone();
+                        let lock = LocalLock::new(task_engine, name.clone(), start, limits);
+                        tokio::spawn(lock.run());
+                    };
+                    let held = ask(&engine.locks, &name, mode, None, true, start)
+                        .await
+                        .expect("the fake engine fails nothing")
+                        .expect("a wait is granted or fails");
+                    match mode {
+                        Mode::Exclusive => {
+                            assert_eq!(writers.fetch_add(1, Ordering::SeqCst), 0, "two writers");
+                            assert_eq!(
+                                readers.load(Ordering::SeqCst),
+                                0,
+                                "a writer beside readers"
+                            );
+                            let last = last_token.swap(held.token, Ordering::SeqCst);
+                            assert!(held.token > last, "token {} after {last}", held.token);
+                        }
+                        Mode::Shared => {
+                            readers.fetch_add(1, Ordering::SeqCst);
+                            assert_eq!(
+                                writers.load(Ordering::SeqCst),
+                                0,
+                                "a reader beside a writer"
+                            );
+                        }
+                    }
+                    tokio::task::yield_now().await;
+                    match mode {
+                        Mode::Exclusive => writers.fetch_sub(1, Ordering::SeqCst),
+                        Mode::Shared => readers.fetch_sub(1, Ordering::SeqCst),
+                    };
+                    held.release();
+                }
+                finished.fetch_add(1, Ordering::SeqCst);
+            }));
+        }
+        let all = futures_join_all(guests);
+        let bounded = tokio::time::timeout(Duration::from_secs(60), all).await;
+        done.store(true, Ordering::Relaxed);
+        let _ = remote.await;
+        let nodes = *engine.service.next_token.lock().expect("token") - 100;
+        // The other host's turns ended the host's: nodes changed hands.
+        assert!(nodes >= 2, "the host kept one node for the whole run");
+        let results = bounded.unwrap_or_else(|_| {
+            panic!(
+                "hung: {} of {GUESTS} guests finished their {ROUNDS} rounds in 60 s",
+                finished.load(Ordering::SeqCst)
+            )
+        });
+        for result in results {
+            if let Err(error) = result {
+                std::panic::resume_unwind(error.into_panic());
+            }
+        }
+    });
+}
+
+/// Awaits every handle, in order.
+async fn futures_join_all(handles: Vec<JoinHandle<()>>) -> Vec<Result<(), tokio::task::JoinError>> {
+    let mut results = Vec::with_capacity(handles.len());
+    for handle in handles {
+        results.push(handle.await);
+    }
+    results
+}
