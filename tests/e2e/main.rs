@@ -33,6 +33,7 @@ mod conform2;
 mod conformance;
 mod deadlines;
 mod deadlock;
+mod declared;
 mod election;
 mod election_etcd;
 mod election_zookeeper;

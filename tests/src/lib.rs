@@ -102,6 +102,8 @@ guests! {
     LockSet = "lock-set",
     // The job of `wardlock run --singleton` (`singleton`, issue 38).
     SingletonJob = "singleton-job",
+    // A plain WASI guest, no wardlock import, under declared locks (`declared`).
+    PlainCounter = "plain-counter",
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
     // Two tasks awaiting locks on wstd's event loop (the SDK's `async` feature).

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use wardlock_host::runner::{InstanceReport, OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio};
+use wardlock_host::runner::{
+    DeclaredLock, InstanceReport, OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio,
+};
 
 use super::Engines;
 use super::fault_args::FaultArgs;
@@ -47,6 +49,16 @@ pub struct RunArgs {
     #[command(flatten)]
     pub faults: FaultArgs,
 
+    /// A lock every instance holds for its whole life, for guests that know
+    /// nothing of wardlock: taken before the guest starts (all declared
+    /// locks, in name order, within --timeout) and released after it ends.
+    /// NAME[:shared] (exclusive unless :shared), with the placeholders
+    /// {instance} and {plugin}; repeatable. The guest reads the locks'
+    /// fencing tokens in WARDLOCK_HELD (`name=token`, space separated); a
+    /// lost declared lock stops its instance at once.
+    #[arg(long = "hold", value_name = "NAME[:shared]", value_parser = parse_hold)]
+    pub hold: Vec<DeclaredLock>,
+
     /// Run the plugin only while this host leads the election NAME: hosts
     /// started with the same NAME elect one leader, which runs the plugin;
     /// the others stand by and one takes over when the leader stops, dies
@@ -65,6 +77,10 @@ pub struct RunArgs {
     /// The admin listener (the locks page) while the instances run.
     #[command(flatten)]
     pub admin: RunAdminArgs,
+}
+
+fn parse_hold(spec: &str) -> Result<DeclaredLock, String> {
+    DeclaredLock::parse(spec)
 }
 
 fn parse_singleton(name: &str) -> Result<LockName, String> {
@@ -251,6 +267,7 @@ async fn config(
         // Tracked through the wrapped backend.
         locks: None,
         file_io: args.host.guest.file_io(),
+        hold: args.hold.clone(),
     };
     // The engine itself too: the locks page asks it about contenders
     // through sessions of its own, which the table need not track.

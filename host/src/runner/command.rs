@@ -8,6 +8,7 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 use super::config::{RunnerConfig, Stdio};
+use super::declared::{DeclaredHold, HELD_ENV};
 use super::error::RunnerError;
 use super::instance::{lease_expired, new_store, pre_instantiate};
 use super::outcome::{InstanceReport, Outcome};
@@ -101,6 +102,28 @@ impl Runner {
             }
         }
         let owner = format!("{}#{instance}", self.plugin);
+        // Taken before the guest's first instruction; released after the
+        // store is gone (the binding outlives it).
+        let declared = if self.config.hold.is_empty() {
+            None
+        } else {
+            let taken = DeclaredHold::take(
+                &*self.config.backend,
+                &owner,
+                &self.config.hold,
+                instance,
+                &self.plugin,
+                None,
+            )
+            .await;
+            match taken {
+                Ok(held) => {
+                    wasi.env(HELD_ENV, held.env_value());
+                    Some(held)
+                }
+                Err(why) => return Outcome::HostError(why),
+            }
+        };
         let (mut store, lease) = match new_store(&self.runtime, &self.config, &owner, wasi) {
             Ok(created) => created,
             Err(why) => return Outcome::HostError(why),
@@ -121,11 +144,24 @@ impl Runner {
             () = lease_expired(lease.as_ref()) => Outcome::LeaseExpired(
                 lease.as_ref().map(|l| l.max_hold()).unwrap_or_default()
             ),
+            name = declared_lost(declared.as_ref()) => {
+                tracing::warn!(lock = %name, instance = %owner, "declared lock lost: instance stopped");
+                Outcome::LockLost(name.to_string())
+            }
         };
         // Dropping the store here (or wherever this future is dropped) ends the
         // instance's lock session.
         drop(store);
+        drop(declared);
         outcome
+    }
+}
+
+/// The first declared lock lost, if any are held (otherwise never).
+async fn declared_lost(declared: Option<&DeclaredHold>) -> crate::name::LockName {
+    match declared {
+        Some(held) => held.lost().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::declared::DeclaredLock;
 use super::outbound::OutboundPolicy;
 use crate::backend::LockBackend;
 use crate::backend::memory::MemoryBackend;
@@ -79,6 +80,9 @@ pub struct RunnerConfig {
     pub locks: Option<LockTable>,
     /// Where the guest's file operations run ([`FileIo`]).
     pub file_io: FileIo,
+    /// Locks every instance holds for its whole life ([`DeclaredLock`]; the
+    /// command runner only: `wardlock run --hold`).
+    pub hold: Vec<DeclaredLock>,
 }
 
 /// Where a guest's file operations (in its `--dir` directories) run.
@@ -124,6 +128,7 @@ impl Default for RunnerConfig {
             max_hold: None,
             locks: Some(LockTable::for_this_host()),
             file_io: FileIo::default(),
+            hold: Vec::new(),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod command;
 mod config;
+mod declared;
 mod epoch;
 mod error;
 mod instance;
@@ -22,6 +23,7 @@ mod state;
 
 pub use command::Runner;
 pub use config::{DEFAULT_MEMORY_LIMIT, FileIo, Preopen, RunnerConfig, Stdio};
+pub use declared::{DeclaredLock, HELD_ENV};
 pub use epoch::{EpochTicker, TICK};
 pub use error::{LoadFailure, RunnerError};
 pub use lease::Lease;

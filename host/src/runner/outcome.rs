@@ -18,6 +18,9 @@ pub enum Outcome {
     LeaseExpired(Duration),
     /// The host could not instantiate or run the instance.
     HostError(String),
+    /// A lock declared for the instance (`--hold`) was lost, and the
+    /// instance was stopped at once; the text is the lock's name.
+    LockLost(String),
 }
 
 impl Outcome {
@@ -40,6 +43,9 @@ impl std::fmt::Display for Outcome {
                 limit.as_secs_f64()
             ),
             Outcome::HostError(why) => write!(f, "host error: {why}"),
+            Outcome::LockLost(name) => {
+                write!(f, "lost the declared lock {name}: the instance was stopped")
+            }
         }
     }
 }

@@ -162,6 +162,7 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             // Tracked below the metrics: the host's table wraps each engine.
             locks: None,
             file_io: plugin.file_io,
+            hold: Vec::new(),
         };
         let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?
             .with_admission(slots.clone());
@@ -213,6 +214,7 @@ fn singletons(
             max_hold: None,
             locks: None,
             file_io: entry.file_io,
+            hold: Vec::new(),
         };
         metrics.stand_by(entry.name.as_str());
         let (name, told) = (entry.name.to_string(), metrics.clone());
