@@ -18,7 +18,7 @@ use wardlock_backend::handoff::{
 };
 use wardlock_backend::liveness::Liveness;
 use wardlock_backend::name::LockName;
-use wardlock_backend::{BackendError, Result, Mode};
+use wardlock_backend::{BackendError, Mode};
 
 use crate::NodeConfig;
 use crate::store::{Child, Store, StoreError};
@@ -244,7 +244,7 @@ impl Drop for Queued {
 async fn lock_node(
     shared: Arc<Shared>,
     request: NodeRequest,
-) -> Result<Option<OwnedNode>> {
+) -> Result<Option<OwnedNode>, BackendError> {
     let (name, mode, deadline, wait) = (&request.name, request.mode, request.deadline, request.wait);
     let dir = dir_of(name);
     loop {

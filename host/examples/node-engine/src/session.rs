@@ -13,7 +13,7 @@ use wardlock_backend::handoff::{
     HandoffSession, LocalHandoff, LocalLocks, NodeEngine, SessionGrants, SessionHealth,
     SessionLookup,
 };
-use wardlock_backend::{BackendError, Result, Mode, Request, RequestKind};
+use wardlock_backend::{BackendError, Mode, Request, RequestKind};
 
 use crate::engine::{Shared, StoreNodes};
 
@@ -76,7 +76,7 @@ impl HandoffSession for NodeLockSession {
         self.shared.config.local_handoff
     }
 
-    fn admit(&self, request: Request<'_>) -> Result<(Mode, ())> {
+    fn admit(&self, request: Request<'_>) -> Result<(Mode, ()), BackendError> {
         match request.kind {
             RequestKind::Lock(mode) => Ok((mode, ())),
             RequestKind::Permit(_) => Err(BackendError::Unsupported(
