@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use wardlock_host::runner::{
-    DeclaredLock, InstanceReport, OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio,
+    DeclaredLock, HoldScope, InstanceReport, OutboundPolicy, Outcome, Runner, RunnerConfig, Stdio,
 };
 
 use super::Engines;
@@ -80,7 +80,7 @@ pub struct RunArgs {
 }
 
 fn parse_hold(spec: &str) -> Result<DeclaredLock, String> {
-    DeclaredLock::parse(spec)
+    DeclaredLock::parse(spec, HoldScope::Instance)
 }
 
 fn parse_singleton(name: &str) -> Result<LockName, String> {

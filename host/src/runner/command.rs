@@ -8,7 +8,7 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 use super::config::{RunnerConfig, Stdio};
-use super::declared::{DeclaredHold, HELD_ENV};
+use super::declared::{DeclaredHold, HELD_ENV, first_lost, resolve};
 use super::error::RunnerError;
 use super::instance::{lease_expired, new_store, pre_instantiate};
 use super::outcome::{InstanceReport, Outcome};
@@ -107,21 +107,22 @@ impl Runner {
         let declared = if self.config.hold.is_empty() {
             None
         } else {
-            let taken = DeclaredHold::take(
-                &*self.config.backend,
-                &owner,
-                &self.config.hold,
-                instance,
-                &self.plugin,
-                None,
-            )
-            .await;
-            match taken {
+            let values = |key: &str| match key {
+                "instance" => Ok(instance.to_string()),
+                "plugin" => Ok(self.plugin.clone()),
+                other => Err(format!("no value for {{{other}}} in `wardlock run`")),
+            };
+            let wanted = match resolve(&self.config.hold, values) {
+                Ok(wanted) => wanted,
+                Err(why) => return Outcome::HostError(why),
+            };
+            let backend = &*self.config.backend;
+            match DeclaredHold::take(backend, &owner, wanted, None).await {
                 Ok(held) => {
                     wasi.env(HELD_ENV, held.env_value());
                     Some(held)
                 }
-                Err(why) => return Outcome::HostError(why),
+                Err(why) => return Outcome::HostError(why.to_string()),
             }
         };
         let (mut store, lease) = match new_store(&self.runtime, &self.config, &owner, wasi) {
@@ -144,7 +145,7 @@ impl Runner {
             () = lease_expired(lease.as_ref()) => Outcome::LeaseExpired(
                 lease.as_ref().map(|l| l.max_hold()).unwrap_or_default()
             ),
-            name = declared_lost(declared.as_ref()) => {
+            name = first_lost(declared.as_ref()) => {
                 tracing::warn!(lock = %name, instance = %owner, "declared lock lost: instance stopped");
                 Outcome::LockLost(name.to_string())
             }
@@ -154,14 +155,6 @@ impl Runner {
         drop(store);
         drop(declared);
         outcome
-    }
-}
-
-/// The first declared lock lost, if any are held (otherwise never).
-async fn declared_lost(declared: Option<&DeclaredHold>) -> crate::name::LockName {
-    match declared {
-        Some(held) => held.lost().await,
-        None => std::future::pending().await,
     }
 }
 

@@ -10,18 +10,52 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::{Grant, GrantStatus, LockBackend, LockSession, Mode};
+use crate::backend::{BackendError, Grant, GrantStatus, LockBackend, LockSession, Mode};
 use crate::name::LockName;
 
 /// The environment variable that gives a guest its declared locks: `name=token`
 /// pairs separated by spaces, in the order the locks were taken (by name).
 pub const HELD_ENV: &str = "WARDLOCK_HELD";
 
-/// The placeholders a declared lock's name may hold.
-const PLACEHOLDERS: &str =
-    "{instance} (the instance's number) and {plugin} (the component's file name)";
+/// The request header that gives a request's guest its declared locks, in
+/// the form of [`HELD_ENV`] (`wardlock serve`, a plugin's `hold`).
+pub const HELD_HEADER: &str = "wardlock-held";
 
-/// One `--hold` declaration: a lock name (with placeholders) and a mode.
+/// Where a declared lock is held, which decides its placeholders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldScope {
+    /// For an instance's life (`wardlock run --hold`): `{instance}` (its
+    /// number), `{plugin}` (the component's file name).
+    Instance,
+    /// For one request (`wardlock serve`, a plugin's `hold`): `{path}` (the
+    /// request's path without its leading `/`), `{method}`, `{query.NAME}`,
+    /// `{header.NAME}`, `{plugin}` and `{request}` (its number).
+    Request,
+}
+
+impl HoldScope {
+    fn knows(self, key: &str) -> bool {
+        match self {
+            HoldScope::Instance => matches!(key, "instance" | "plugin"),
+            HoldScope::Request => {
+                matches!(key, "path" | "method" | "plugin" | "request")
+                    || key.strip_prefix("query.").is_some_and(|k| !k.is_empty())
+                    || key.strip_prefix("header.").is_some_and(|k| !k.is_empty())
+            }
+        }
+    }
+
+    fn known(self) -> &'static str {
+        match self {
+            HoldScope::Instance => "{instance} and {plugin}",
+            HoldScope::Request => {
+                "{path}, {method}, {query.NAME}, {header.NAME}, {plugin} and {request}"
+            }
+        }
+    }
+}
+
+/// One declared lock: a lock name (with placeholders) and a mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeclaredLock {
     template: String,
@@ -29,13 +63,14 @@ pub struct DeclaredLock {
 }
 
 impl DeclaredLock {
-    /// Parses `NAME`, `NAME:exclusive` or `NAME:shared`; `NAME` may hold the
-    /// placeholders `{instance}` and `{plugin}`.
+    /// Parses `NAME`, `NAME:exclusive` or `NAME:shared`, where `NAME` may
+    /// hold the placeholders `scope` knows.
     ///
     /// # Errors
     /// The declaration, and what is wrong with it: an unknown mode, an
-    /// unknown placeholder, or a name that is not a valid lock name.
-    pub fn parse(spec: &str) -> Result<DeclaredLock, String> {
+    /// unknown or unclosed placeholder, or a name that is not a valid lock
+    /// name (checked with every placeholder filled with a letter).
+    pub fn parse(spec: &str, scope: HoldScope) -> Result<DeclaredLock, String> {
         let (template, mode) = match spec.rsplit_once(':') {
             Some((template, "shared")) => (template, Mode::Shared),
             Some((template, "exclusive")) => (template, Mode::Exclusive),
@@ -50,9 +85,17 @@ impl DeclaredLock {
             template: template.to_owned(),
             mode,
         };
-        declared
-            .name(0, "plugin.wasm")
-            .map_err(|why| format!("declared lock {spec:?}: {why}"))?;
+        let sample = declared.fill(|key| {
+            if scope.knows(key) {
+                Ok("x".to_owned())
+            } else {
+                Err(format!(
+                    "unknown placeholder {{{key}}} (known: {})",
+                    scope.known()
+                ))
+            }
+        });
+        sample.map_err(|why| format!("declared lock {spec:?}: {why}"))?;
         Ok(declared)
     }
 
@@ -61,24 +104,65 @@ impl DeclaredLock {
         self.mode
     }
 
-    /// The lock's name for instance `instance` of `plugin`.
+    /// The lock's name with each placeholder `{key}` replaced by
+    /// `value(key)`.
     ///
     /// # Errors
-    /// An unknown placeholder, or a name that is not a valid lock name.
-    pub fn name(&self, instance: usize, plugin: &str) -> Result<LockName, String> {
-        let filled = self
-            .template
-            .replace("{instance}", &instance.to_string())
-            .replace("{plugin}", plugin);
-        if let Some(start) = filled.find('{') {
-            let rest = &filled[start..];
-            let placeholder = rest.find('}').map_or(rest, |end| &rest[..=end]);
-            return Err(format!(
-                "unknown placeholder {placeholder} (known: {PLACEHOLDERS})"
-            ));
+    /// What `value` says of a placeholder it cannot fill, an unclosed `{`, or
+    /// why the name is not a valid lock name.
+    pub fn fill(
+        &self,
+        mut value: impl FnMut(&str) -> Result<String, String>,
+    ) -> Result<LockName, String> {
+        let mut filled = String::with_capacity(self.template.len());
+        let mut rest = self.template.as_str();
+        while let Some(open) = rest.find('{') {
+            filled.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let close = after
+                .find('}')
+                .ok_or_else(|| format!("unclosed placeholder {{{after}"))?;
+            filled.push_str(&value(&after[..close])?);
+            rest = &after[close + 1..];
         }
+        filled.push_str(rest);
         LockName::new(&filled).map_err(|e| e.to_string())
     }
+}
+
+/// The locks `declared` names, filled by `value`, in the order they are
+/// taken: by name, each once (exclusive if any declaration of it is).
+///
+/// # Errors
+/// The first declaration that cannot be filled, and why.
+pub fn resolve(
+    declared: &[DeclaredLock],
+    mut value: impl FnMut(&str) -> Result<String, String>,
+) -> Result<Vec<(LockName, Mode)>, String> {
+    let mut wanted = Vec::with_capacity(declared.len());
+    for lock in declared {
+        wanted.push((lock.fill(&mut value)?, lock.mode));
+    }
+    wanted.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    wanted.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same && later.1 == Mode::Exclusive {
+            kept.1 = Mode::Exclusive;
+        }
+        same
+    });
+    Ok(wanted)
+}
+
+/// Why a declared lock could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot take the declared lock {lock}: {error}")]
+pub struct TakeError {
+    /// The lock.
+    pub lock: LockName,
+    /// What the engine answered ([`BackendError::Timeout`] when the wait ran
+    /// out).
+    pub error: BackendError,
 }
 
 /// The declared locks of one instance, held on a session of their own.
@@ -88,13 +172,13 @@ pub(crate) struct DeclaredHold {
 }
 
 impl DeclaredHold {
-    /// Takes `declared` for instance `instance` of `plugin`, one after another
-    /// in name order (so two instances that declare the same locks cannot
-    /// deadlock), each waiting at most what is left of `timeout`.
+    /// Takes `wanted` (from [`resolve`]) one after another, in that order
+    /// (so two holders of the same locks cannot deadlock), each waiting at
+    /// most what is left of `timeout`.
     ///
     /// # Errors
-    /// A sentence naming the lock that could not be taken and why; the locks
-    /// taken before it are released (all or nothing: the session is dropped).
+    /// The lock that could not be taken and why; the locks taken before it
+    /// are released (all or nothing: the session is dropped).
     ///
     /// # Cancellation safety
     /// Cancel safe: dropping the future drops the session, which releases
@@ -102,33 +186,18 @@ impl DeclaredHold {
     pub(crate) async fn take(
         backend: &dyn LockBackend,
         owner: &str,
-        declared: &[DeclaredLock],
-        instance: usize,
-        plugin: &str,
+        wanted: Vec<(LockName, Mode)>,
         timeout: Option<Duration>,
-    ) -> Result<DeclaredHold, String> {
-        let mut wanted = Vec::with_capacity(declared.len());
-        for lock in declared {
-            wanted.push((lock.name(instance, plugin)?, lock.mode));
-        }
-        wanted.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-        // The same name twice: held once, exclusively if either says so.
-        wanted.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same && later.1 == Mode::Exclusive {
-                kept.1 = Mode::Exclusive;
-            }
-            same
-        });
+    ) -> Result<DeclaredHold, TakeError> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let session = backend.open_session(owner);
         let mut held = Vec::with_capacity(wanted.len());
         for (name, mode) in wanted {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let grant = session
-                .acquire(&name, mode, left)
-                .await
-                .map_err(|e| format!("cannot take the declared lock {name}: {e}"))?;
+            let grant = match session.acquire(&name, mode, left).await {
+                Ok(grant) => grant,
+                Err(error) => return Err(TakeError { lock: name, error }),
+            };
             tracing::debug!(%name, token = grant.token, owner, "declared lock taken");
             held.push((name, grant));
         }
@@ -169,6 +238,17 @@ impl DeclaredHold {
     }
 }
 
+/// The first declared lock lost, when `declared` holds any (otherwise never).
+///
+/// # Cancellation safety
+/// Cancel safe: it only observes.
+pub(crate) async fn first_lost(declared: Option<&DeclaredHold>) -> LockName {
+    match declared {
+        Some(held) => held.lost().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The first of `futures` to finish.
 async fn futures_select_all<F: Future + Unpin>(mut futures: Vec<F>) -> F::Output {
     std::future::poll_fn(|cx| {
@@ -186,32 +266,61 @@ async fn futures_select_all<F: Future + Unpin>(mut futures: Vec<F>) -> F::Output
 mod tests {
     use super::*;
 
+    fn instance_values(key: &str) -> Result<String, String> {
+        match key {
+            "instance" => Ok("3".into()),
+            "plugin" => Ok("job.wasm".into()),
+            other => Err(format!("no {other}")),
+        }
+    }
+
     #[test]
     fn a_declaration_names_its_mode_and_fills_its_placeholders() {
-        let plain = DeclaredLock::parse("counter").expect("plain");
+        let plain = DeclaredLock::parse("counter", HoldScope::Instance).expect("plain");
         assert_eq!(plain.mode(), Mode::Exclusive);
-        let shared = DeclaredLock::parse("jobs/{plugin}-{instance}:shared").expect("shared");
+        let shared = DeclaredLock::parse("jobs/{plugin}-{instance}:shared", HoldScope::Instance)
+            .expect("shared");
         assert_eq!(shared.mode(), Mode::Shared);
-        let name = shared.name(3, "job.wasm").expect("name");
+        let name = shared.fill(instance_values).expect("name");
         assert_eq!(name.as_str(), "jobs/job.wasm-3");
-        let exclusive = DeclaredLock::parse("a:exclusive").expect("exclusive");
+        let exclusive = DeclaredLock::parse("a:exclusive", HoldScope::Instance).expect("x");
         assert_eq!(exclusive.mode(), Mode::Exclusive);
+        let request = "orders/{path}/{header.x-tenant}/{query.id}";
+        assert!(DeclaredLock::parse(request, HoldScope::Request).is_ok());
     }
 
     #[test]
     fn a_bad_declaration_says_what_is_wrong() {
-        let err = |spec: &str| DeclaredLock::parse(spec).expect_err(spec);
-        let mode = err("counter:forever");
+        let err = |spec: &str, scope| DeclaredLock::parse(spec, scope).expect_err(spec);
+        let mode = err("counter:forever", HoldScope::Instance);
         assert!(mode.contains("unknown mode \"forever\""), "{mode}");
-        let placeholder = err("orders/{path}");
+        let placeholder = err("orders/{path}", HoldScope::Instance);
         assert!(
             placeholder.contains("unknown placeholder {path}"),
             "{placeholder}"
         );
         assert!(placeholder.contains("{instance}"), "{placeholder}");
-        let name = err("bad name");
+        let in_serve = err("orders/{instance}", HoldScope::Request);
+        assert!(in_serve.contains("{query.NAME}"), "{in_serve}");
+        let unclosed = err("orders/{path", HoldScope::Request);
+        assert!(
+            unclosed.contains("unclosed placeholder {path"),
+            "{unclosed}"
+        );
+        let name = err("bad name", HoldScope::Instance);
         assert!(name.contains("declared lock \"bad name\""), "{name}");
-        let empty = err("");
+        let empty = err("", HoldScope::Instance);
         assert!(empty.contains("declared lock \"\""), "{empty}");
+    }
+
+    #[test]
+    fn locks_are_taken_by_name_each_once_exclusive_if_any_says_so() {
+        let declared: Vec<DeclaredLock> = ["b", "a:shared", "b:shared", "a"]
+            .iter()
+            .map(|spec| DeclaredLock::parse(spec, HoldScope::Instance).expect(spec))
+            .collect();
+        let wanted = resolve(&declared, instance_values).expect("resolved");
+        let wanted: Vec<(&str, Mode)> = wanted.iter().map(|(n, m)| (n.as_str(), *m)).collect();
+        assert_eq!(wanted, [("a", Mode::Exclusive), ("b", Mode::Exclusive)]);
     }
 }

@@ -18,12 +18,13 @@ mod lease;
 mod outbound;
 mod outcome;
 mod proxy;
+mod request_hold;
 mod runtime;
 mod state;
 
 pub use command::Runner;
 pub use config::{DEFAULT_MEMORY_LIMIT, FileIo, Preopen, RunnerConfig, Stdio};
-pub use declared::{DeclaredLock, HELD_ENV};
+pub use declared::{DeclaredLock, HELD_ENV, HELD_HEADER, HoldScope, TakeError, resolve};
 pub use epoch::{EpochTicker, TICK};
 pub use error::{LoadFailure, RunnerError};
 pub use lease::Lease;

@@ -28,9 +28,11 @@ use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 
 use super::command::classify;
 use super::config::RunnerConfig;
+use super::declared::first_lost;
 use super::error::{RunnerError, first_line};
 use super::instance::{lease_expired, new_store, pre_instantiate};
 use super::outcome::Outcome;
+use super::request_hold;
 use super::runtime::Runtime;
 use super::state::InstanceState;
 
@@ -49,11 +51,14 @@ pub enum RequestOutcome {
     /// The client went away before the response was complete; the instance was
     /// stopped.
     ClientGone,
+    /// A lock declared for the request (a plugin's `hold`) was lost; the
+    /// instance was stopped. The text is the lock's name.
+    LockLost(String),
 }
 
 impl RequestOutcome {
     /// A short label for logs and metrics (`completed`, `failed`, `timeout`,
-    /// `lease_expired`, `client_gone`).
+    /// `lease_expired`, `client_gone`, `lock_lost`).
     pub fn label(&self) -> &'static str {
         match self {
             RequestOutcome::Completed => "completed",
@@ -61,6 +66,7 @@ impl RequestOutcome {
             RequestOutcome::TimedOut(_) => "timeout",
             RequestOutcome::LeaseExpired(_) => "lease_expired",
             RequestOutcome::ClientGone => "client_gone",
+            RequestOutcome::LockLost(_) => "lock_lost",
         }
     }
 }
@@ -231,7 +237,7 @@ impl ProxyRunner {
     /// stops the instance and releases every lock it held or waited for.
     pub async fn handle<B>(
         &self,
-        request: hyper::Request<B>,
+        mut request: hyper::Request<B>,
         on_end: OnEnd,
     ) -> hyper::Response<ResponseBody>
     where
@@ -253,6 +259,18 @@ impl ProxyRunner {
         };
         let number = self.requests.fetch_add(1, Ordering::Relaxed);
         let owner = format!("{}#{number}", self.plugin);
+        // Taken before the guest sees the request; released after its store.
+        let left = |limit: Duration| limit.saturating_sub(arrived.elapsed());
+        let hold_wait = self.config.timeout.map(left);
+        let plugin = (self.plugin.as_str(), number);
+        let declared =
+            match request_hold::take(&self.config, &owner, &mut request, plugin, hold_wait).await {
+                Ok(declared) => declared,
+                Err((outcome, response)) => {
+                    report.report(outcome);
+                    return response;
+                }
+            };
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(self.config.file_io.blocks_the_thread());
         wasi.arg(&self.plugin).inherit_stdout().inherit_stderr();
@@ -281,10 +299,7 @@ impl ProxyRunner {
             }
         };
         let pre = self.pre.clone();
-        let timeout = self
-            .config
-            .timeout
-            .map(|limit| limit.saturating_sub(arrived.elapsed()));
+        let timeout = self.config.timeout.map(left);
         let task = tokio::spawn(async move {
             let outcome = {
                 let guest = async {
@@ -315,11 +330,16 @@ impl ProxyRunner {
                     () = lease_expired(lease.as_ref()) => RequestOutcome::LeaseExpired(
                         lease.as_ref().map(|l| l.max_hold()).unwrap_or_default()
                     ),
+                    name = first_lost(declared.as_ref()) => {
+                        tracing::warn!(lock = %name, request = %owner, "declared lock lost: request stopped");
+                        RequestOutcome::LockLost(name.to_string())
+                    }
                 }
             };
             // The instance is over: its Store — and lock session — go now,
-            // then its slot.
+            // then its declared locks, then its slot.
             drop(store);
+            drop(declared);
             drop(slot);
             outcome
         });
@@ -379,6 +399,10 @@ fn error_response(outcome: &RequestOutcome) -> hyper::Response<ResponseBody> {
         RequestOutcome::Failed(why) => respond(500, format!("the plugin failed: {why}\n")),
         RequestOutcome::Completed => respond(500, "the plugin returned without a response\n"),
         RequestOutcome::ClientGone => respond(500, "the request was cancelled\n"),
+        RequestOutcome::LockLost(name) => respond(
+            503,
+            format!("the request's declared lock {name} was lost; the plugin was stopped\n"),
+        ),
     }
 }
 

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use crate::registry::{EngineConfig, Mistake, Registry};
 use crate::seconds::secs_at;
 use serde::Deserialize;
-use wardlock_host::runner::{AllowedHost, OutboundPolicy, parse_fence_header};
+use wardlock_host::runner::{
+    AllowedHost, DeclaredLock, HoldScope, OutboundPolicy, parse_fence_header,
+};
 use wardlock_host::secret::Secret;
 
 use super::plan::{
@@ -80,6 +82,8 @@ struct PluginEntry {
     #[serde(default)]
     allow_outbound: Vec<String>,
     fence_header: Option<String>,
+    #[serde(default)]
+    hold: Vec<String>,
 }
 
 /// Reads and checks a config file.
@@ -341,6 +345,12 @@ fn plugin(
         .map(parse_fence_header)
         .transpose()
         .map_err(|why| (key("fence_header"), why))?;
+    let hold = entry
+        .hold
+        .iter()
+        .map(|spec| DeclaredLock::parse(spec, HoldScope::Request))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|why| (key("hold"), why))?;
     Ok(PluginPlan {
         name,
         route: entry.route,
@@ -354,6 +364,7 @@ fn plugin(
         env: entry.env.into_iter().collect(),
         file_io: guest_args::file_io(entry.pooled_file_io),
         outbound: OutboundPolicy::allow(outbound).with_fence_header(fence_header),
+        hold,
     })
 }
 

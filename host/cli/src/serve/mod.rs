@@ -23,7 +23,9 @@ use std::sync::Arc;
 use super::singleton::Singleton;
 use anyhow::{Context, bail};
 use clap::Args;
-use wardlock_host::runner::{OutboundPolicy, ProxyRunner, RunnerConfig, Stdio};
+use wardlock_host::runner::{
+    DeclaredLock, HoldScope, OutboundPolicy, ProxyRunner, RunnerConfig, Stdio,
+};
 
 use super::Engines;
 use super::instance_args::InstanceArgs;
@@ -37,6 +39,11 @@ use plan::{
 /// Where `serve` listens unless told otherwise.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
+/// A `--hold` declaration of `serve` (request placeholders).
+fn parse_hold(spec: &str) -> Result<DeclaredLock, String> {
+    DeclaredLock::parse(spec, HoldScope::Request)
+}
+
 /// Arguments of `wardlock serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -47,7 +54,7 @@ pub struct ServeArgs {
 
     /// A TOML file describing backends and several plugins (see docs/serve.md:
     /// "Config file"); flags are the one-plugin shorthand for it.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["component", "backend", "grants", "dirs", "env", "allow_outbound", "request_timeout", "max_hold", "pooled_file_io"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["component", "backend", "grants", "dirs", "env", "allow_outbound", "request_timeout", "max_hold", "pooled_file_io", "hold"])]
     pub config: Option<PathBuf>,
 
     /// Address to serve requests on [default: 127.0.0.1:8080, or the config
@@ -76,6 +83,16 @@ pub struct ServeArgs {
     /// back (its handle reports `lost`), is stopped, and the client gets 503.
     #[arg(long, value_name = "SECS")]
     pub max_hold: Option<f64>,
+
+    /// A lock each request holds before the plugin sees it, released after
+    /// the request's instance ends: NAME[:shared], with the placeholders
+    /// {path} (without its leading /), {method}, {query.NAME},
+    /// {header.NAME}, {plugin} and {request}; repeatable. Taken within the
+    /// request timeout (else 503 with Retry-After); the plugin reads the
+    /// tokens in the wardlock-held request header; a lost one stops the
+    /// request.
+    #[arg(long = "hold", value_name = "NAME[:shared]", value_parser = parse_hold)]
+    pub hold: Vec<DeclaredLock>,
 
     /// Time in-flight requests get to finish after SIGTERM/SIGINT, in seconds.
     #[arg(long, value_name = "SECS")]
@@ -162,7 +179,7 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             // Tracked below the metrics: the host's table wraps each engine.
             locks: None,
             file_io: plugin.file_io,
-            hold: Vec::new(),
+            hold: plugin.hold.clone(),
         };
         let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?
             .with_admission(slots.clone());
@@ -278,6 +295,7 @@ fn plan_from_flags(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<Ser
         file_io: args.host.guest.file_io(),
         outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone())
             .with_fence_header(args.host.guest.fence_header.clone()),
+        hold: args.hold.clone(),
     };
     Ok(ServePlan {
         listen: DEFAULT_LISTEN.parse().context("default listen address")?,

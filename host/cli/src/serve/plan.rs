@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use wardlock_host::policy::LockPolicy;
-use wardlock_host::runner::{FileIo, OutboundPolicy, Preopen};
+use wardlock_host::runner::{DeclaredLock, FileIo, OutboundPolicy, Preopen};
 
 use std::sync::Arc;
 
@@ -98,6 +98,8 @@ pub(super) struct PluginPlan {
     pub file_io: FileIo,
     /// Where the guest may send HTTP requests.
     pub outbound: OutboundPolicy,
+    /// Locks each request holds before its guest sees it (`hold`).
+    pub hold: Vec<DeclaredLock>,
 }
 
 /// Whether `path` falls under `route` (segment-wise: `/api` covers `/api` and
