@@ -36,7 +36,7 @@ pub struct GuestArgs {
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
 
-    /// Let guests send HTTP requests to HOST[:PORT] (repeatable); without it,
+    /// Let guests send HTTP requests to HOST or HOST:PORT (repeatable); without it,
     /// outbound requests get the WASI error HTTP-request-denied.
     #[arg(long = "allow-outbound", value_name = "HOST[:PORT]", value_parser = AllowedHost::parse)]
     pub allow_outbound: Vec<AllowedHost>,

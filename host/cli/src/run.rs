@@ -52,7 +52,7 @@ pub struct RunArgs {
     /// A lock every instance holds for its whole life, for guests that know
     /// nothing of wardlock: taken before the guest starts (all declared
     /// locks, in name order, within --timeout) and released after it ends.
-    /// NAME[:shared] (exclusive unless :shared), with the placeholders
+    /// NAME, exclusive, or NAME:shared, with the placeholders
     /// {instance} and {plugin}; repeatable. The guest reads the locks'
     /// fencing tokens in WARDLOCK_HELD (`name=token`, space separated); a
     /// lost declared lock stops its instance at once.

@@ -2,7 +2,8 @@
 //! data.
 //!
 //! While any guest of this host waits, a task wakes every [`SCAN_EVERY`]
-//! and asks the engine for the contenders ([`Contention::contenders`]) of
+//! and asks the engine for the contenders
+//! ([`Contention::contenders`](crate::backend::Contention::contenders)) of
 //! at most [`MAX_SCANNED`] locks this host waits for or holds (the waited-for
 //! first), at most [`MAX_LISTED_CONTENDERS`] each, each call bounded by
 //! [`CALL_LIMIT`]. From the contenders' owner labels (a ZooKeeper node's

@@ -17,6 +17,9 @@ use crate::name::LockName;
 /// pairs separated by spaces, in the order the locks were taken (by name).
 pub const HELD_ENV: &str = "WARDLOCK_HELD";
 
+/// How long a declared lock is waited for before the wait is logged.
+const WAIT_REPORTED_AFTER: Duration = Duration::from_secs(1);
+
 /// The request header that gives a request's guest its declared locks, in
 /// the form of [`HELD_ENV`] (`wardlock serve`, a plugin's `hold`).
 pub const HELD_HEADER: &str = "wardlock-held";
@@ -194,7 +197,19 @@ impl DeclaredHold {
         let mut held = Vec::with_capacity(wanted.len());
         for (name, mode) in wanted {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let grant = match session.acquire(&name, mode, left).await {
+            let answer = {
+                let acquire = session.acquire(&name, mode, left);
+                tokio::pin!(acquire);
+                // Someone waiting at a prompt learns why nothing happens yet.
+                tokio::select! {
+                    answer = &mut acquire => answer,
+                    () = tokio::time::sleep(WAIT_REPORTED_AFTER) => {
+                        tracing::info!(%name, owner, "waiting for a declared lock another holder has");
+                        acquire.await
+                    }
+                }
+            };
+            let grant = match answer {
                 Ok(grant) => grant,
                 Err(error) => return Err(TakeError { lock: name, error }),
             };

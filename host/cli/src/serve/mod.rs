@@ -85,8 +85,8 @@ pub struct ServeArgs {
     pub max_hold: Option<f64>,
 
     /// A lock each request holds before the plugin sees it, released after
-    /// the request's instance ends: NAME[:shared], with the placeholders
-    /// {path} (without its leading /), {method}, {query.NAME},
+    /// the request's instance ends: NAME (exclusive) or NAME:shared, with
+    /// the placeholders {path} (without its leading /), {method}, {query.NAME},
     /// {header.NAME}, {plugin} and {request}; repeatable. Taken within the
     /// request timeout (else 503 with Retry-After); the plugin reads the
     /// tokens in the wardlock-held request header; a lost one stops the
