@@ -737,3 +737,103 @@ async fn futures_join_all(handles: Vec<JoinHandle<()>>) -> Vec<Result<(), tokio:
     }
     results
 }
+
+/// The guard of a wait queued in place: while an acquire sent to the task
+/// is still untaken, a later wait goes through the task too (behind it);
+/// once none is, the wait joins the queue in place, behind those queued. The
+/// window this covers (the task between two messages while another thread
+/// sends) is not one the scenarios above can reach, so the state is set up
+/// by hand: the host's node held, one holder, one waiter.
+#[tokio::test]
+async fn a_wait_queues_in_place_only_when_no_acquire_to_the_task_is_untaken() {
+    use std::collections::VecDeque;
+    use std::sync::Weak;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::sync::{mpsc, oneshot};
+
+    use super::super::{Message, RunningTask};
+    use super::{HostNode, LockState, Shared, Waiter};
+
+    let engine = FakeEngine::new();
+    let name = LockName::new("guard").expect("name");
+    let session: Arc<dyn NodeSession> = engine.session_entry(1);
+    let task_engine: Arc<dyn NodeEngine> = engine.clone();
+    let acquires_sent = Arc::new(AtomicUsize::new(0));
+    let (first_reply, _first) = oneshot::channel();
+    let state = LockState {
+        engine: task_engine,
+        name: name.clone(),
+        task: 1,
+        limits: LocalHandoff::default(),
+        me: Weak::new(),
+        acquires_sent: acquires_sent.clone(),
+        waiters: VecDeque::from([Waiter {
+            id: 2,
+            mode: Mode::Exclusive,
+            wait: true,
+            deadline: None,
+            reply: first_reply,
+        }]),
+        holders: HashMap::from([(1, Mode::Exclusive)]),
+        node: Some(HostNode {
+            owned: OwnedNode {
+                path: "/lock/node-1".into(),
+                prefix: String::new(),
+                generation: 1,
+                token: 1,
+            },
+            mode: Mode::Exclusive,
+            ended: session.clone().until_over(),
+            session,
+            grants: 1,
+            remote: None,
+            draining: false,
+            idle_since: None,
+        }),
+        acquiring: None,
+        watch: None,
+    };
+    let shared = Arc::new(Shared(Mutex::new(state)));
+    let (sender, mut receiver) = mpsc::unbounded_channel();
+    engine.locks.running().insert(
+        name.clone(),
+        RunningTask {
+            task: 1,
+            sender,
+            state: Arc::downgrade(&shared),
+            acquires_sent: acquires_sent.clone(),
+        },
+    );
+    let acquire = |id| {
+        let (reply, answer) = oneshot::channel();
+        let message = Message::Acquire {
+            id,
+            mode: Mode::Exclusive,
+            wait: true,
+            deadline: None,
+            reply,
+        };
+        (message, answer)
+    };
+    let queued =
+        |shared: &Shared| -> Vec<u64> { shared.lock().waiters.iter().map(|w| w.id).collect() };
+
+    // An acquire is on its way to the task: the next wait follows it there.
+    acquires_sent.store(1, Ordering::SeqCst);
+    let (later, _later) = acquire(3);
+    engine.locks.send(&name, later, |_| panic!("the task runs"));
+    let sent = receiver.try_recv();
+    assert!(
+        matches!(sent, Ok(Message::Acquire { id: 3, .. })),
+        "it went to the task"
+    );
+    assert_eq!(queued(&shared), [2], "nothing queued in place");
+
+    // The task took them all: the next wait queues in place, last.
+    acquires_sent.store(0, Ordering::SeqCst);
+    let (next, _next) = acquire(4);
+    engine.locks.send(&name, next, |_| panic!("the task runs"));
+    assert!(receiver.try_recv().is_err(), "nothing sent to the task");
+    assert_eq!(queued(&shared), [2, 4]);
+}
