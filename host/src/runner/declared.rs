@@ -1,10 +1,12 @@
 //! Declared locks: locks the operator says an instance holds for its whole
-//! life (`wardlock run --hold NAME[:shared]`), for guests that know nothing of
-//! `wardlock:lock`. The host takes them before the guest's first instruction,
-//! all or nothing, on a lock session of the instance's own, gives the guest
-//! their fencing tokens in its environment (`WARDLOCK_HELD`), stops the
-//! instance the moment one of them is lost, and releases them after the
-//! instance is gone (so no guest instruction runs after the release).
+//! life (`wardlock run --hold NAME[:shared]`) or a request holds while it is
+//! served (`wardlock serve`, a plugin's `hold`: `request_hold.rs`), for guests
+//! that know nothing of `wardlock:lock`. The host takes them before the
+//! guest's first instruction, all or nothing, on a lock session of their own,
+//! gives the guest their fencing tokens (`WARDLOCK_HELD` in its environment,
+//! or the `wardlock-held` request header), stops the instance the moment one
+//! of them is lost, and releases them after the instance is gone (so no guest
+//! instruction runs after the release).
 
 use std::time::Duration;
 
