@@ -111,7 +111,10 @@ pub(crate) struct Statements {
     pub(crate) unlock_shared: Statement,
     /// `SELECT 1`, the heartbeat.
     pub(crate) ping: Statement,
-    /// How many of the server processes `$1` still run.
+    /// `(settled, present)` of the server processes `$1`: how many still
+    /// run, and how many of those are settled, that is blocked reading
+    /// from their client (`ClientRead`) or waiting for a lock — states a
+    /// process that is ending never enters again (see `recipe::confirm`).
     pub(crate) alive: Statement,
     /// Whether a request waits for the key (`classid` `$1`, `objid` `$2`)
     /// in a mode that conflicts with a holder (any mode when `$3`).
@@ -334,7 +337,11 @@ async fn prepare(client: &Client, schema: &Schema) -> Result<Statements, Backend
         prepare("SELECT pg_advisory_unlock_shared($1)".into()),
         prepare("SELECT 1".into()),
         prepare(waiters.into()),
-        prepare("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)".into()),
+        prepare(
+            "SELECT count(*) FILTER (WHERE wait_event = 'ClientRead' OR wait_event_type = 'Lock'), \
+             count(*) FROM pg_stat_activity WHERE pid = ANY($1)"
+                .into()
+        ),
     )?;
     Ok(Statements {
         try_exclusive,

@@ -317,21 +317,34 @@ async fn wait_lock(
 /// - "last heard" must be a time the server saw this connection: the wait's
 ///   own send time, unless it is more than a tenth of the session timeout
 ///   past; then one more round trip;
-/// - if a server process that held or queued ahead (`ahead`) is gone, its
-///   lock was freed by its end (terminated, crashed), not by an unlock: the
-///   server told that client first (a backend sends its FATAL before it
-///   frees its locks), but its host may not have read it yet. The grant is
-///   held back a tenth of the session timeout (`long_wait`, the interval of
-///   the host's own heartbeat) so that old holder reads `lost` first even
-///   on a loaded machine: at 10 ms, a CI run whose host process was held
-///   off the CPU longer than that saw the old holder read `lost` 36 µs after
-///   the other host's grant.
+/// - every server process that held or queued ahead (`ahead`) must be shown
+///   to have let the lock go by an unlock, not by its end (terminated,
+///   crashed, timed out). A process that ends sends its client the FATAL
+///   first, then frees its locks, and only later leaves `pg_stat_activity`:
+///   so being listed there proves nothing (a CI run granted a waiter while
+///   the terminated holder was still listed, and the holder's host read
+///   `lost` 49 µs after the grant). What proves it: the process, read after
+///   this grant, is blocked reading from its client (`ClientRead`) or
+///   waiting for a lock — an ending process leaves those states before it
+///   frees its locks and never enters them again. A process in neither state
+///   (running a statement) is read again every millisecond, for at most a
+///   tenth of the session timeout (`long_wait`, the host's heartbeat
+///   interval, time enough for an old holder's host to read `lost`). One
+///   that is gone ended: the grant is held back `long_wait` so its host
+///   reads `lost` first even on a loaded machine.
 async fn confirm(
     conn: &PgConn,
     sent: Instant,
     long_wait: Duration,
     ahead: &[i32],
 ) -> Result<(), BackendError> {
+    let mut ahead: Vec<i32> = ahead
+        .iter()
+        .copied()
+        .filter(|&pid| pid != conn.pid)
+        .collect();
+    ahead.sort_unstable();
+    ahead.dedup();
     if ahead.is_empty() {
         if sent.elapsed() <= long_wait {
             conn.liveness.heard(sent);
@@ -339,20 +352,36 @@ async fn confirm(
         }
         return conn.ping().await;
     }
-    let asked = Instant::now();
-    let alive: i64 = conn
-        .client
-        .query_one(&conn.statements.alive, &[&ahead])
-        .await
-        .map_err(|e| classify(&e, "confirm a grant"))?
-        .try_get(0)
-        .map_err(|e| classify(&e, "confirm a grant"))?;
-    conn.liveness.heard(asked);
-    if usize::try_from(alive).unwrap_or(0) < ahead.len() {
-        tracing::debug!("a holder ahead vanished: the grant waits its grace");
-        tokio::time::sleep(long_wait).await;
+    let first_asked = Instant::now();
+    loop {
+        let asked = Instant::now();
+        let row = conn
+            .client
+            .query_one(&conn.statements.alive, &[&ahead])
+            .await
+            .map_err(|e| classify(&e, "confirm a grant"))?;
+        conn.liveness.heard(asked);
+        let count = |column: usize| -> Result<usize, BackendError> {
+            let n: i64 = row
+                .try_get(column)
+                .map_err(|e| classify(&e, "confirm a grant"))?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        };
+        let (settled, present) = (count(0)?, count(1)?);
+        if present < ahead.len() {
+            tracing::debug!("a process ahead ended: the grant waits its grace");
+            tokio::time::sleep(long_wait).await;
+            return Ok(());
+        }
+        if settled == ahead.len() {
+            return Ok(());
+        }
+        if first_asked.elapsed() >= long_wait {
+            tracing::debug!("a process ahead stayed busy for the grace: granted");
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    Ok(())
 }
 
 /// Gives the host's node up, in the background.

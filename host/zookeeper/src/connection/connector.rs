@@ -22,6 +22,44 @@ use wardlock_backend::tls_probe::{handshake_failure, tls_without_settings};
 /// # Cancellation safety
 /// Cancel safe: a dropped attempt leaves no session.
 pub(super) async fn connect(config: &ZooKeeperConfig) -> Result<Client, BackendError> {
+    let mut lost_logins = 0;
+    loop {
+        match connect_once(config).await? {
+            Tried::Connected(client) => return Ok(client),
+            // A server that refuses a SASL login answers `AuthFailed` and
+            // closes the connection; the client sometimes reads the close
+            // first and reports the hosts unavailable. Asking again (twice
+            // at most) gets the answer itself, so the refusal names the
+            // login flags rather than the network.
+            Tried::Said(error)
+                if config.sasl.is_some()
+                    && matches!(error, ZkError::NoHosts | ZkError::ConnectionLoss)
+                    && lost_logins < 2 =>
+            {
+                lost_logins += 1;
+                tracing::debug!(%error, "the connection closed during the SASL login: asking again");
+            }
+            Tried::Said(error) => return Err(diagnose(config, Some(&error)).await),
+            Tried::TimedOut => return Err(diagnose(config, None).await),
+        }
+    }
+}
+
+/// What one try of [`connect`] ended with.
+enum Tried {
+    Connected(Client),
+    /// The client gave up, saying why.
+    Said(ZkError),
+    /// The session timeout passed.
+    TimedOut,
+}
+
+/// One try of [`connect`], bounded by the session timeout.
+///
+/// # Errors
+/// `InvalidConfig` for unreadable TLS files; `Refused` for a TLS port given
+/// no TLS settings.
+async fn connect_once(config: &ZooKeeperConfig) -> Result<Tried, BackendError> {
     let attempt = tokio::time::timeout(config.session_timeout, start(connector(config)?, config));
     let outcome = if config.tls.is_none() {
         // A plaintext client at a TLS port the server keeps silent on would
@@ -34,11 +72,11 @@ pub(super) async fn connect(config: &ZooKeeperConfig) -> Result<Client, BackendE
     } else {
         attempt.await
     };
-    match outcome {
-        Ok(Ok(client)) => Ok(client),
-        Ok(Err(error)) => Err(diagnose(config, Some(&error)).await),
-        Err(_) => Err(diagnose(config, None).await),
-    }
+    Ok(match outcome {
+        Ok(Ok(client)) => Tried::Connected(client),
+        Ok(Err(error)) => Tried::Said(error),
+        Err(_) => Tried::TimedOut,
+    })
 }
 
 /// Attaches to `session` again (its id and password), as `config` says,
