@@ -246,6 +246,8 @@ async fn wait_lock(
             .client
             .query_one(statement, &[&key, &lock_timeout, &ids.0, &ids.1])
             .await;
+        // Granted on the server, whatever happens to the answer below.
+        let granted = result.is_ok();
         let outcome = match result {
             Ok(row) => match (row.try_get::<_, i64>(0), row.try_get::<_, Vec<i32>>(1)) {
                 (Ok(token), Ok(ahead)) => confirm(&conn, sent, long_wait, &ahead)
@@ -274,6 +276,14 @@ async fn wait_lock(
                     unlock(&lent.conn, key, mode).await;
                     task_shared.pool.give_back(lent);
                 }
+            }
+            Err(error) if granted => {
+                // Granted, but the grant could not be confirmed or read: the
+                // connection holds the lock, and given back it would keep it
+                // for good (reused, it would take it a second time). Closing
+                // it frees the lock.
+                drop(lent);
+                let _ = answer.send(Err(error));
             }
             Err(error) => {
                 task_shared.pool.give_back(lent);

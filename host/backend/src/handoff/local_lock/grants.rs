@@ -81,6 +81,16 @@ impl LockState {
         if node.draining || node.session.health() != SessionHealth::Live {
             return false;
         }
+        self.fits(mode)
+    }
+
+    /// True when a request in `mode` fits beside the current holders under
+    /// the host's node, whatever the node's session says (see
+    /// [`LockState::grantable`]); false without a node.
+    pub(super) fn fits(&self, mode: Mode) -> bool {
+        let Some(node) = &self.node else {
+            return false;
+        };
         match (node.mode, mode) {
             (Mode::Exclusive, Mode::Exclusive) => self.holders.is_empty(),
             (_, Mode::Shared) => self.holders.values().all(|m| *m == Mode::Shared),

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::node::{OwnedNode, SessionHealth};
+use super::node::OwnedNode;
 use super::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, TaskStart, local_token};
 use crate::name::LockName;
 use crate::{BackendError, Mode};
@@ -385,8 +385,18 @@ impl LockState {
     /// The next instant a bound or the linger runs out.
     fn wake_at(&self) -> Option<Instant> {
         let node = self.node.as_ref()?;
-        if !self.waiters.is_empty() && node.session.health() != SessionHealth::Live {
-            // No local grant while contact is interrupted: look again soon.
+        if !node.draining
+            && self
+                .waiters
+                .front()
+                .is_some_and(|head| self.fits(head.mode))
+        {
+            // The head fits beside the holders, yet `settle` did not grant
+            // it: contact was interrupted when it looked. Look again soon.
+            // Not decided by reading the health again here: contact may have
+            // come back since `settle` looked, and a task that then set no
+            // timer would sleep with a waiter it can grant and nothing to
+            // wake it.
             return Some(Instant::now() + SUSPENDED_POLL);
         }
         let fairness = node
