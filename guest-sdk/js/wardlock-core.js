@@ -62,6 +62,30 @@ export function bytesOf(value) {
   throw new TypeError(`a value is a Uint8Array or a string, got ${value === null ? 'null' : typeof value}`);
 }
 
+/** A raw host resource owned by one SDK object (a pending acquisition, an
+ * election observer): `raw()` gives it until the object is disposed, then
+ * throws `'released'`; disposing drops it, and does nothing a second time. */
+export class Owned {
+  #raw;
+
+  constructor(raw) {
+    this.#raw = raw;
+  }
+
+  /** The host resource; throws `LockError` `'released'` once disposed. */
+  raw() {
+    if (this.#raw === undefined) throw new LockError('released');
+    return this.#raw;
+  }
+
+  /** Drops the host resource; a no-op once disposed. */
+  [Symbol.dispose]() {
+    const raw = this.#raw;
+    this.#raw = undefined;
+    raw?.[Symbol.dispose]();
+  }
+}
+
 /** A held grant over a raw resource (a lock, or a 0.2.0 permit), held until
  * `release()` or disposal. */
 export class Handle {

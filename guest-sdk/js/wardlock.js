@@ -80,6 +80,7 @@ import {
   Kind,
   LockError,
   LockSignal,
+  Owned,
   bytesOf,
   call,
   lockApi,
@@ -170,29 +171,24 @@ export const { acquire, tryAcquire, withLock } = lockApi(rawAcquire, rawTryAcqui
  * guest does other work. Disposing it (`using`) withdraws the wait, or
  * releases the lock if it was granted and not taken with `get`.
  */
-export class Pending {
-  #raw;
-
-  constructor(raw) {
-    this.#raw = raw;
-  }
+export class Pending extends Owned {
 
   /** A pollable ready once the acquisition finished (granted or failed), to
    * `poll` beside timers and requests; dispose it before the pending lock. */
   subscribe() {
-    return this.#live().subscribe();
+    return this.raw().subscribe();
   }
 
   /** Waits until the acquisition finished (true) or `timeoutMs` passed
    * (false); the request stays queued either way. */
   wait(timeoutMs) {
-    return waitOn(() => this.#live().subscribe(), timeoutMs);
+    return waitOn(() => this.raw().subscribe(), timeoutMs);
   }
 
   /** undefined while waiting; then the granted `Guard`, or the acquisition's
    * `LockError` thrown. Once only: later calls throw `'invalid-request'`. */
   get() {
-    const result = this.#live().get();
+    const result = this.raw().get();
     if (result === undefined) return undefined;
     if (result.tag === 'err') throw new LockError(result.val.tag, result.val.val);
     return new Guard(result.val);
@@ -215,17 +211,7 @@ export class Pending {
     return guard;
   }
 
-  /** Withdraws the wait (nothing stays queued); a no-op once disposed. */
-  [Symbol.dispose]() {
-    const raw = this.#raw;
-    this.#raw = undefined;
-    raw?.[Symbol.dispose]();
-  }
-
-  #live() {
-    if (this.#raw === undefined) throw new LockError('released');
-    return this.#raw;
-  }
+  // Disposing (Owned's) withdraws the wait: nothing stays queued.
 }
 
 /**
@@ -602,11 +588,9 @@ export function leader(name) {
 }
 
 /** Follows an election's leader (`observe`); dispose it (`using`) when done. */
-export class Observer {
-  #raw;
-
+export class Observer extends Owned {
   constructor(raw, name) {
-    this.#raw = raw;
+    super(raw);
     /** The election's name. */
     this.name = name;
   }
@@ -614,19 +598,19 @@ export class Observer {
   /** The leader now (undefined: nobody campaigns); `subscribe` compares
    * against it from then on. Throws `'unavailable'`. */
   leader() {
-    return leaderInfo(call(() => this.#live().leader()));
+    return leaderInfo(call(() => this.raw().leader()));
   }
 
   /** A pollable ready once the leader (or its value or term) differs from
    * the one `leader()` last returned; dispose it before the observer. */
   subscribe() {
-    return this.#live().subscribe();
+    return this.raw().subscribe();
   }
 
   /** Waits until the leader differs from the one `leader()` last returned
    * (true; call `leader()` for the new one) or `timeoutMs` passed (false). */
   waitChanged(timeoutMs) {
-    return waitOn(() => this.#live().subscribe(), timeoutMs);
+    return waitOn(() => this.raw().subscribe(), timeoutMs);
   }
 
   /** A promise of the next change (true), or false once `timeoutMs`
@@ -641,17 +625,7 @@ export class Observer {
     }
   }
 
-  /** Drops the observer; a no-op once disposed. */
-  [Symbol.dispose]() {
-    const raw = this.#raw;
-    this.#raw = undefined;
-    raw?.[Symbol.dispose]();
-  }
-
-  #live() {
-    if (this.#raw === undefined) throw new LockError('released');
-    return this.#raw;
-  }
+  // Disposing (Owned's) drops the observer.
 }
 
 /** An observer of election `name`. Throws `'invalid-name'`, `'denied'`,

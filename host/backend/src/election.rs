@@ -74,6 +74,21 @@ pub fn differs(seen: Option<&Leader>, now: Option<&Leader>) -> bool {
     }
 }
 
+/// A candidate in an election: the election's name and the value it
+/// proclaims while it leads. What [`Election::campaign_request`] takes, as a
+/// lock's [`Request`](crate::Request) is what
+/// [`LockSession::acquire_request`](crate::LockSession::acquire_request)
+/// takes: a candidacy can gain a field without every engine's signature
+/// changing.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// The election.
+    pub name: &'a LockName,
+    /// What the candidate proclaims once it leads (at most
+    /// [`MAX_VALUE_BYTES`]).
+    pub value: &'a str,
+}
+
 /// Leader election over the lock service: a capability of a
 /// [`LockSession`](crate::LockSession) ([`LockSession::election`](crate::LockSession::election)).
 #[async_trait::async_trait]
@@ -98,6 +113,23 @@ pub trait Election: Send + Sync {
         &self,
         name: &LockName,
         value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Grant> {
+        self.campaign_request(Candidate { name, value }, timeout)
+            .await
+    }
+
+    /// [`Election::campaign`] for `candidate`: what an engine implements.
+    ///
+    /// # Errors
+    /// As [`Election::campaign`].
+    ///
+    /// # Cancellation safety
+    /// As [`Election::campaign`]: a dropped campaign leaves no candidate
+    /// behind.
+    async fn campaign_request(
+        &self,
+        candidate: Candidate<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant>;
 

@@ -68,7 +68,7 @@ pub mod tls;
 pub mod tls_probe;
 
 pub use contenders::{Contender, Contenders, Contention, MAX_LISTED_CONTENDERS, listed_at_most};
-pub use election::{Election, Leader, LeaderChange};
+pub use election::{Candidate, Election, Leader, LeaderChange};
 pub use error::{BackendError, Result};
 pub use guarded::{GuardedEntry, GuardedKey, GuardedStore};
 pub use memory::MemoryBackend;

@@ -67,7 +67,7 @@ use wardlock_backend::election::{check_value, differs};
 use wardlock_backend::handoff::{OwnedNode, local_token, until};
 use wardlock_backend::liveness::SessionHealth;
 use wardlock_backend::name::LockName;
-use wardlock_backend::{BackendError, Leader, LeaderChange, Mode};
+use wardlock_backend::{BackendError, Candidate, Leader, LeaderChange, Mode};
 
 /// Consecutive failed reads or watches after which [`leader_changed`] gives
 /// up (`Unavailable`); the pause before the `n`th retry is
@@ -93,7 +93,7 @@ fn check_candidate_value(value: &str) -> Result<(), BackendError> {
     Ok(())
 }
 
-/// Campaigns for election `name` with `value`: puts a candidate key under
+/// Campaigns as `candidate`: puts a candidate key under
 /// the host's lease and waits (until `deadline`) until it leads.
 ///
 /// # Errors
@@ -107,10 +107,10 @@ fn check_candidate_value(value: &str) -> Result<(), BackendError> {
 /// background).
 pub(super) async fn campaign(
     shared: &Arc<Shared>,
-    name: &LockName,
-    value: &str,
+    candidate: Candidate<'_>,
     deadline: Option<Instant>,
 ) -> Result<OwnedNode, BackendError> {
+    let Candidate { name, value } = candidate;
     check_candidate_value(value)?;
     let prefix = prefix(&shared.leases.config().root, name);
     let lease = until(deadline, shared.leases.lease()).await??;

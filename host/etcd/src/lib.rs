@@ -50,7 +50,7 @@ use std::sync::Arc;
 pub use config::{DEFAULT_LEASE_TTL, EtcdConfig};
 pub use inspect::EtcdContender;
 pub use layout::etcdctl_name;
-pub use registration::EtcdEngine;
+pub use registration::ETCD_ENGINE;
 
 /// The etcd engine's name: `--backend etcd`, `kind = "etcd"`, and the
 /// [`LockBackend::kind`] of its backends.

@@ -21,8 +21,8 @@ use wardlock_backend::handoff::{
 use wardlock_backend::name::LockName;
 use wardlock_backend::revocation::{self, Seen};
 use wardlock_backend::{
-    BackendError, Contender, Contenders, Grant, GrantId, GrantStatus, Leader, LeaderChange,
-    LockSession, Mode, Request, RequestKind, Result, StatusChange,
+    BackendError, Candidate, Contender, Contenders, Grant, GrantId, GrantStatus, Leader,
+    LeaderChange, LockSession, Mode, Request, RequestKind, Result, StatusChange,
 };
 use wardlock_backend::{
     Contention, Election, GuardedEntry, GuardedKey, GuardedStore, Revocation, Revoked, Semaphores,
@@ -240,10 +240,11 @@ impl LockSession for EtcdLockSession {
         request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        self.take(request, deadline, true).await?.ok_or_else(|| {
-            BackendError::Unavailable("the hand-off task ended without a grant".into())
-        })
+        self.take(request, handoff::deadline_after(timeout), true)
+            .await?
+            .ok_or_else(|| {
+                BackendError::Unavailable("the hand-off task ended without a grant".into())
+            })
     }
 
     async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>> {
@@ -352,15 +353,14 @@ impl GuardedStore for EtcdLockSession {
 
 #[async_trait]
 impl Election for EtcdLockSession {
-    async fn campaign(
+    async fn campaign_request(
         &self,
-        name: &LockName,
-        value: &str,
+        candidate: Candidate<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let node = election::campaign(&self.shared, name, value, deadline).await?;
-        Ok(self.record(HeldKind::Leader(node, name.clone())))
+        let deadline = handoff::deadline_after(timeout);
+        let node = election::campaign(&self.shared, candidate, deadline).await?;
+        Ok(self.record(HeldKind::Leader(node, candidate.name.clone())))
     }
 
     async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<()> {

@@ -49,7 +49,7 @@ use std::sync::Arc;
 
 pub use config::{DEFAULT_SESSION_TIMEOUT, DEFAULT_WAIT_CONNECTIONS, PostgresConfig};
 pub use key::advisory_key;
-pub use registration::PostgresEngine;
+pub use registration::POSTGRES_ENGINE;
 
 /// The Postgres engine's name: `--backend postgres`, `kind = "postgres"`,
 /// and the [`LockBackend::kind`] of its backends.

@@ -92,7 +92,7 @@ fn term_of(czxid: i64) -> u64 {
     local_token(token_of(czxid), 0)
 }
 
-/// Campaigns in election `name` with `value` until this candidate leads: its
+/// Campaigns as `candidate` until it leads: its
 /// node, whose `token` is the `czxid` (the grant's token is
 /// `local_token(token, 0)`, as for any node of its own).
 ///
@@ -107,10 +107,10 @@ fn term_of(czxid: i64) -> u64 {
 /// candidate queues again, keeping the deadline, as a lock's waiter does.
 pub(super) async fn campaign(
     shared: &Arc<Shared>,
-    name: &LockName,
-    value: &str,
+    candidate: wardlock_backend::Candidate<'_>,
     deadline: Option<Instant>,
 ) -> Result<OwnedNode, BackendError> {
+    let wardlock_backend::Candidate { name, value } = candidate;
     let parent = shared.connection.config().lock_path(name);
     loop {
         let session = until(deadline, connect(shared, deadline)).await??;

@@ -56,7 +56,7 @@ use zookeeper_client::Acls;
 pub use config::{AUTO_SESSIONS, ConfigError, DEFAULT_SESSION_TIMEOUT, ZooKeeperConfig};
 pub use inspect::QueueNode;
 pub use recipe::dialect::{Dialect, UnknownDialect};
-pub use registration::ZooKeeperEngine;
+pub use registration::ZOOKEEPER_ENGINE;
 
 /// The ZooKeeper engine's name: `--backend zookeeper`, `kind = "zookeeper"`,
 /// and the [`LockBackend::kind`] of its backends.

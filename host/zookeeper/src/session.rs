@@ -15,9 +15,10 @@ use wardlock_backend::guarded::{check_value, not_exclusive};
 use wardlock_backend::handoff::{self, LocalHeld, SessionHealth, local_token};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
-    BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
-    GuardedKey, GuardedStore, Leader, LeaderChange, LockSession, Mode, Request, RequestKind,
-    Result, Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked,
+    BackendError, Candidate, Contenders, Contention, Election, Grant, GrantId, GrantStatus,
+    GuardedEntry, GuardedKey, GuardedStore, Leader, LeaderChange, LockSession, Mode, Request,
+    RequestKind, Result, Revocation, Revoked, Semaphores, StatusChange, check_permits,
+    never_revoked,
 };
 
 /// One guest's [`LockSession`] (a *lock session*: its grants and waits). Every
@@ -220,8 +221,7 @@ impl LockSession for ZkLockSession {
         request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant> {
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        self.take_request(request, deadline, Waiting::Wait)
+        self.take_request(request, handoff::deadline_after(timeout), Waiting::Wait)
             .await?
             .ok_or_else(|| BackendError::Unavailable("lock recipe ended without a grant".into()))
     }
@@ -331,17 +331,17 @@ impl Election for ZkLockSession {
     /// A candidate node of its own (Curator's `LeaderLatch` layout, see
     /// `election`), never through host-local hand-off: a leadership is one
     /// guest's.
-    async fn campaign(
+    async fn campaign_request(
         &self,
-        name: &LockName,
-        value: &str,
+        candidate: Candidate<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant> {
-        wardlock_backend::election::check_value(value)?;
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        let shared = shard_for(&self.shards, name);
-        let node = election::campaign(shared, name, value, deadline).await?;
-        Ok(self.record(shared, name, Mode::Exclusive, HeldKind::Leader(node)))
+        wardlock_backend::election::check_value(candidate.value)?;
+        let deadline = handoff::deadline_after(timeout);
+        let shared = shard_for(&self.shards, candidate.name);
+        let node = election::campaign(shared, candidate, deadline).await?;
+        let leader = HeldKind::Leader(node);
+        Ok(self.record(shared, candidate.name, Mode::Exclusive, leader))
     }
 
     async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<()> {

@@ -37,7 +37,9 @@
 //! and exits with code 2 (commands before it have already run).
 
 use std::hint::black_box;
-use std::io::Write;
+
+mod say;
+use say::say;
 
 mod bindings {
     wit_bindgen::generate!({
@@ -325,17 +327,5 @@ fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Exclusive => "exclusive",
         Mode::Shared => "shared",
-    }
-}
-
-/// Prints one line and flushes it, so it is out before a trap or exit.
-fn say(line: &str) {
-    let mut stdout = std::io::stdout().lock();
-    // A probe whose stdout is gone cannot report anything; stop it loudly.
-    if writeln!(stdout, "{line}")
-        .and_then(|()| stdout.flush())
-        .is_err()
-    {
-        std::process::exit(3);
     }
 }

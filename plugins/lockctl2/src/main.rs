@@ -44,14 +44,14 @@
 //! line is `err <variant>` or `err <variant>: <text>`. `until` asks handle
 //! N's status every millisecond until it is STATUS or MS milliseconds passed.
 
-use std::io::Write;
-
 mod election;
 mod guarded;
 mod inspect;
 mod permits;
 mod revoke;
 mod roles;
+#[path = "../../lockctl/src/say.rs"]
+mod say;
 
 mod bindings {
     wit_bindgen::generate!({
@@ -63,6 +63,7 @@ mod bindings {
 
 use bindings::wardlock::lock::locks::{self, Lock, Options, PendingLock, Permit, Request};
 use bindings::wardlock::lock::types::{Error, Mode, Status};
+use say::say;
 
 #[derive(Default)]
 struct State {
@@ -335,16 +336,5 @@ fn status_name(status: Status) -> &'static str {
         Status::Suspended => "suspended",
         Status::Lost => "lost",
         Status::Released => "released",
-    }
-}
-
-/// Prints one line and flushes it, so it is out before a trap or exit.
-fn say(line: &str) {
-    let mut stdout = std::io::stdout().lock();
-    if writeln!(stdout, "{line}")
-        .and_then(|()| stdout.flush())
-        .is_err()
-    {
-        std::process::exit(3);
     }
 }

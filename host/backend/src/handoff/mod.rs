@@ -45,7 +45,7 @@ mod session;
 mod session_grants;
 
 pub use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
-pub use node::{OwnedNode, SessionHealth, until};
+pub use node::{OwnedNode, SessionHealth, deadline_after, until};
 pub use request::{LocalHeld, ask, downgrade};
 pub use session::HandoffSession;
 pub use session_grants::{SessionGrants, SessionLookup};

@@ -2,6 +2,8 @@
 //! host queued and holds, what its session can vouch for, and a deadline.
 //! Engine-neutral: ZooKeeper's node is a path, etcd's a key.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use crate::BackendError;
@@ -29,6 +31,12 @@ pub enum SessionHealth {
     Suspended,
     /// The service may have expired the session (or did).
     Ended,
+}
+
+/// The deadline `timeout` from now sets (`None`: no deadline): how a wait's
+/// timeout becomes the deadline [`until`] and the lock tasks take.
+pub fn deadline_after(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.map(|t| Instant::now() + t)
 }
 
 /// Runs `future` until `deadline`.

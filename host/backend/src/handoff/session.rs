@@ -11,7 +11,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::{LocalHandoff, LocalLock, LocalLocks, NodeEngine, SessionGrants, SessionLookup, ask};
+use super::{
+    LocalHandoff, LocalLock, LocalLocks, NodeEngine, SessionGrants, SessionLookup, ask,
+    deadline_after,
+};
 use crate::contenders::Contention;
 use crate::election::Election;
 use crate::guarded::GuardedStore;
@@ -130,10 +133,11 @@ impl<S: HandoffSession> LockSession for S {
         request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        take(self, request, deadline, true).await?.ok_or_else(|| {
-            BackendError::Unavailable("the hand-off task ended without a grant".into())
-        })
+        take(self, request, deadline_after(timeout), true)
+            .await?
+            .ok_or_else(|| {
+                BackendError::Unavailable("the hand-off task ended without a grant".into())
+            })
     }
 
     async fn try_acquire_request(&self, request: Request<'_>) -> Result<Option<Grant>> {

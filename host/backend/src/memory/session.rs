@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use super::Shared;
 use super::election::election_queue;
-use crate::election::{self, differs};
+use crate::election::{self, Candidate, differs};
 use crate::name::LockName;
 use crate::{
     BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
@@ -297,15 +297,15 @@ impl GuardedStore for MemorySession {
 
 #[async_trait]
 impl Election for MemorySession {
-    async fn campaign(
+    async fn campaign_request(
         &self,
-        name: &LockName,
-        value: &str,
+        candidate: Candidate<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant> {
-        election::check_value(value)?;
-        let queue = election_queue(name);
-        self.take_candidate(&queue, Mode::Exclusive, None, timeout, Some(value))
+        election::check_value(candidate.value)?;
+        let queue = election_queue(candidate.name);
+        let value = Some(candidate.value);
+        self.take_candidate(&queue, Mode::Exclusive, None, timeout, value)
             .await
     }
 

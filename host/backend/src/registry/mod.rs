@@ -137,3 +137,42 @@ pub trait EngineConfig: fmt::Debug + Send + Sync + Any {
     /// Cancel safe: a dropped connect leaves no session behind.
     fn connect(&self, require: bool) -> ConnectFuture<'_>;
 }
+
+/// A remote engine's [`Engine`] written as data: its name, its help line,
+/// its own settings, and the function that reads them into its
+/// configuration ([`REMOTE_SETTINGS`] come with it). The ZooKeeper, etcd and
+/// PostgreSQL engines register one each; an engine with more to say
+/// implements [`Engine`] itself.
+#[derive(Debug)]
+pub struct RemoteEngine<C> {
+    /// As [`Engine::name`].
+    pub name: &'static str,
+    /// As [`Engine::about`].
+    pub about: &'static str,
+    /// As [`Engine::settings`].
+    pub settings: &'static [Setting],
+    /// The engine's configuration from the values given for its settings.
+    pub configure: fn(&Settings) -> Result<C, Mistake>,
+}
+
+impl<C: EngineConfig> Engine for RemoteEngine<C> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
+    }
+
+    fn settings(&self) -> &'static [Setting] {
+        self.settings
+    }
+
+    fn remote(&self) -> bool {
+        true
+    }
+
+    fn configure(&self, settings: &Settings) -> Result<Arc<dyn EngineConfig>, Mistake> {
+        Ok(Arc::new((self.configure)(settings)?))
+    }
+}

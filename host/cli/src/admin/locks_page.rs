@@ -131,20 +131,7 @@ fn rows(view: &LocksView) -> String {
         for engine in &lock.engines {
             if let Some(error) = &engine.error {
                 let text = format!("engine {} ({})", engine.backend, engine.kind);
-                row(
-                    &mut html,
-                    Row {
-                        lock: name,
-                        role: "engine",
-                        text: &text,
-                        owner: error,
-                        mode: "",
-                        position: None,
-                        for_ms: None,
-                        token: None,
-                        in_cycle: false,
-                    },
-                );
+                row(&mut html, Row::engine(name, &text, error, "", None, None));
                 continue;
             }
             for (index, contender) in engine.contenders.iter().enumerate() {
@@ -153,20 +140,16 @@ fn rows(view: &LocksView) -> String {
                     engine.backend,
                     if contender.holds { "holds" } else { "waits" }
                 );
-                row(
-                    &mut html,
-                    Row {
-                        lock: name,
-                        role: "engine",
-                        text: &text,
-                        owner: &contender.owner,
-                        mode: contender.mode,
-                        position: Some(index + 1),
-                        for_ms: None,
-                        token: contender.token,
-                        in_cycle: false,
-                    },
+                let position = Some(index + 1);
+                let engine_row = Row::engine(
+                    name,
+                    &text,
+                    &contender.owner,
+                    contender.mode,
+                    position,
+                    contender.token,
                 );
+                row(&mut html, engine_row);
             }
         }
     }
@@ -187,6 +170,31 @@ struct Row<'a> {
     for_ms: Option<u64>,
     token: Option<u64>,
     in_cycle: bool,
+}
+
+impl<'a> Row<'a> {
+    /// A row of what an engine says of the lock: no time of its own, and
+    /// never in one of this host's wait-for cycles.
+    fn engine(
+        lock: &'a str,
+        text: &'a str,
+        owner: &'a str,
+        mode: &'a str,
+        position: Option<usize>,
+        token: Option<u64>,
+    ) -> Self {
+        Row {
+            lock,
+            role: "engine",
+            text,
+            owner,
+            mode,
+            position,
+            for_ms: None,
+            token,
+            in_cycle: false,
+        }
+    }
 }
 
 fn row(html: &mut String, row: Row<'_>) {

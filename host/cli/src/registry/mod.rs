@@ -43,9 +43,9 @@ impl Registry {
     pub fn builtin() -> Self {
         Registry::empty()
             .with(wardlock_backend::memory::MemoryEngine)
-            .with(wardlock_zookeeper::ZooKeeperEngine)
-            .with(wardlock_etcd::EtcdEngine)
-            .with(wardlock_postgres::PostgresEngine)
+            .with(wardlock_zookeeper::ZOOKEEPER_ENGINE)
+            .with(wardlock_etcd::ETCD_ENGINE)
+            .with(wardlock_postgres::POSTGRES_ENGINE)
     }
 
     /// This registry with `engine` added, replacing an engine of the same name.

@@ -6,35 +6,17 @@ mod settings;
 use std::sync::Arc;
 
 use wardlock_backend::LockBackend;
-use wardlock_backend::registry::{ConnectFuture, Engine, EngineConfig, Mistake, Setting, Settings};
+use wardlock_backend::registry::{ConnectFuture, EngineConfig, RemoteEngine};
 
 use crate::{EtcdBackend, EtcdConfig, NAME};
 
 /// The etcd engine's registry entry.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct EtcdEngine;
-
-impl Engine for EtcdEngine {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn about(&self) -> &'static str {
-        "an etcd v3 cluster, sharing locks with `etcdctl lock` (chosen by --etcd)"
-    }
-
-    fn settings(&self) -> &'static [Setting] {
-        settings::SETTINGS
-    }
-
-    fn remote(&self) -> bool {
-        true
-    }
-
-    fn configure(&self, settings: &Settings) -> Result<Arc<dyn EngineConfig>, Mistake> {
-        Ok(Arc::new(settings::config(settings)?))
-    }
-}
+pub const ETCD_ENGINE: RemoteEngine<EtcdConfig> = RemoteEngine {
+    name: NAME,
+    about: "an etcd v3 cluster, sharing locks with `etcdctl lock` (chosen by --etcd)",
+    settings: settings::SETTINGS,
+    configure: settings::config,
+};
 
 impl EngineConfig for EtcdConfig {
     fn engine(&self) -> &'static str {

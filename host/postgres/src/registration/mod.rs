@@ -6,35 +6,17 @@ mod settings;
 use std::sync::Arc;
 
 use wardlock_backend::LockBackend;
-use wardlock_backend::registry::{ConnectFuture, Engine, EngineConfig, Mistake, Setting, Settings};
+use wardlock_backend::registry::{ConnectFuture, EngineConfig, RemoteEngine};
 
 use crate::{NAME, PostgresBackend, PostgresConfig};
 
-/// The Postgres engine's registry entry.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PostgresEngine;
-
-impl Engine for PostgresEngine {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn about(&self) -> &'static str {
-        "a PostgreSQL database's advisory locks, sharing keys with sqlx's PgAdvisoryLock (chosen by --postgres)"
-    }
-
-    fn settings(&self) -> &'static [Setting] {
-        settings::SETTINGS
-    }
-
-    fn remote(&self) -> bool {
-        true
-    }
-
-    fn configure(&self, settings: &Settings) -> Result<Arc<dyn EngineConfig>, Mistake> {
-        Ok(Arc::new(settings::config(settings)?))
-    }
-}
+/// The PostgreSQL engine's registry entry.
+pub const POSTGRES_ENGINE: RemoteEngine<PostgresConfig> = RemoteEngine {
+    name: NAME,
+    about: "a PostgreSQL database's advisory locks, sharing keys with sqlx's PgAdvisoryLock (chosen by --postgres)",
+    settings: settings::SETTINGS,
+    configure: settings::config,
+};
 
 impl EngineConfig for PostgresConfig {
     fn engine(&self) -> &'static str {

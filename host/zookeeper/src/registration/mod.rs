@@ -6,35 +6,17 @@ mod settings;
 use std::sync::Arc;
 
 use wardlock_backend::LockBackend;
-use wardlock_backend::registry::{ConnectFuture, Engine, EngineConfig, Mistake, Setting, Settings};
+use wardlock_backend::registry::{ConnectFuture, EngineConfig, RemoteEngine};
 
 use crate::{NAME, ZooKeeperBackend, ZooKeeperConfig};
 
 /// The ZooKeeper engine's registry entry.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ZooKeeperEngine;
-
-impl Engine for ZooKeeperEngine {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn about(&self) -> &'static str {
-        "a ZooKeeper ensemble, Curator- and kazoo-compatible (chosen by --zookeeper)"
-    }
-
-    fn settings(&self) -> &'static [Setting] {
-        settings::SETTINGS
-    }
-
-    fn remote(&self) -> bool {
-        true
-    }
-
-    fn configure(&self, settings: &Settings) -> Result<Arc<dyn EngineConfig>, Mistake> {
-        Ok(Arc::new(settings::config(settings)?))
-    }
-}
+pub const ZOOKEEPER_ENGINE: RemoteEngine<ZooKeeperConfig> = RemoteEngine {
+    name: NAME,
+    about: "a ZooKeeper ensemble, Curator- and kazoo-compatible (chosen by --zookeeper)",
+    settings: settings::SETTINGS,
+    configure: settings::config,
+};
 
 impl EngineConfig for ZooKeeperConfig {
     fn engine(&self) -> &'static str {
