@@ -21,12 +21,20 @@ pub use wardlock_conformance::{MemoryProbe, Probe};
 pub trait LocalContenders: Send + Sync {
     /// How many of the host's guests hold or wait for `lock`.
     async fn local_contenders(&self, lock: &LockName) -> usize;
+
+    /// What the host's task for `lock` holds, queues and waits for, read
+    /// from its state (not asked of the task).
+    fn describe_local(&self, lock: &LockName) -> String;
 }
 
 #[async_trait]
 impl LocalContenders for ZooKeeperBackend {
     async fn local_contenders(&self, lock: &LockName) -> usize {
         ZooKeeperBackend::local_contenders(self, lock).await
+    }
+
+    fn describe_local(&self, lock: &LockName) -> String {
+        ZooKeeperBackend::describe_local(self, lock)
     }
 }
 
@@ -40,6 +48,10 @@ impl LocalContenders for EtcdBackend {
             0 => self.queue(lock).await.map_or(0, |keys| keys.len()),
             local => local,
         }
+    }
+
+    fn describe_local(&self, lock: &LockName) -> String {
+        EtcdBackend::describe_local(self, lock)
     }
 }
 
@@ -62,6 +74,10 @@ impl LocalContenders for PostgresBackend {
             local => local,
         }
     }
+
+    fn describe_local(&self, lock: &LockName) -> String {
+        PostgresBackend::describe_local(self, lock)
+    }
 }
 
 #[async_trait]
@@ -69,7 +85,14 @@ impl<B: LocalContenders> LocalContenders for std::sync::Arc<B> {
     async fn local_contenders(&self, lock: &LockName) -> usize {
         B::local_contenders(self, lock).await
     }
+
+    fn describe_local(&self, lock: &LockName) -> String {
+        B::describe_local(self, lock)
+    }
 }
+
+/// How long one count of a host's local contenders may take.
+const ASK_LIMIT: Duration = Duration::from_secs(10);
 
 /// Probe of a backend with host-local hand-off: its guests queue in the
 /// host's task, not as nodes or keys of their own.
@@ -80,15 +103,25 @@ impl<B: LocalContenders> Probe for HandoffProbe<B> {
     async fn wait_len(&self, lock: &str, len: usize) {
         // The task's count is asked for, not pushed: ask again until it fits
         // (bounded).
+        // Each count is bounded too: a task that answers nothing is named,
+        // with its state, rather than waited for.
         let started = tokio::time::Instant::now();
+        let lock = name(lock);
         loop {
-            let now = self.0.local_contenders(&name(lock)).await;
+            let asked = self.0.local_contenders(&lock);
+            let Ok(now) = tokio::time::timeout(ASK_LIMIT, asked).await else {
+                panic!(
+                    "{lock}: the count of local contenders got no answer within {ASK_LIMIT:?}: {}",
+                    self.0.describe_local(&lock)
+                );
+            };
             if now == len {
                 return;
             }
             assert!(
                 started.elapsed() < TEST_WAIT_LIMIT,
-                "{lock}: {now} local contenders, expected {len}"
+                "{lock}: {now} local contenders, expected {len}: {}",
+                self.0.describe_local(&lock)
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }

@@ -158,6 +158,12 @@ impl EtcdBackend {
         self.shared.local_locks.contenders(name).await
     }
 
+    /// What `name`'s hand-off task holds, queues and waits for, read from its
+    /// state (for a test's message when a wait runs past its bound).
+    pub fn describe_local(&self, name: &wardlock_backend::name::LockName) -> String {
+        self.shared.local_locks.describe(name)
+    }
+
     /// The current lease's ID, if one lives.
     pub fn lease_id(&self) -> Option<i64> {
         self.shared.leases.latest().map(|l| l.id)

@@ -170,6 +170,12 @@ impl PostgresBackend {
         self.shared.local_locks.contenders(name).await
     }
 
+    /// What `name`'s hand-off task holds, queues and waits for, read from its
+    /// state (for a test's message when a wait runs past its bound).
+    pub fn describe_local(&self, name: &LockName) -> String {
+        self.shared.local_locks.describe(name)
+    }
+
     /// How many server connections this host has open for locks now (at
     /// most `1 + wait_connections`).
     pub fn open_connections(&self) -> usize {

@@ -239,6 +239,12 @@ impl ZooKeeperBackend {
             .await
     }
 
+    /// What `name`'s hand-off task holds, queues and waits for, read from its
+    /// state (for a test's message when a wait runs past its bound).
+    pub fn describe_local(&self, name: &wardlock_backend::name::LockName) -> String {
+        shard_for(&self.shards, name).local_locks.describe(name)
+    }
+
     /// The current session's id and password, for tools that must act as this
     /// session (tests force its expiry this way); with a session pool, the
     /// first session's.

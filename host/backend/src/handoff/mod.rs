@@ -413,6 +413,32 @@ impl LocalLocks {
         self.running().get(name).map(|entry| entry.sender.clone())
     }
 
+    /// What `name`'s task holds, queues and waits for, read from its state,
+    /// not asked of the task (which may be what is stuck): for the message of
+    /// a test's bound. The watch reads `false` while the task waits for its
+    /// next event (it takes the future out of its state meanwhile).
+    pub fn describe(&self, name: &LockName) -> String {
+        let running = self.running();
+        let Some(entry) = running.get(name) else {
+            return format!("no task for {name}");
+        };
+        let head = format!(
+            "task {} of {name}: receiver {}, acquires sent untaken {}",
+            entry.task,
+            if entry.sender.is_closed() {
+                "closed"
+            } else {
+                "open"
+            },
+            entry.acquires_sent.load(Ordering::Acquire)
+        );
+        match entry.state.upgrade() {
+            // The registry's lock, then the state's: the order `send` takes.
+            Some(state) => format!("{head}; {}", state.describe()),
+            None => format!("{head}; not attached (starting, or ended)"),
+        }
+    }
+
     /// How many guests hold or wait for `name` at its task (0 when none runs).
     ///
     /// # Cancellation safety

@@ -142,6 +142,49 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// One line of what the task holds, queues and waits for (see
+    /// `LocalLocks::describe`).
+    pub(crate) fn describe(&self) -> String {
+        let state = self.lock();
+        let waiters: Vec<String> = state
+            .waiters
+            .iter()
+            .map(|w| {
+                let gone = if w.reply.is_closed() { " (gone)" } else { "" };
+                format!(
+                    "{}:{:?}{}{gone}",
+                    w.id,
+                    w.mode,
+                    if w.wait { "" } else { " try" }
+                )
+            })
+            .collect();
+        let node = state.node.as_ref().map(|n| {
+            format!(
+                "{} {:?} (session {:?}, draining {}, idle for {:?}, remote {:?}, grants {})",
+                n.owned.path,
+                n.mode,
+                n.session.health(),
+                n.draining,
+                n.idle_since.map(|t| t.elapsed()),
+                n.remote.map(|(since, granted)| (since.elapsed(), granted)),
+                n.grants
+            )
+        });
+        format!(
+            "waiters [{}], holders {:?}, node {}, acquiring {}, watching {}",
+            waiters.join(", "),
+            state.holders,
+            node.unwrap_or_else(|| "none".into()),
+            state.acquiring.as_ref().map_or("no".into(), |a| format!(
+                "{:?}{}",
+                a.mode,
+                if a.wait { "" } else { " try" }
+            )),
+            state.watch.is_some(),
+        )
+    }
+
     fn lock(&self) -> MutexGuard<'_, LockState> {
         // The state is consistent between statements: a panic elsewhere
         // leaves nothing half-done that a poisoned lock would guard against.

@@ -625,6 +625,13 @@ async fn a_waiter_is_granted_when_contact_comes_back_between_two_looks() {
             .collect()
     };
     assert_eq!(answered(&scenario), [true, false], "one holds, one waits");
+    // What a test's bound shows of the task, read without asking it.
+    let described = scenario.engine.locks.describe(&scenario.name);
+    assert!(
+        described.contains("receiver open") && described.contains("Exclusive"),
+        "{described}"
+    );
+    assert!(described.contains("node /lock/node-"), "{described}");
     let generation = scenario.engine.state().generation;
     let session = scenario.engine.session_entry(generation);
     session.suspended_looks.store(2, Ordering::SeqCst);
