@@ -172,7 +172,6 @@ export const { acquire, tryAcquire, withLock } = lockApi(rawAcquire, rawTryAcqui
  * releases the lock if it was granted and not taken with `get`.
  */
 export class Pending extends Owned {
-
   /** A pollable ready once the acquisition finished (granted or failed), to
    * `poll` beside timers and requests; dispose it before the pending lock. */
   subscribe() {

@@ -111,7 +111,9 @@ impl<B: LocalContenders> Probe for HandoffProbe<B> {
             let asked = self.0.local_contenders(&lock);
             let Ok(now) = tokio::time::timeout(ASK_LIMIT, asked).await else {
                 panic!(
-                    "{lock}: the count of local contenders got no answer within {ASK_LIMIT:?}: {}",
+                    "{lock}: the count of contenders (the host's task's; on etcd and PostgreSQL \
+                     the lock service's once the task has none) got no answer within \
+                     {ASK_LIMIT:?}: {}",
                     self.0.describe_local(&lock)
                 );
             };

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::backend::handoff::deadline_after;
 use crate::backend::{BackendError, Grant, GrantStatus, LockBackend, LockSession, Mode};
 use crate::name::LockName;
 
@@ -194,7 +195,7 @@ impl DeclaredHold {
         wanted: Vec<(LockName, Mode)>,
         timeout: Option<Duration>,
     ) -> Result<DeclaredHold, TakeError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = deadline_after(timeout);
         let session = backend.open_session(owner);
         let mut held = Vec::with_capacity(wanted.len());
         for (name, mode) in wanted {

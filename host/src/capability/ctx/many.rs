@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::{LockError, LockHandle, Mode, WardlockCtx};
+use crate::backend::handoff::deadline_after;
 use crate::name::LockName;
 
 /// One lock of a request, at its place in the guest's list.
@@ -57,10 +58,7 @@ impl WardlockCtx {
     ) -> Result<Vec<LockHandle>, LockError> {
         let plan = self.plan_many(requests)?;
         // The embedder's wait limit bounds the whole set, not each lock.
-        let deadline = self
-            .waits
-            .cap(timeout)
-            .map(|t| tokio::time::Instant::now() + t);
+        let deadline = deadline_after(self.waits.cap(timeout));
         let mut rollback = Rollback {
             ctx: self,
             taken: Vec::with_capacity(plan.len()),
