@@ -20,6 +20,7 @@
 //! `Arc<dyn LockBackend>` to [`WardlockCtx`].
 
 pub mod capability;
+pub mod keyvalue;
 pub mod locks;
 pub mod policy;
 pub mod runner;

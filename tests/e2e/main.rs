@@ -49,6 +49,7 @@ mod handoff;
 mod handoff_write_gap;
 mod hostile_names;
 mod interop;
+mod keyvalue;
 mod languages;
 mod lifetime;
 mod lock_cache;

@@ -23,6 +23,26 @@ pub const COPIES: &[(&str, &str)] = &[
     ),
     ("plugins/wit/deps/wardlock-lock.wit", "wit/lock.wit"),
     (
+        "host/wit/keyvalue-0.2.0-draft/atomic.wit",
+        "wit/keyvalue-0.2.0-draft/atomic.wit",
+    ),
+    (
+        "host/wit/keyvalue-0.2.0-draft/batch.wit",
+        "wit/keyvalue-0.2.0-draft/batch.wit",
+    ),
+    (
+        "host/wit/keyvalue-0.2.0-draft/store.wit",
+        "wit/keyvalue-0.2.0-draft/store.wit",
+    ),
+    (
+        "host/wit/keyvalue-0.2.0-draft/watch.wit",
+        "wit/keyvalue-0.2.0-draft/watch.wit",
+    ),
+    (
+        "host/wit/keyvalue-0.2.0-draft/world.wit",
+        "wit/keyvalue-0.2.0-draft/world.wit",
+    ),
+    (
         "plugins/wit/deps/wardlock-lock-0.2.wit",
         "wit/v0.2/lock.wit",
     ),

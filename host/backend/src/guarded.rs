@@ -55,22 +55,7 @@ impl GuardedKey {
     /// control character; [`BackendError::LimitExceeded`] for one longer
     /// than [`MAX_KEY_BYTES`].
     pub fn new(key: &str) -> Result<GuardedKey> {
-        if key.is_empty() {
-            return Err(BackendError::InvalidRequest(
-                "guarded key is empty; a key is 1 to 512 bytes".into(),
-            ));
-        }
-        if key.len() > MAX_KEY_BYTES {
-            return Err(BackendError::LimitExceeded(format!(
-                "guarded key is {} bytes long; at most {MAX_KEY_BYTES} are allowed",
-                key.len()
-            )));
-        }
-        if let Some((at, found)) = key.char_indices().find(|(_, c)| c.is_control()) {
-            return Err(BackendError::InvalidRequest(format!(
-                "guarded key {key:?} contains the control character {found:?} at byte {at}"
-            )));
-        }
+        check_key("guarded key", key)?;
         Ok(GuardedKey(key.to_owned()))
     }
 
@@ -84,6 +69,32 @@ impl std::fmt::Display for GuardedKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Refuses a key (`what` names its kind in the error) that is empty, longer
+/// than [`MAX_KEY_BYTES`] or holds a control character.
+///
+/// # Errors
+/// [`BackendError::InvalidRequest`] or [`BackendError::LimitExceeded`]
+/// naming the key and the rule.
+pub(crate) fn check_key(what: &str, key: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err(BackendError::InvalidRequest(format!(
+            "{what} is empty; a key is 1 to {MAX_KEY_BYTES} bytes"
+        )));
+    }
+    if key.len() > MAX_KEY_BYTES {
+        return Err(BackendError::LimitExceeded(format!(
+            "{what} is {} bytes long; at most {MAX_KEY_BYTES} are allowed",
+            key.len()
+        )));
+    }
+    if let Some((at, found)) = key.char_indices().find(|(_, c)| c.is_control()) {
+        return Err(BackendError::InvalidRequest(format!(
+            "{what} {key:?} contains the control character {found:?} at byte {at}"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a value larger than [`MAX_VALUE_BYTES`].

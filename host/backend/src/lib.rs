@@ -54,6 +54,7 @@ mod error;
 pub mod grant_table;
 pub mod guarded;
 pub mod handoff;
+pub mod keyvalue;
 pub mod liveness;
 pub mod memory;
 pub mod name;
@@ -71,6 +72,7 @@ pub use contenders::{Contender, Contenders, Contention, MAX_LISTED_CONTENDERS, l
 pub use election::{Candidate, Election, Leader, LeaderChange};
 pub use error::{BackendError, Result};
 pub use guarded::{GuardedEntry, GuardedKey, GuardedStore};
+pub use keyvalue::KeyValue;
 pub use memory::MemoryBackend;
 pub use request::{Request, RequestKind};
 pub use revocation::{REVOKE_MESSAGE, Revocation, Revoked, never_revoked};

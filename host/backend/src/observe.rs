@@ -27,8 +27,8 @@ use tokio::time::Instant;
 
 use super::{
     BackendError, Contention, Election, Grant, GrantId, GrantStatus, GuardedStore, Health,
-    LockBackend, LockSession, Request, Result, Revocation, Revoked, Semaphores, StatusChange,
-    never_revoked,
+    KeyValue, LockBackend, LockSession, Request, Result, Revocation, Revoked, Semaphores,
+    StatusChange, never_revoked,
 };
 use crate::name::LockName;
 
@@ -237,6 +237,11 @@ impl<O: SessionObserver> LockSession for Observed<O> {
     /// The engine's own: a guarded write needs a grant, which was observed.
     fn guarded_store(&self) -> Result<&dyn GuardedStore> {
         self.inner.guarded_store()
+    }
+
+    /// The engine's own: a fenced write needs grants, which were observed.
+    fn key_value(&self) -> Result<&dyn KeyValue> {
+        self.inner.key_value()
     }
 
     /// The engine's own: a leadership is no lock request (a hold lease or a

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use crate::contenders::Contention;
 use crate::election::Election;
 use crate::guarded::GuardedStore;
+use crate::keyvalue::KeyValue;
 use crate::name::LockName;
 use crate::revocation::Revocation;
 use crate::semaphore::Semaphores;
@@ -163,6 +164,14 @@ pub trait LockSession: Send + Sync {
         Err(absent::guarded_store())
     }
 
+    /// The key-value store ([`crate::keyvalue`]), if this engine has one.
+    ///
+    /// # Errors
+    /// [`BackendError::Unsupported`] when it has not (the default).
+    fn key_value(&self) -> Result<&dyn KeyValue> {
+        Err(absent::key_value())
+    }
+
     /// Leader election ([`crate::election`]), if this engine has it.
     ///
     /// # Errors
@@ -197,6 +206,10 @@ pub(crate) mod absent {
         unsupported("has no guarded store")
     }
 
+    pub(crate) fn key_value() -> BackendError {
+        unsupported("has no key-value store")
+    }
+
     pub(crate) fn election() -> BackendError {
         crate::election::no_elections()
     }
@@ -229,6 +242,11 @@ macro_rules! offers {
     };
     (@one guarded_store) => {
         fn guarded_store(&self) -> ::std::result::Result<&dyn $crate::GuardedStore, $crate::BackendError> {
+            Ok(self)
+        }
+    };
+    (@one key_value) => {
+        fn key_value(&self) -> ::std::result::Result<&dyn $crate::KeyValue, $crate::BackendError> {
             Ok(self)
         }
     };

@@ -2,6 +2,7 @@
 
 use anyhow::{Context, bail};
 use clap::Args;
+use wardlock_host::keyvalue::KvBuckets;
 use wardlock_host::policy::LockPolicy;
 use wardlock_host::runner::{AllowedHost, FileIo, Preopen, parse_fence_header};
 
@@ -48,6 +49,20 @@ pub struct GuestArgs {
     /// refuse lower ones.
     #[arg(long = "fence-header", value_name = "NAME", value_parser = parse_fence_header)]
     pub fence_header: Option<http::HeaderName>,
+
+    /// A `wasi:keyvalue` bucket guests may open (repeatable). Without any,
+    /// guests may open `default` alone; an unknown bucket is `no-such-store`.
+    #[arg(long = "kv-bucket", value_name = "NAME")]
+    pub kv_buckets: Vec<String>,
+}
+
+/// The buckets `names` (none: `default` alone), named with `what` (the flag
+/// or key) when one is no valid bucket name.
+///
+/// # Errors
+/// The first invalid name, and why.
+pub(crate) fn kv_buckets(names: &[String], what: &str) -> anyhow::Result<KvBuckets> {
+    KvBuckets::new(names).with_context(|| format!("{what}: not a bucket name"))
 }
 
 /// Builds a lock policy from grant prefixes and a handle cap.

@@ -268,6 +268,7 @@ async fn config(
         locks: None,
         file_io: args.host.guest.file_io(),
         hold: args.hold.clone(),
+        kv_buckets: crate::guest_args::kv_buckets(&args.host.guest.kv_buckets, "--kv-bucket")?,
     };
     // The engine itself too: the locks page asks it about contenders
     // through sessions of its own, which the table need not track.

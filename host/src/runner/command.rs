@@ -125,10 +125,11 @@ impl Runner {
                 Err(why) => return Outcome::HostError(why.to_string()),
             }
         };
-        let (mut store, lease) = match new_store(&self.runtime, &self.config, &owner, wasi) {
-            Ok(created) => created,
-            Err(why) => return Outcome::HostError(why),
-        };
+        let (mut store, lease) =
+            match new_store(&self.runtime, &self.config, &owner, wasi, declared.as_ref()) {
+                Ok(created) => created,
+                Err(why) => return Outcome::HostError(why),
+            };
         let guest = async {
             let command = match self.pre.instantiate_async(&mut store).await {
                 Ok(command) => command,

@@ -8,6 +8,7 @@ use super::declared::DeclaredLock;
 use super::outbound::OutboundPolicy;
 use crate::backend::LockBackend;
 use crate::backend::memory::MemoryBackend;
+use crate::keyvalue::KvBuckets;
 use crate::locks::LockTable;
 use crate::policy::LockPolicy;
 
@@ -83,6 +84,9 @@ pub struct RunnerConfig {
     /// Locks every instance holds for its whole life ([`DeclaredLock`]; the
     /// command runner only: `wardlock run --hold`).
     pub hold: Vec<DeclaredLock>,
+    /// The `wasi:keyvalue` buckets guests may open (`--kv-bucket`; default:
+    /// `default` alone).
+    pub kv_buckets: KvBuckets,
 }
 
 /// Where a guest's file operations (in its `--dir` directories) run.
@@ -129,6 +133,7 @@ impl Default for RunnerConfig {
             locks: Some(LockTable::for_this_host()),
             file_io: FileIo::default(),
             hold: Vec::new(),
+            kv_buckets: KvBuckets::default(),
         }
     }
 }

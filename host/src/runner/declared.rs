@@ -13,7 +13,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::backend::handoff::deadline_after;
+use std::sync::Arc;
+
 use crate::backend::{BackendError, Grant, GrantStatus, LockBackend, LockSession, Mode};
+use crate::keyvalue::{KeyValueCtx, KvBuckets};
 use crate::name::LockName;
 
 /// The environment variable that gives a guest its declared locks: `name=token`
@@ -173,8 +176,11 @@ pub struct TakeError {
 
 /// The declared locks of one instance, held on a session of their own.
 pub(crate) struct DeclaredHold {
-    session: Box<dyn LockSession>,
+    /// Shared with the instance's key-value context, whose writes it fences.
+    session: Arc<dyn LockSession>,
     held: Vec<(LockName, Grant)>,
+    /// The exclusive ones: what fences the instance's key-value writes.
+    exclusive: Vec<(LockName, crate::backend::GrantId)>,
 }
 
 impl DeclaredHold {
@@ -196,8 +202,9 @@ impl DeclaredHold {
         timeout: Option<Duration>,
     ) -> Result<DeclaredHold, TakeError> {
         let deadline = deadline_after(timeout);
-        let session = backend.open_session(owner);
+        let session: Arc<dyn LockSession> = Arc::from(backend.open_session(owner));
         let mut held = Vec::with_capacity(wanted.len());
+        let mut exclusive = Vec::new();
         for (name, mode) in wanted {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             let answer = {
@@ -217,9 +224,28 @@ impl DeclaredHold {
                 Err(error) => return Err(TakeError { lock: name, error }),
             };
             tracing::debug!(%name, token = grant.token, owner, "declared lock taken");
+            if mode == Mode::Exclusive {
+                exclusive.push((name.clone(), grant.id));
+            }
             held.push((name, grant));
         }
-        Ok(DeclaredHold { session, held })
+        Ok(DeclaredHold {
+            session,
+            held,
+            exclusive,
+        })
+    }
+
+    /// The instance's `wasi:keyvalue` context: its writes fenced by every
+    /// declared exclusive lock (plain when every declared lock is shared:
+    /// readers fence nothing).
+    pub(crate) fn key_value(&self, buckets: KvBuckets) -> KeyValueCtx {
+        let (names, fence): (Vec<String>, Vec<_>) = self
+            .exclusive
+            .iter()
+            .map(|(name, grant)| (name.to_string(), *grant))
+            .unzip();
+        KeyValueCtx::fenced(self.session.clone(), fence, &names, buckets)
     }
 
     /// `name=token` of every declared lock, for [`HELD_ENV`].

@@ -8,11 +8,13 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi_http::WasiHttpCtx;
 
 use super::config::RunnerConfig;
+use super::declared::DeclaredHold;
 use super::error::{RunnerError, first_line};
 use super::lease::Lease;
 use super::runtime::Runtime;
 use super::state::InstanceState;
 use crate::capability::WardlockCtx;
+use crate::keyvalue::KeyValueCtx;
 
 /// Links `component` against WASI, `wasi:http` (outgoing, governed by each
 /// instance's [`super::OutboundPolicy`]) and `wardlock:lock`.
@@ -39,13 +41,15 @@ pub(crate) fn pre_instantiate<P>(
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(world_error)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(world_error)?;
     crate::capability::add_to_linker(&mut linker, InstanceState::locks).map_err(world_error)?;
+    crate::keyvalue::add_to_linker(&mut linker, InstanceState::keyvalue).map_err(world_error)?;
     let pre = linker.instantiate_pre(component).map_err(world_error)?;
     typed(pre).map_err(world_error)
 }
 
 /// A Store for one instance: `wasi` plus the configuration's preopens and
-/// environment, a lock session owned by `owner`, the memory limit and epoch
-/// yields. Returns the hold lease when the configuration sets one.
+/// environment, a lock session owned by `owner`, `wasi:keyvalue` (its writes
+/// fenced by `declared`'s exclusive locks, when given), the memory limit and
+/// epoch yields. Returns the hold lease when the configuration sets one.
 ///
 /// # Errors
 /// A preopened directory that cannot be opened.
@@ -54,6 +58,7 @@ pub(crate) fn new_store(
     config: &RunnerConfig,
     owner: &str,
     mut wasi: WasiCtxBuilder,
+    declared: Option<&DeclaredHold>,
 ) -> Result<(Store<InstanceState>, Option<Lease>), String> {
     wasi.envs(&config.env);
     for dir in &config.preopens {
@@ -73,12 +78,18 @@ pub(crate) fn new_store(
         None => (session, None),
     };
     let locks = WardlockCtx::with_session(session, config.policy.clone());
+    let buckets = config.kv_buckets.clone();
+    let keyvalue = match declared {
+        Some(held) => held.key_value(buckets),
+        None => KeyValueCtx::new(config.backend.clone(), owner, buckets),
+    };
     let state = InstanceState {
         wasi: wasi.build(),
         http: WasiHttpCtx::new(),
         outbound: config.outbound.for_instance(locks.fence_tokens()),
         table: ResourceTable::new(),
         locks,
+        keyvalue,
         limits: StoreLimitsBuilder::new()
             .memory_size(config.memory_limit)
             .trap_on_grow_failure(true)

@@ -274,13 +274,14 @@ impl ProxyRunner {
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(self.config.file_io.blocks_the_thread());
         wasi.arg(&self.plugin).inherit_stdout().inherit_stderr();
-        let (mut store, lease) = match new_store(&self.runtime, &self.config, &owner, wasi) {
-            Ok(created) => created,
-            Err(why) => {
-                report.report(RequestOutcome::Failed(why.clone()));
-                return respond(500, format!("cannot start the plugin: {why}\n"));
-            }
-        };
+        let (mut store, lease) =
+            match new_store(&self.runtime, &self.config, &owner, wasi, declared.as_ref()) {
+                Ok(created) => created,
+                Err(why) => {
+                    report.report(RequestOutcome::Failed(why.clone()));
+                    return respond(500, format!("cannot start the plugin: {why}\n"));
+                }
+            };
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let handles = (|| -> wasmtime::Result<_> {
             let request = store

@@ -7,6 +7,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::outbound::OutboundPolicy;
 use crate::capability::{WardlockCtx, WardlockView};
+use crate::keyvalue::{KeyValueCtx, KeyValueView};
 
 /// Per-instance state: WASI, outbound HTTP, the shared resource table, the
 /// instance's locks and its resource limits. Dropping it ends the instance's
@@ -17,6 +18,7 @@ pub struct InstanceState {
     pub(crate) outbound: OutboundPolicy,
     pub(crate) table: ResourceTable,
     pub(crate) locks: WardlockCtx,
+    pub(crate) keyvalue: KeyValueCtx,
     pub(crate) limits: StoreLimits,
 }
 
@@ -24,6 +26,11 @@ impl InstanceState {
     /// The lock capability's view of this state (for `add_to_linker`).
     pub fn locks(&mut self) -> WardlockView<'_> {
         WardlockView::new(&mut self.locks, &mut self.table)
+    }
+
+    /// The key-value capability's view of this state (for `add_to_linker`).
+    pub fn keyvalue(&mut self) -> KeyValueView<'_> {
+        KeyValueView::new(&mut self.keyvalue, &mut self.table)
     }
 }
 

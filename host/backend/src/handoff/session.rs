@@ -18,6 +18,7 @@ use super::{
 use crate::contenders::Contention;
 use crate::election::Election;
 use crate::guarded::GuardedStore;
+use crate::keyvalue::KeyValue;
 use crate::revocation::Revocation;
 use crate::semaphore::Semaphores;
 use crate::session::absent;
@@ -88,6 +89,11 @@ pub trait HandoffSession: Send + Sync + 'static {
     /// As [`LockSession::guarded_store`].
     fn guarded_store(&self) -> Result<&dyn GuardedStore> {
         Err(absent::guarded_store())
+    }
+
+    /// As [`LockSession::key_value`].
+    fn key_value(&self) -> Result<&dyn KeyValue> {
+        Err(absent::key_value())
     }
 
     /// As [`LockSession::election`].
@@ -178,6 +184,10 @@ impl<S: HandoffSession> LockSession for S {
 
     fn guarded_store(&self) -> Result<&dyn GuardedStore> {
         HandoffSession::guarded_store(self)
+    }
+
+    fn key_value(&self) -> Result<&dyn KeyValue> {
+        HandoffSession::key_value(self)
     }
 
     fn election(&self) -> Result<&dyn Election> {

@@ -20,7 +20,7 @@ pub(super) struct GuardedStore {
 impl State {
     /// Whether request `id` holds `name` exclusively now (granted, a lock
     /// rather than a permit, not lost): its token if so.
-    fn standing_exclusive(&self, name: &LockName, id: u64) -> Result<u64, BackendError> {
+    pub(super) fn standing_exclusive(&self, name: &LockName, id: u64) -> Result<u64, BackendError> {
         let queue = self.queues.get(name).ok_or(BackendError::Lost)?;
         if queue.permits().is_some() {
             return Err(not_exclusive(&format!("a permit of semaphore \"{name}\"")));

@@ -13,6 +13,7 @@ mod election;
 mod faults;
 mod guarded;
 mod inspect;
+mod keyvalue;
 #[cfg(test)]
 mod model_tests;
 mod queue;
@@ -79,6 +80,8 @@ struct State {
     revocations: HashMap<u64, watch::Sender<bool>>,
     /// The guarded store's entries (see `guarded`).
     guarded: guarded::GuardedStore,
+    /// The key-value store's entries (see `keyvalue`).
+    keyvalue: keyvalue::KeyValueStore,
     /// The values of election candidates, by request id (see `election`).
     candidates: HashMap<u64, String>,
 }

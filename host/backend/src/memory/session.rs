@@ -10,11 +10,13 @@ use tokio::sync::oneshot;
 use super::Shared;
 use super::election::election_queue;
 use crate::election::{self, Candidate, differs};
+use crate::keyvalue::{Bucket, KvCommit, KvEntry, KvKey, KvWrite, check_writes};
 use crate::name::LockName;
 use crate::{
     BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
-    GuardedKey, GuardedStore, Leader, LeaderChange, LockSession, Mode, Request, RequestKind,
-    Result, Revocation, Revoked, Semaphores, StatusChange, check_permits, never_revoked, settled,
+    GuardedKey, GuardedStore, KeyValue, Leader, LeaderChange, LockSession, Mode, Request,
+    RequestKind, Result, Revocation, Revoked, Semaphores, StatusChange, check_permits,
+    never_revoked, settled,
 };
 
 pub(super) struct MemorySession {
@@ -247,7 +249,14 @@ impl LockSession for MemorySession {
         })
     }
 
-    crate::offers!(semaphores, revocation, contention, guarded_store, election);
+    crate::offers!(
+        semaphores,
+        revocation,
+        contention,
+        guarded_store,
+        key_value,
+        election
+    );
 }
 
 impl Semaphores for MemorySession {}
@@ -292,6 +301,31 @@ impl GuardedStore for MemorySession {
 
     async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>> {
         Ok(self.shared.lock().guarded_keys(name, prefix, limit))
+    }
+}
+
+#[async_trait]
+impl KeyValue for MemorySession {
+    async fn kv_get(&self, bucket: &Bucket, key: &KvKey) -> Result<Option<KvEntry>> {
+        Ok(self.shared.lock().kv_get(bucket, key))
+    }
+
+    async fn kv_write(
+        &self,
+        bucket: &Bucket,
+        writes: &[KvWrite],
+        fence: &[GrantId],
+    ) -> Result<KvCommit> {
+        check_writes(writes)?;
+        let fence = fence
+            .iter()
+            .map(|grant| Ok((grant.0, self.held_name(*grant)?)))
+            .collect::<Result<Vec<_>>>()?;
+        self.shared.lock().kv_write(bucket, writes, &fence)
+    }
+
+    async fn kv_keys(&self, bucket: &Bucket, skip: u64, limit: u32) -> Result<Vec<String>> {
+        Ok(self.shared.lock().kv_keys(bucket, skip, limit))
     }
 }
 

@@ -84,6 +84,8 @@ struct PluginEntry {
     fence_header: Option<String>,
     #[serde(default)]
     hold: Vec<String>,
+    #[serde(default)]
+    kv_buckets: Vec<String>,
 }
 
 /// Reads and checks a config file.
@@ -351,6 +353,8 @@ fn plugin(
         .map(|spec| DeclaredLock::parse(spec, HoldScope::Request))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|why| (key("hold"), why))?;
+    let kv_buckets = guest_args::kv_buckets(&entry.kv_buckets, "kv_buckets")
+        .map_err(|e| (key("kv_buckets"), format!("{e:#}")))?;
     Ok(PluginPlan {
         name,
         route: entry.route,
@@ -365,6 +369,7 @@ fn plugin(
         file_io: guest_args::file_io(entry.pooled_file_io),
         outbound: OutboundPolicy::allow(outbound).with_fence_header(fence_header),
         hold,
+        kv_buckets,
     })
 }
 

@@ -180,6 +180,7 @@ pub(super) async fn serve(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Res
             locks: None,
             file_io: plugin.file_io,
             hold: plugin.hold.clone(),
+            kv_buckets: plugin.kv_buckets.clone(),
         };
         let runner = ProxyRunner::new(&runtime, &component, &plugin.name, config)?
             .with_admission(slots.clone());
@@ -232,6 +233,7 @@ fn singletons(
             locks: None,
             file_io: entry.file_io,
             hold: Vec::new(),
+            kv_buckets: Default::default(),
         };
         metrics.stand_by(entry.name.as_str());
         let (name, told) = (entry.name.to_string(), metrics.clone());
@@ -296,6 +298,7 @@ fn plan_from_flags(args: &ServeArgs, engines: Engines<'_>) -> anyhow::Result<Ser
         outbound: OutboundPolicy::allow(args.host.guest.allow_outbound.clone())
             .with_fence_header(args.host.guest.fence_header.clone()),
         hold: args.hold.clone(),
+        kv_buckets: crate::guest_args::kv_buckets(&args.host.guest.kv_buckets, "--kv-bucket")?,
     };
     Ok(ServePlan {
         listen: DEFAULT_LISTEN.parse().context("default listen address")?,

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use wardlock_host::keyvalue::KvBuckets;
 use wardlock_host::policy::LockPolicy;
 use wardlock_host::runner::{DeclaredLock, FileIo, OutboundPolicy, Preopen};
 
@@ -100,6 +101,8 @@ pub(super) struct PluginPlan {
     pub outbound: OutboundPolicy,
     /// Locks each request holds before its guest sees it (`hold`).
     pub hold: Vec<DeclaredLock>,
+    /// The `wasi:keyvalue` buckets its guests may open (`kv_buckets`).
+    pub kv_buckets: KvBuckets,
 }
 
 /// Whether `path` falls under `route` (segment-wise: `/api` covers `/api` and

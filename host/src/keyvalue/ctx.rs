@@ -1,0 +1,131 @@
+//! One instance's key-value context: where its calls go (a lock session,
+//! opened on first use unless the declared locks' own session is given), the
+//! fence its writes carry, and the buckets it may open.
+
+use std::sync::{Arc, OnceLock};
+
+use super::KvBuckets;
+use crate::backend::keyvalue::{Bucket, KeyValue, KvCommit, KvWrite};
+use crate::backend::{BackendError, GrantId, LockBackend, LockSession};
+
+/// The `bucket` resource: a bucket this instance opened.
+#[derive(Debug)]
+pub struct BucketHandle {
+    pub(crate) bucket: Bucket,
+}
+
+/// Where an instance's key-value calls go.
+enum Sessions {
+    /// A session of its own, opened at the first call (an instance that
+    /// never touches the store costs the engine nothing).
+    OnFirstUse {
+        backend: Arc<dyn LockBackend>,
+        owner: String,
+        opened: OnceLock<Arc<dyn LockSession>>,
+    },
+    /// The session holding the fence's grants.
+    Given(Arc<dyn LockSession>),
+}
+
+/// Per-instance state of the key-value capability.
+pub struct KeyValueCtx {
+    sessions: Sessions,
+    fence: Vec<GrantId>,
+    /// The declared locks' names, for the error of a write the fence refused.
+    fence_names: String,
+    buckets: KvBuckets,
+}
+
+impl KeyValueCtx {
+    /// A context whose writes are plain (last writer wins), on a session of
+    /// `backend` owned by `owner`, opened at the first call.
+    pub fn new(backend: Arc<dyn LockBackend>, owner: &str, buckets: KvBuckets) -> KeyValueCtx {
+        KeyValueCtx {
+            sessions: Sessions::OnFirstUse {
+                backend,
+                owner: format!("{owner} (key-value)"),
+                opened: OnceLock::new(),
+            },
+            fence: Vec::new(),
+            fence_names: String::new(),
+            buckets,
+        }
+    }
+
+    /// A context whose every write commits only while each grant of
+    /// `fence` (exclusive grants of `session`, named `names`) still stands.
+    pub fn fenced(
+        session: Arc<dyn LockSession>,
+        fence: Vec<GrantId>,
+        names: &[String],
+        buckets: KvBuckets,
+    ) -> KeyValueCtx {
+        KeyValueCtx {
+            sessions: Sessions::Given(session),
+            fence,
+            fence_names: names.join(", "),
+            buckets,
+        }
+    }
+
+    /// Whether writes carry a fence.
+    pub fn is_fenced(&self) -> bool {
+        !self.fence.is_empty()
+    }
+
+    pub(crate) fn buckets(&self) -> &KvBuckets {
+        &self.buckets
+    }
+
+    fn session(&self) -> &Arc<dyn LockSession> {
+        match &self.sessions {
+            Sessions::Given(session) => session,
+            Sessions::OnFirstUse {
+                backend,
+                owner,
+                opened,
+            } => opened.get_or_init(|| Arc::from(backend.open_session(owner))),
+        }
+    }
+
+    /// The engine's store (an owned session handle, so a call holds no
+    /// borrow of the context across its wait).
+    pub(crate) fn store(&self) -> Result<StoreCall, BackendError> {
+        let session = self.session().clone();
+        session.key_value()?;
+        Ok(StoreCall { session })
+    }
+
+    /// Writes `writes` to `bucket` with this context's fence.
+    ///
+    /// # Cancellation safety
+    /// As [`KeyValue::kv_write`]: a dropped call may still commit, whole,
+    /// and only while the fence stood.
+    pub(crate) async fn write(
+        &self,
+        bucket: &Bucket,
+        writes: &[KvWrite],
+    ) -> Result<KvCommit, BackendError> {
+        let call = self.store()?;
+        call.get()?.kv_write(bucket, writes, &self.fence).await
+    }
+
+    /// What a write the fence refused says.
+    pub(crate) fn lost_message(&self) -> String {
+        format!(
+            "the declared lock {} no longer stands (lost): nothing was written",
+            self.fence_names
+        )
+    }
+}
+
+/// A session whose key-value store a call uses.
+pub(crate) struct StoreCall {
+    session: Arc<dyn LockSession>,
+}
+
+impl StoreCall {
+    pub(crate) fn get(&self) -> Result<&dyn KeyValue, BackendError> {
+        self.session.key_value()
+    }
+}

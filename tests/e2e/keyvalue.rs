@@ -1,0 +1,179 @@
+//! The standard `wasi:keyvalue` served from the lock engine, for a guest that
+//! imports nothing of wardlock (`kv-counter`, a naive read-modify-write
+//! counter, the way a Spin component keeps one): exact under a declared
+//! lock, atomic `increment` without one, a write the fence refuses once the
+//! declared lock is lost, and bad input refused by name with nothing
+//! half-written. On memory here; the engines' stores are checked by their
+//! own crates and the conformance kit.
+
+use std::sync::Arc;
+
+use wardlock_host::backend::LockBackend;
+use wardlock_host::backend::keyvalue::{Bucket, KvCommit, KvKey, KvWrite};
+use wardlock_host::backend::memory::{Fault, MemoryBackend};
+use wardlock_host::keyvalue::KvBuckets;
+use wardlock_host::runner::{DeclaredLock, HoldScope, Outcome, Runner, RunnerConfig};
+use wardlock_tests::{Guest, TEST_WAIT_LIMIT, runner_with};
+
+/// A `kv-counter` runner on `backend` holding `specs`, each instance bounded
+/// by [`TEST_WAIT_LIMIT`].
+fn kv_runner(backend: &MemoryBackend, specs: &[&str]) -> Arc<Runner> {
+    let hold = specs
+        .iter()
+        .map(|spec| DeclaredLock::parse(spec, HoldScope::Instance).expect("declaration"))
+        .collect();
+    runner_with(
+        Guest::KvCounter,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            timeout: Some(TEST_WAIT_LIMIT),
+            hold,
+            kv_buckets: KvBuckets::new(&["default", "orders"]).expect("buckets"),
+            ..RunnerConfig::default()
+        },
+    )
+}
+
+/// The number `key` of bucket `default` holds, read through the engine.
+async fn stored(backend: &MemoryBackend, key: &str) -> u64 {
+    let session = backend.open_session("reader");
+    let store = session.key_value().expect("memory has a key-value store");
+    let bucket = Bucket::new("default").expect("bucket");
+    let entry = store
+        .kv_get(&bucket, &KvKey::new(key).expect("key"))
+        .await
+        .expect("read");
+    let value = entry.map(|e| e.value).unwrap_or_default();
+    String::from_utf8(value)
+        .expect("utf-8")
+        .parse()
+        .expect("a number")
+}
+
+/// Whether `key` of bucket `default` exists.
+async fn exists(backend: &MemoryBackend, key: &str) -> bool {
+    let session = backend.open_session("reader");
+    let store = session.key_value().expect("store");
+    let bucket = Bucket::default();
+    let key = KvKey::new(key).expect("key");
+    store.kv_get(&bucket, &key).await.expect("read").is_some()
+}
+
+/// Writes `1` under `key` of bucket `default`, plainly.
+async fn set(backend: &MemoryBackend, key: &str) {
+    let session = backend.open_session("writer");
+    let store = session.key_value().expect("store");
+    let write = [KvWrite::put(KvKey::new(key).expect("key"), b"1".to_vec())];
+    let committed = store.kv_write(&Bucket::default(), &write, &[]).await;
+    assert_eq!(committed, Ok(KvCommit::Committed));
+}
+
+/// `instances` instances side by side, each running `args`: every outcome.
+async fn run_side_by_side(runner: &Arc<Runner>, instances: usize, args: &[&str]) -> Vec<Outcome> {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let runs: Vec<_> = (0..instances)
+        .map(|instance| {
+            let (runner, args) = (runner.clone(), args.clone());
+            tokio::spawn(async move { runner.run(instance, &args).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for run in runs {
+        let report = run.await.expect("join");
+        assert_eq!(report.outcome, Outcome::Success, "{}", report.stdout_text());
+        outcomes.push(report.outcome);
+    }
+    outcomes
+}
+
+/// 4 instances × 50 get-then-set: exact under `--hold counter`; without it
+/// the same guests lose updates, which is what makes the exact count mean
+/// something.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_value_counter_under_a_declared_lock_loses_no_update_on_memory() {
+    let backend = MemoryBackend::new();
+    let runner = kv_runner(&backend, &["counter"]);
+    run_side_by_side(&runner, 4, &["count", "hits", "50"]).await;
+    assert_eq!(stored(&backend, "hits").await, 200);
+
+    let plain = MemoryBackend::new();
+    let runner = kv_runner(&plain, &[]);
+    run_side_by_side(&runner, 4, &["count", "hits", "50"]).await;
+    let unlocked = stored(&plain, "hits").await;
+    assert!(
+        unlocked < 200,
+        "no update lost without the lock: {unlocked}"
+    );
+}
+
+/// `atomics.increment` is atomic per key with no lock at all: 8 instances ×
+/// 100 end exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn increment_is_atomic_without_a_lock_on_memory() {
+    let backend = MemoryBackend::new();
+    let runner = kv_runner(&backend, &[]);
+    run_side_by_side(&runner, 8, &["increment", "n", "100"]).await;
+    assert_eq!(stored(&backend, "n").await, 800);
+}
+
+/// A declared lock lost while the guest sits between its read and its write:
+/// the instance is stopped, the next holder's work stands, and nothing of
+/// the first instance is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_after_the_declared_lock_is_lost_never_lands() {
+    let backend = MemoryBackend::new();
+    let runner = kv_runner(&backend, &["counter"]);
+    // `hold-then-add` reads, marks `hits.reading`, then waits for `hits.go`:
+    // it sits between its read and its write until the test says.
+    let first = tokio::spawn({
+        let runner = runner.clone();
+        async move {
+            runner
+                .run(0, &["hold-then-add".into(), "hits".into(), "1000".into()])
+                .await
+        }
+    });
+    let deadline = tokio::time::Instant::now() + TEST_WAIT_LIMIT;
+    while !exists(&backend, "hits.reading").await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the guest never read"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    assert!(backend.inject("kv-counter.wasm#0", Fault::Expire) >= 1);
+    set(&backend, "hits.go").await;
+    let report = first.await.expect("join");
+    assert_eq!(report.outcome, Outcome::LockLost("counter".into()));
+    run_side_by_side(&runner, 1, &["count", "hits", "5"]).await;
+    assert_eq!(stored(&backend, "hits").await, 5);
+}
+
+/// Bad input: each refusal names what was wrong; nothing of a refused batch
+/// is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_key_value_input_is_refused_by_name_and_writes_nothing() {
+    let backend = MemoryBackend::new();
+    let runner = runner_with(
+        Guest::KvCounter,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            timeout: Some(TEST_WAIT_LIMIT),
+            ..RunnerConfig::default()
+        },
+    );
+    let report = runner.run(0, &["probe".into()]).await;
+    assert_eq!(report.outcome, Outcome::Success, "{}", report.stdout_text());
+    let out = report.stdout_text();
+    for expected in [
+        "open unknown: no-such-store",
+        "empty key: other: invalid request: key is empty",
+        "long key: other: limit exceeded: key is 513 bytes long; at most 512",
+        "big value: other: limit exceeded: the value for key \"big\" is 65537 bytes long; at most 65536",
+        "set-many 65: other: limit exceeded: a batch of 65 keys; at most 64",
+        "keys after refusals: 0",
+        "increment text: other: key \"text\" does not hold a decimal u64",
+    ] {
+        assert!(out.contains(expected), "{expected:?} not in:\n{out}");
+    }
+}
