@@ -3,16 +3,20 @@
 //! counter, the way a Spin component keeps one): exact under a declared
 //! lock, atomic `increment` without one, a write the fence refuses once the
 //! declared lock is lost, and bad input refused by name with nothing
-//! half-written. On memory here; the engines' stores are checked by their
-//! own crates and the conformance kit.
+//! half-written. On memory, and across host processes on ZooKeeper: two
+//! hosts' exact count, and a host paused past its session whose stale write
+//! the fence refuses.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use wardlock_host::backend::LockBackend;
 use wardlock_host::backend::keyvalue::{Bucket, KvCommit, KvKey, KvWrite};
 use wardlock_host::backend::memory::{Fault, MemoryBackend};
 use wardlock_host::keyvalue::KvBuckets;
 use wardlock_host::runner::{DeclaredLock, HoldScope, Outcome, Runner, RunnerConfig};
+use wardlock_tests::host_process::HostProcess;
+use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, runner_with};
 
 /// A `kv-counter` runner on `backend` holding `specs`, each instance bounded
@@ -139,7 +143,7 @@ async fn a_write_after_the_declared_lock_is_lost_never_lands() {
             tokio::time::Instant::now() < deadline,
             "the guest never read"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     assert!(backend.inject("kv-counter.wasm#0", Fault::Expire) >= 1);
     set(&backend, "hits.go").await;
@@ -176,4 +180,121 @@ async fn bad_key_value_input_is_refused_by_name_and_writes_nothing() {
     ] {
         assert!(out.contains(expected), "{expected:?} not in:\n{out}");
     }
+}
+
+/// `wardlock run` on ZooKeeper (`engine`, root `/kv`, session timeout
+/// [`SESSION_TIMEOUT`]) with `flags`, `kv-counter` and its `args`, as a
+/// process of its own.
+fn kv_host(engine: &str, flags: &[&str], args: &[&str]) -> HostProcess {
+    let mut all: Vec<String> = ["--zookeeper", engine, "--root", "/kv", "--session-timeout"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    all.push(SESSION_TIMEOUT.to_owned());
+    all.extend(flags.iter().map(|f| f.to_string()));
+    all.push(Guest::KvCounter.path().to_owned());
+    all.push("--".to_owned());
+    all.extend(args.iter().map(|a| a.to_string()));
+    HostProcess::start(&all)
+}
+
+/// The session timeout of the hosts of the ZooKeeper tests, in seconds.
+const SESSION_TIMEOUT: &str = "2";
+
+/// How long a host may wait for a paused host's session to end on the
+/// server (the session timeout plus the server's own ticks).
+const TAKEOVER: Duration = Duration::from_secs(30);
+
+/// The value of `key` as a fresh host reads it.
+async fn read_on(engine: &str, key: &str) -> String {
+    let mut reader = kv_host(engine, &[], &["read", key]);
+    let line = reader.line().await;
+    assert_eq!(reader.exit_code().await, Some(0), "{line}");
+    line.strip_prefix(&format!("{key}="))
+        .unwrap_or_else(|| panic!("not a read of {key}: {line}"))
+        .to_owned()
+}
+
+/// 2 hosts × 4 instances × 50 get-then-set updates: `hits` at the end.
+async fn two_hosts_count(engine: &str, flags: &[&str], key: &str) -> u32 {
+    let mut hosts: Vec<HostProcess> = (0..2)
+        .map(|_| {
+            let mut flags = flags.to_vec();
+            flags.extend(["--instances", "4", "--timeout", "120"]);
+            kv_host(engine, &flags, &["count", key, "50"])
+        })
+        .collect();
+    for host in &mut hosts {
+        assert_eq!(host.exit_code().await, Some(0));
+    }
+    read_on(engine, key).await.parse().expect("a number")
+}
+
+/// The count: exactly 400 under `--hold counter` across two hosts on
+/// ZooKeeper; without it the same guests lose updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on_zookeeper() {
+    let server = ZkServer::start();
+    let engine = server.address();
+    assert_eq!(
+        two_hosts_count(&engine, &["--hold", "counter"], "held").await,
+        400
+    );
+    let unlocked = two_hosts_count(&engine, &[], "plain").await;
+    assert!(
+        unlocked < 400,
+        "no update lost without the lock: {unlocked}"
+    );
+}
+
+/// Host A (`--hold counter` when `held`) reads `hits`, then is paused
+/// (SIGSTOP) past its session; host B takes the lock and adds 100; A
+/// resumes and writes what it read plus 1000. Returns A's exit code and
+/// `hits` at the end.
+async fn paused_writer(engine: &str, held: bool, key: &str) -> (Option<i32>, String) {
+    let hold: &[&str] = if held { &["--hold", "counter"] } else { &[] };
+    let mut paused = kv_host(engine, hold, &["hold-then-add", key, "1000"]);
+    let mut first = paused.line().await;
+    if held {
+        assert!(first.starts_with("held: counter="), "{first}");
+        first = paused.line().await;
+    }
+    assert_eq!(first, "read 0");
+    paused.pause();
+    let mut next = kv_host(engine, hold, &["count", key, "100"]);
+    if held {
+        let granted = next.line_within(TAKEOVER).await;
+        assert!(granted.starts_with("held: counter="), "{granted}");
+    }
+    assert_eq!(next.exit_code().await, Some(0));
+    let go = format!("{key}.go");
+    assert_eq!(
+        kv_host(engine, &[], &["set", &go, "1"]).exit_code().await,
+        Some(0)
+    );
+    paused.resume();
+    let code = paused.exit_code().await;
+    (code, read_on(engine, key).await)
+}
+
+/// The pause the fence exists for: with `--hold`, B's 100 stands and A is
+/// stopped (its write refused or never made); without it A's stale write
+/// wipes B's work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_zookeeper() {
+    let server = ZkServer::start();
+    let engine = server.address();
+    let (code, value) = paused_writer(&engine, true, "fenced").await;
+    assert_ne!(
+        code,
+        Some(0),
+        "the paused instance went on after losing its lock"
+    );
+    assert_eq!(value, "100", "the next holder's work stands");
+    let (code, value) = paused_writer(&engine, false, "unfenced").await;
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        value, "1000",
+        "without a declared lock the stale write wins"
+    );
 }

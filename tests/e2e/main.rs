@@ -72,3 +72,4 @@ mod serve;
 mod singleton;
 mod zookeeper;
 mod zookeeper_guarded;
+mod zookeeper_keyvalue;

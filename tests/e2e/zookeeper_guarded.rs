@@ -8,7 +8,7 @@
 
 use wardlock_host::backend::GuardedKey;
 use wardlock_host::{BackendError, LockBackend, LockName, Mode};
-use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::zookeeper::{ZkServer, delete_the_holder_node};
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
 use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use zookeeper_client::Client;
@@ -62,14 +62,7 @@ async fn a_write_whose_node_is_gone_is_refused(handoff: bool) {
         .await
         .expect("a writes");
     let queue = format!("{ROOT}/{lock}");
-    let (nodes, _) = client.get_children(&queue).await.expect("the lock's queue");
-    let [node] = nodes.as_slice() else {
-        panic!("one node expected in {queue}: {nodes:?}");
-    };
-    client
-        .delete(&format!("{queue}/{node}"), None)
-        .await
-        .expect("delete a's node behind its back");
+    delete_the_holder_node(&client, &queue).await;
 
     let next = b.open_session("b");
     let granted = next

@@ -210,3 +210,20 @@ pub async fn expire_session(backend: &ZooKeeperBackend, proxy: &Proxy, server: &
         .await
         .expect("the old session never ended");
 }
+
+/// Deletes the one node of lock queue `queue` with a plain client, behind
+/// its holder's back (as an operator's delete or an expiry the host did not
+/// see would): what a test of the server's own fence check needs.
+///
+/// # Panics
+/// When the queue does not hold exactly one node, or the delete fails.
+pub async fn delete_the_holder_node(client: &zookeeper_client::Client, queue: &str) {
+    let (nodes, _) = client.get_children(queue).await.expect("the lock's queue");
+    let [node] = nodes.as_slice() else {
+        panic!("one node expected in {queue}: {nodes:?}");
+    };
+    client
+        .delete(&format!("{queue}/{node}"), None)
+        .await
+        .expect("delete the holder's node behind its back");
+}

@@ -288,9 +288,19 @@ pub(super) async fn keys(
 /// The ZooKeeper session `holder` was granted in, while it is current and
 /// not judged ended by the host's clock.
 fn holder_session(shared: &Shared, holder: &Holder) -> Result<Arc<ZkSession>, BackendError> {
+    standing_session(shared, holder.generation)
+}
+
+/// The ZooKeeper session of `generation`, while it is current and not judged
+/// ended by the host's clock (`Lost` otherwise): what a fenced write goes
+/// through.
+pub(super) fn standing_session(
+    shared: &Shared,
+    generation: u64,
+) -> Result<Arc<ZkSession>, BackendError> {
     let session = shared
         .connection
-        .session_of(holder.generation)
+        .session_of(generation)
         .ok_or(BackendError::Lost)?;
     if matches!(session.health(), SessionHealth::Ended) {
         return Err(BackendError::Lost);
@@ -311,7 +321,7 @@ fn gone(answer_lost: bool) -> BackendError {
     }
 }
 
-fn unavailable(what: &str, error: &ZkError) -> BackendError {
+pub(super) fn unavailable(what: &str, error: &ZkError) -> BackendError {
     BackendError::Unavailable(format!("ZooKeeper could not {what}: {error}"))
 }
 
@@ -320,10 +330,20 @@ async fn bounded<T>(
     shared: &Arc<Shared>,
     call: impl Future<Output = Result<T, BackendError>>,
 ) -> Result<T, BackendError> {
+    bounded_call(shared, "a guarded-store call", call).await
+}
+
+/// `call` (`what`, for the error), given up with `Unavailable` once the
+/// session timeout passed.
+pub(super) async fn bounded_call<T>(
+    shared: &Arc<Shared>,
+    what: &str,
+    call: impl Future<Output = Result<T, BackendError>>,
+) -> Result<T, BackendError> {
     let deadline = Instant::now() + shared.connection.config().session_timeout;
     until(Some(deadline), call).await.unwrap_or_else(|_| {
-        Err(BackendError::Unavailable(
-            "ZooKeeper did not answer a guarded-store call within the session timeout".into(),
-        ))
+        Err(BackendError::Unavailable(format!(
+            "ZooKeeper did not answer {what} within the session timeout"
+        )))
     })
 }

@@ -36,6 +36,7 @@ mod election;
 mod guarded;
 mod handoff_nodes;
 mod inspect;
+mod keyvalue;
 mod recipe;
 mod registration;
 mod remote_contender;

@@ -7,12 +7,15 @@ use async_trait::async_trait;
 
 use super::recipe::{self, OwnedNode, Waiting};
 use super::{Shards, Shared, inspect, revoke, semaphore, shard_for};
-use super::{election, guarded, handoff_nodes};
+use super::{election, guarded, handoff_nodes, keyvalue};
 use crate::recipe::downgrade;
 use crate::recipe::release;
 use wardlock_backend::grant_table::{GrantEntry, GrantTable};
 use wardlock_backend::guarded::{check_value, not_exclusive};
 use wardlock_backend::handoff::{self, LocalHeld, SessionHealth, local_token};
+use wardlock_backend::keyvalue::{
+    Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, check_writes,
+};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
     BackendError, Candidate, Contenders, Contention, Election, Grant, GrantId, GrantStatus,
@@ -271,7 +274,14 @@ impl LockSession for ZkLockSession {
         Ok(self.record(&shared, &name, Mode::Shared, kind))
     }
 
-    wardlock_backend::offers!(semaphores, revocation, contention, guarded_store, election);
+    wardlock_backend::offers!(
+        semaphores,
+        revocation,
+        contention,
+        guarded_store,
+        key_value,
+        election
+    );
 }
 
 impl Semaphores for ZkLockSession {}
@@ -326,6 +336,39 @@ impl GuardedStore for ZkLockSession {
     }
 }
 
+/// The key-value store lives on the first shard: it belongs to no lock name.
+#[async_trait]
+impl KeyValue for ZkLockSession {
+    async fn kv_get(&self, bucket: &Bucket, key: &KvKey) -> Result<Option<KvEntry>> {
+        keyvalue::get(self.kv_shard()?, bucket, key).await
+    }
+
+    async fn kv_write(
+        &self,
+        bucket: &Bucket,
+        writes: &[KvWrite],
+        fence: &[GrantId],
+    ) -> Result<KvCommit> {
+        check_writes(writes)?;
+        let fence = fence
+            .iter()
+            .map(|grant| {
+                let (shared, _, holder) = self.guard(*grant)?;
+                Ok(keyvalue::FenceNode {
+                    shared,
+                    path: holder.path,
+                    generation: holder.generation,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        keyvalue::write(self.kv_shard()?, bucket, writes, &fence).await
+    }
+
+    async fn kv_keys(&self, bucket: &Bucket, skip: u64, limit: u32) -> Result<Vec<String>> {
+        keyvalue::keys(self.kv_shard()?, bucket, skip, limit).await
+    }
+}
+
 #[async_trait]
 impl Election for ZkLockSession {
     /// A candidate node of its own (Curator's `LeaderLatch` layout, see
@@ -369,6 +412,13 @@ impl Election for ZkLockSession {
 }
 
 impl ZkLockSession {
+    /// The shard the key-value store lives on: the first.
+    fn kv_shard(&self) -> Result<&Arc<Shared>> {
+        self.shards.first().ok_or_else(|| {
+            BackendError::Unavailable("no ZooKeeper connection is configured".into())
+        })
+    }
+
     /// What a guarded write through `grant` checks: its shard, its name and
     /// the node that must still exist (the guest's own, or this host's under
     /// hand-off, whose local grant `held` vouches for).

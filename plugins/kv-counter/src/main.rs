@@ -8,6 +8,7 @@
 //! kv-counter count KEY TIMES [BUCKET]      add TIMES to KEY, one get and set each
 //! kv-counter increment KEY TIMES [BUCKET]  add TIMES to KEY with atomics.increment
 //! kv-counter read KEY [BUCKET]             print KEY's value
+//! kv-counter set KEY VALUE [BUCKET]        write VALUE under KEY
 //! kv-counter hold-then-add KEY N [BUCKET]  read KEY, set KEY.reading, wait for KEY.go to exist, write V+N
 //! kv-counter probe                         bad input: print what each refusal says
 //! ```
@@ -42,10 +43,15 @@ fn main() -> ExitCode {
             println!("{key}={}", value_of(&bucket, key)?);
             Ok(())
         }),
+        ["set", key, value, rest @ ..] => open(&bucket_of(rest)).and_then(|bucket| {
+            bucket
+                .set(key, value.as_bytes())
+                .map_err(|e| format!("set {key:?}: {}", describe(e)))
+        }),
         ["hold-then-add", key, add, rest @ ..] => times_of(add)
             .and_then(|add| hold_then_add(&open(&bucket_of(rest))?, key, u64::from(add))),
         ["probe"] => probe(),
-        _ => Err("usage: kv-counter count|increment KEY TIMES [BUCKET] | read KEY [BUCKET] | hold-then-add KEY N [BUCKET] | probe".into()),
+        _ => Err("usage: kv-counter count|increment KEY TIMES [BUCKET] | read KEY [BUCKET] | set KEY VALUE [BUCKET] | hold-then-add KEY N [BUCKET] | probe".into()),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
