@@ -15,6 +15,7 @@ use wardlock_host::backend::keyvalue::{Bucket, KvCommit, KvKey, KvWrite};
 use wardlock_host::backend::memory::{Fault, MemoryBackend};
 use wardlock_host::keyvalue::KvBuckets;
 use wardlock_host::runner::{DeclaredLock, HoldScope, Outcome, Runner, RunnerConfig};
+use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::host_process::HostProcess;
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, runner_with};
@@ -182,15 +183,14 @@ async fn bad_key_value_input_is_refused_by_name_and_writes_nothing() {
     }
 }
 
-/// `wardlock run` on ZooKeeper (`engine`, root `/kv`, session timeout
-/// [`SESSION_TIMEOUT`]) with `flags`, `kv-counter` and its `args`, as a
-/// process of its own.
-fn kv_host(engine: &str, flags: &[&str], args: &[&str]) -> HostProcess {
-    let mut all: Vec<String> = ["--zookeeper", engine, "--root", "/kv", "--session-timeout"]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-    all.push(SESSION_TIMEOUT.to_owned());
+/// `wardlock run` on the lock service `engine` names (its flags), root
+/// `/kv`, session timeout [`SESSION_TIMEOUT`], with `flags`, `kv-counter`
+/// and its `args`, as a process of its own.
+fn kv_host(engine: &[String], flags: &[&str], args: &[&str]) -> HostProcess {
+    let mut all = engine.to_vec();
+    for flag in ["--root", "/kv", "--session-timeout", SESSION_TIMEOUT] {
+        all.push(flag.to_owned());
+    }
     all.extend(flags.iter().map(|f| f.to_string()));
     all.push(Guest::KvCounter.path().to_owned());
     all.push("--".to_owned());
@@ -198,7 +198,7 @@ fn kv_host(engine: &str, flags: &[&str], args: &[&str]) -> HostProcess {
     HostProcess::start(&all)
 }
 
-/// The session timeout of the hosts of the ZooKeeper tests, in seconds.
+/// The session timeout of the hosts of the multi-host tests, in seconds.
 const SESSION_TIMEOUT: &str = "2";
 
 /// How long a host may wait for a paused host's session to end on the
@@ -206,7 +206,7 @@ const SESSION_TIMEOUT: &str = "2";
 const TAKEOVER: Duration = Duration::from_secs(30);
 
 /// The value of `key` as a fresh host reads it.
-async fn read_on(engine: &str, key: &str) -> String {
+async fn read_on(engine: &[String], key: &str) -> String {
     let mut reader = kv_host(engine, &[], &["read", key]);
     let line = reader.line().await;
     assert_eq!(reader.exit_code().await, Some(0), "{line}");
@@ -216,7 +216,7 @@ async fn read_on(engine: &str, key: &str) -> String {
 }
 
 /// 2 hosts × 4 instances × 50 get-then-set updates: `hits` at the end.
-async fn two_hosts_count(engine: &str, flags: &[&str], key: &str) -> u32 {
+async fn two_hosts_count(engine: &[String], flags: &[&str], key: &str) -> u32 {
     let mut hosts: Vec<HostProcess> = (0..2)
         .map(|_| {
             let mut flags = flags.to_vec();
@@ -230,28 +230,37 @@ async fn two_hosts_count(engine: &str, flags: &[&str], key: &str) -> u32 {
     read_on(engine, key).await.parse().expect("a number")
 }
 
-/// The count: exactly 400 under `--hold counter` across two hosts on
-/// ZooKeeper; without it the same guests lose updates.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on_zookeeper() {
-    let server = ZkServer::start();
-    let engine = server.address();
+/// The count: exactly 400 under `--hold counter` across two hosts;
+/// without it the same guests lose updates.
+async fn two_hosts_exact_under_hold_and_lossy_without(engine: &[String]) {
     assert_eq!(
-        two_hosts_count(&engine, &["--hold", "counter"], "held").await,
+        two_hosts_count(engine, &["--hold", "counter"], "held").await,
         400
     );
-    let unlocked = two_hosts_count(&engine, &[], "plain").await;
+    let unlocked = two_hosts_count(engine, &[], "plain").await;
     assert!(
         unlocked < 400,
         "no update lost without the lock: {unlocked}"
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on_zookeeper() {
+    let server = ZkServer::start();
+    two_hosts_exact_under_hold_and_lossy_without(&["--zookeeper".into(), server.address()]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on_etcd() {
+    let server = EtcdServer::start();
+    two_hosts_exact_under_hold_and_lossy_without(&["--etcd".into(), server.address()]).await;
+}
+
 /// Host A (`--hold counter` when `held`) reads `hits`, then is paused
 /// (SIGSTOP) past its session; host B takes the lock and adds 100; A
 /// resumes and writes what it read plus 1000. Returns A's exit code and
 /// `hits` at the end.
-async fn paused_writer(engine: &str, held: bool, key: &str) -> (Option<i32>, String) {
+async fn paused_writer(engine: &[String], held: bool, key: &str) -> (Option<i32>, String) {
     let hold: &[&str] = if held { &["--hold", "counter"] } else { &[] };
     let mut paused = kv_host(engine, hold, &["hold-then-add", key, "1000"]);
     let mut first = paused.line().await;
@@ -280,21 +289,31 @@ async fn paused_writer(engine: &str, held: bool, key: &str) -> (Option<i32>, Str
 /// The pause the fence exists for: with `--hold`, B's 100 stands and A is
 /// stopped (its write refused or never made); without it A's stale write
 /// wipes B's work.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_zookeeper() {
-    let server = ZkServer::start();
-    let engine = server.address();
-    let (code, value) = paused_writer(&engine, true, "fenced").await;
+async fn a_paused_writer_cannot_overwrite_the_next_holder(engine: &[String]) {
+    let (code, value) = paused_writer(engine, true, "fenced").await;
     assert_ne!(
         code,
         Some(0),
         "the paused instance went on after losing its lock"
     );
     assert_eq!(value, "100", "the next holder's work stands");
-    let (code, value) = paused_writer(&engine, false, "unfenced").await;
+    let (code, value) = paused_writer(engine, false, "unfenced").await;
     assert_eq!(code, Some(0));
     assert_eq!(
         value, "1000",
         "without a declared lock the stale write wins"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_zookeeper() {
+    let server = ZkServer::start();
+    a_paused_writer_cannot_overwrite_the_next_holder(&["--zookeeper".into(), server.address()])
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_etcd() {
+    let server = EtcdServer::start();
+    a_paused_writer_cannot_overwrite_the_next_holder(&["--etcd".into(), server.address()]).await;
 }

@@ -89,13 +89,13 @@ pub(super) struct Holder {
 
 impl Holder {
     /// The create revision the host's key was granted under.
-    fn create_revision(&self) -> i64 {
+    pub(super) fn create_revision(&self) -> i64 {
         i64::try_from(self.token >> LOCAL_BITS).unwrap_or(i64::MAX)
     }
 
     /// The transaction's condition: the host's key still exists under the
     /// create revision of this grant's turn.
-    fn stands(&self) -> Compare {
+    pub(super) fn stands(&self) -> Compare {
         Compare::create_revision(self.key.as_str(), CompareOp::Equal, self.create_revision())
     }
 }
@@ -265,7 +265,7 @@ pub(super) async fn keys(
 /// The end of the range of keys starting with `prefix` (etcd's prefix end:
 /// the last byte below 0xff incremented, what follows it dropped; `\0`, every
 /// key, for a prefix of 0xff bytes).
-fn range_end(prefix: &[u8]) -> Vec<u8> {
+pub(super) fn range_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {

@@ -36,6 +36,7 @@ mod errors;
 mod guarded;
 mod handoff_nodes;
 mod inspect;
+mod keyvalue;
 mod layout;
 mod lease;
 mod recipe;

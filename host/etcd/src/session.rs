@@ -12,11 +12,14 @@ use tokio::time::Instant;
 
 use super::guarded::{self, Holder, Writer};
 use super::handoff_nodes::EtcdNodes;
-use super::{Shared, election, inspect, recipe, revoke, semaphore};
+use super::{Shared, election, inspect, keyvalue, recipe, revoke, semaphore};
 use wardlock_backend::grant_table::{GrantEntry, GrantTable};
 use wardlock_backend::guarded::check_value;
 use wardlock_backend::handoff::{
     self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, SessionHealth, local_token,
+};
+use wardlock_backend::keyvalue::{
+    Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, check_writes,
 };
 use wardlock_backend::name::LockName;
 use wardlock_backend::revocation::{self, Seen};
@@ -285,7 +288,14 @@ impl LockSession for EtcdLockSession {
         Ok(self.record(HeldKind::Local(shared, name, Mode::Shared)))
     }
 
-    wardlock_backend::offers!(semaphores, revocation, contention, guarded_store, election);
+    wardlock_backend::offers!(
+        semaphores,
+        revocation,
+        contention,
+        guarded_store,
+        key_value,
+        election
+    );
 }
 
 impl Semaphores for EtcdLockSession {}
@@ -348,6 +358,31 @@ impl GuardedStore for EtcdLockSession {
 
     async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>> {
         guarded::keys(&self.shared, name, prefix, limit).await
+    }
+}
+
+#[async_trait]
+impl KeyValue for EtcdLockSession {
+    async fn kv_get(&self, bucket: &Bucket, key: &KvKey) -> Result<Option<KvEntry>> {
+        keyvalue::get(&self.shared, bucket, key).await
+    }
+
+    async fn kv_write(
+        &self,
+        bucket: &Bucket,
+        writes: &[KvWrite],
+        fence: &[GrantId],
+    ) -> Result<KvCommit> {
+        check_writes(writes)?;
+        let fence = fence
+            .iter()
+            .map(|grant| self.writer(*grant)?.exclusive())
+            .collect::<Result<Vec<_>>>()?;
+        keyvalue::write(&self.shared, bucket, writes, &fence).await
+    }
+
+    async fn kv_keys(&self, bucket: &Bucket, skip: u64, limit: u32) -> Result<Vec<String>> {
+        keyvalue::keys(&self.shared, bucket, skip, limit).await
     }
 }
 
