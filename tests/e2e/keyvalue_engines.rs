@@ -10,7 +10,9 @@ use std::time::Duration;
 use wardlock_etcd::{EtcdBackend, EtcdConfig, etcdctl_name};
 use wardlock_host::backend::keyvalue::{Bucket, Expect, KvCommit, KvKey, KvWrite};
 use wardlock_host::{BackendError, LockBackend, Mode};
+use wardlock_postgres::{PostgresBackend, PostgresConfig};
 use wardlock_tests::etcd::EtcdServer;
+use wardlock_tests::postgres::PgServer;
 use wardlock_tests::zookeeper::{ZkServer, delete_the_holder_node};
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
 use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
@@ -237,4 +239,14 @@ async fn etcd_refuses_a_fenced_key_value_write_whose_key_is_gone() {
         client.delete(kv.key(), None).await.expect("delete a's key");
     };
     a_fenced_batch_is_refused_once_its_turn_is_gone(&a, &b, raw, remove).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_key_value_versions_batches_and_listing() {
+    let server = PgServer::start();
+    let backend = PostgresBackend::connect(PostgresConfig::new(&server.url()))
+        .await
+        .expect("postgres backend");
+    versions_batches_and_listing(&backend).await;
+    backend.shutdown().await;
 }

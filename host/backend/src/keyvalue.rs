@@ -279,6 +279,22 @@ pub fn check_writes(writes: &[KvWrite]) -> Result<()> {
     Ok(())
 }
 
+/// What an engine's [`KeyValue::kv_write`] starts with: `writes` checked
+/// ([`check_writes`]) and each grant of `fence` turned into what the engine
+/// checks on the server (`stands`: its node, key or connection, or why the
+/// grant cannot fence: released, shared, a permit).
+///
+/// # Errors
+/// The first refusal, of the writes or of a grant.
+pub fn fence_for<T>(
+    writes: &[KvWrite],
+    fence: &[GrantId],
+    stands: impl FnMut(GrantId) -> Result<T>,
+) -> Result<Vec<T>> {
+    check_writes(writes)?;
+    fence.iter().copied().map(stands).collect()
+}
+
 /// `keys` (sorted) without the first `skip`, at most `limit` (and
 /// [`MAX_LISTED_KEYS`]).
 pub fn page(keys: impl IntoIterator<Item = String>, skip: u64, limit: u32) -> Vec<String> {

@@ -18,9 +18,7 @@ use wardlock_backend::guarded::check_value;
 use wardlock_backend::handoff::{
     self, LOCAL_BITS, LocalHeld, LocalLock, OwnedNode, SessionHealth, local_token,
 };
-use wardlock_backend::keyvalue::{
-    Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, check_writes,
-};
+use wardlock_backend::keyvalue::{Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, fence_for};
 use wardlock_backend::name::LockName;
 use wardlock_backend::revocation::{self, Seen};
 use wardlock_backend::{
@@ -373,11 +371,7 @@ impl KeyValue for EtcdLockSession {
         writes: &[KvWrite],
         fence: &[GrantId],
     ) -> Result<KvCommit> {
-        check_writes(writes)?;
-        let fence = fence
-            .iter()
-            .map(|grant| self.writer(*grant)?.exclusive())
-            .collect::<Result<Vec<_>>>()?;
+        let fence = fence_for(writes, fence, |grant| self.writer(grant)?.exclusive())?;
         keyvalue::write(&self.shared, bucket, writes, &fence).await
     }
 

@@ -39,7 +39,7 @@ pub(crate) struct Holder {
 }
 
 /// The holder's connection while the host's clock vouches for it.
-fn holding_conn(shared: &Shared, holder: &Holder) -> Result<Arc<PgConn>, BackendError> {
+pub(crate) fn holding_conn(shared: &Shared, holder: &Holder) -> Result<Arc<PgConn>, BackendError> {
     let conn = shared
         .pool
         .conn_of(holder.generation)
@@ -53,7 +53,7 @@ fn holding_conn(shared: &Shared, holder: &Holder) -> Result<Arc<PgConn>, Backend
 /// What a failed write means: its connection ended under it (terminated,
 /// restarted, cut), which ended the lock with it, is `Lost`; a refusal by
 /// the server is what [`classify`] says.
-fn write_failed(error: &tokio_postgres::Error, what: &str) -> BackendError {
+pub(crate) fn write_failed(error: &tokio_postgres::Error, what: &str) -> BackendError {
     if error.as_db_error().is_none() {
         return BackendError::Lost;
     }
@@ -72,12 +72,12 @@ fn held(classid: u32, objid: u32) -> String {
 
 /// `text` as an SQL string literal (`E'…'`, with `\` and `'` escaped). Lock
 /// names and guarded keys have no control characters (they are validated).
-fn literal(text: &str) -> String {
+pub(crate) fn literal(text: &str) -> String {
     format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 /// `bytes` as an SQL `bytea` expression.
-fn bytea(bytes: &[u8]) -> String {
+pub(crate) fn bytea(bytes: &[u8]) -> String {
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("decode('{hex}', 'hex')")
 }

@@ -37,6 +37,7 @@ mod guarded;
 mod handoff_nodes;
 mod inspect;
 mod key;
+mod keyvalue;
 mod pool;
 mod pooler;
 mod recipe;

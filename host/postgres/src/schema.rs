@@ -49,6 +49,11 @@ impl Schema {
         format!("\"{}\".data", self.name)
     }
 
+    /// `"schema".kv`, the key-value store's table (`wasi:keyvalue`).
+    pub(crate) fn kv_table(&self) -> String {
+        format!("\"{}\".kv", self.name)
+    }
+
     /// Creates what is missing (once, under a transaction-scoped advisory
     /// lock, so hosts starting together do not race), then checks that this
     /// role may use all of it.
@@ -67,7 +72,7 @@ impl Schema {
                 "SELECT 'schema' FROM pg_namespace WHERE nspname = $1 \
                  UNION ALL SELECT c.relname::text FROM pg_class c \
                  JOIN pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE n.nspname = $1 AND c.relname IN ('token', 'revision', 'epoch', 'data')",
+                 WHERE n.nspname = $1 AND c.relname IN ('token', 'revision', 'epoch', 'data', 'kv')",
                 &[&schema],
             )
             .await
@@ -138,6 +143,11 @@ impl Schema {
                 "CREATE TABLE IF NOT EXISTS \"{schema}\".data (lock text NOT NULL, key text NOT NULL, value bytea NOT NULL, token bigint NOT NULL, revision bigint NOT NULL, PRIMARY KEY (lock, key));"
             ));
         }
+        if !has("kv") {
+            missing.push(format!(
+                "CREATE TABLE IF NOT EXISTS \"{schema}\".kv (bucket text NOT NULL, key text NOT NULL, value bytea NOT NULL, version bigint NOT NULL, PRIMARY KEY (bucket, key));"
+            ));
+        }
         missing
     }
 
@@ -155,13 +165,13 @@ impl Schema {
                           CASE WHEN c.relkind = 'S' AND NOT has_sequence_privilege(c.oid, 'USAGE') THEN 'USAGE' END, \
                           CASE WHEN c.relname = 'token' AND NOT has_sequence_privilege(c.oid, 'UPDATE') THEN 'UPDATE' END, \
                           CASE WHEN c.relkind <> 'S' AND NOT has_table_privilege(c.oid, 'SELECT') THEN 'SELECT' END, \
-                          CASE WHEN c.relname = 'data' AND NOT has_table_privilege(c.oid, 'INSERT') THEN 'INSERT' END, \
+                          CASE WHEN c.relname IN ('data', 'kv') AND NOT has_table_privilege(c.oid, 'INSERT') THEN 'INSERT' END, \
                           CASE WHEN c.relkind <> 'S' AND NOT has_table_privilege(c.oid, 'UPDATE') THEN 'UPDATE' END, \
-                          CASE WHEN c.relname = 'data' AND NOT has_table_privilege(c.oid, 'DELETE') THEN 'DELETE' END \
+                          CASE WHEN c.relname IN ('data', 'kv') AND NOT has_table_privilege(c.oid, 'DELETE') THEN 'DELETE' END \
                         ], NULL), \
                         c.relkind = 'S', current_user::text \
                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE n.nspname = $1 AND c.relname IN ('token', 'revision', 'epoch', 'data') \
+                 WHERE n.nspname = $1 AND c.relname IN ('token', 'revision', 'epoch', 'data', 'kv') \
                  ORDER BY c.relname",
                 &[&schema],
             )

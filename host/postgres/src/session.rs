@@ -21,7 +21,9 @@ use wardlock_backend::{
 
 use crate::guarded::{self, Holder};
 use crate::handoff_nodes::PgNodes;
+use crate::keyvalue;
 use crate::{Shared, inspect};
+use wardlock_backend::keyvalue::{Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, fence_for};
 
 /// The connections a grant may live on, as [`SessionGrants`] asks.
 impl SessionLookup for Shared {
@@ -114,7 +116,7 @@ impl HandoffSession for PgLockSession {
         (name, Mode::Shared)
     }
 
-    wardlock_backend::offers!(contention, guarded_store);
+    wardlock_backend::offers!(contention, guarded_store, key_value);
 }
 
 #[async_trait]
@@ -122,6 +124,27 @@ impl Contention for PgLockSession {
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders> {
         let all = inspect::contenders(&self.shared, name).await?;
         Ok(Contenders::head(all.into_iter(), limit))
+    }
+}
+
+#[async_trait]
+impl KeyValue for PgLockSession {
+    async fn kv_get(&self, bucket: &Bucket, key: &KvKey) -> Result<Option<KvEntry>> {
+        keyvalue::get(&self.shared, bucket, key).await
+    }
+
+    async fn kv_write(
+        &self,
+        bucket: &Bucket,
+        writes: &[KvWrite],
+        fence: &[GrantId],
+    ) -> Result<KvCommit> {
+        let fence = fence_for(writes, fence, |grant| self.holder(grant))?;
+        keyvalue::write(&self.shared, bucket, writes, &fence).await
+    }
+
+    async fn kv_keys(&self, bucket: &Bucket, skip: u64, limit: u32) -> Result<Vec<String>> {
+        keyvalue::keys(&self.shared, bucket, skip, limit).await
     }
 }
 

@@ -13,9 +13,7 @@ use crate::recipe::release;
 use wardlock_backend::grant_table::{GrantEntry, GrantTable};
 use wardlock_backend::guarded::{check_value, not_exclusive};
 use wardlock_backend::handoff::{self, LocalHeld, SessionHealth, local_token};
-use wardlock_backend::keyvalue::{
-    Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, check_writes,
-};
+use wardlock_backend::keyvalue::{Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, fence_for};
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
     BackendError, Candidate, Contenders, Contention, Election, Grant, GrantId, GrantStatus,
@@ -349,18 +347,14 @@ impl KeyValue for ZkLockSession {
         writes: &[KvWrite],
         fence: &[GrantId],
     ) -> Result<KvCommit> {
-        check_writes(writes)?;
-        let fence = fence
-            .iter()
-            .map(|grant| {
-                let (shared, _, holder) = self.guard(*grant)?;
-                Ok(keyvalue::FenceNode {
-                    shared,
-                    path: holder.path,
-                    generation: holder.generation,
-                })
+        let fence = fence_for(writes, fence, |grant| {
+            let (shared, _, holder) = self.guard(grant)?;
+            Ok(keyvalue::FenceNode {
+                shared,
+                path: holder.path,
+                generation: holder.generation,
             })
-            .collect::<Result<Vec<_>>>()?;
+        })?;
         keyvalue::write(self.kv_shard()?, bucket, writes, &fence).await
     }
 

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use super::Shared;
 use super::election::election_queue;
 use crate::election::{self, Candidate, differs};
-use crate::keyvalue::{Bucket, KvCommit, KvEntry, KvKey, KvWrite, check_writes};
+use crate::keyvalue::{Bucket, KvCommit, KvEntry, KvKey, KvWrite, fence_for};
 use crate::name::LockName;
 use crate::{
     BackendError, Contenders, Contention, Election, Grant, GrantId, GrantStatus, GuardedEntry,
@@ -316,11 +316,7 @@ impl KeyValue for MemorySession {
         writes: &[KvWrite],
         fence: &[GrantId],
     ) -> Result<KvCommit> {
-        check_writes(writes)?;
-        let fence = fence
-            .iter()
-            .map(|grant| Ok((grant.0, self.held_name(*grant)?)))
-            .collect::<Result<Vec<_>>>()?;
+        let fence = fence_for(writes, fence, |grant| Ok((grant.0, self.held_name(grant)?)))?;
         self.shared.lock().kv_write(bucket, writes, &fence)
     }
 
