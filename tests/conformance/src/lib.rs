@@ -149,6 +149,8 @@ pub struct Features {
     pub guarded: bool,
     /// Leader election ([`LockSession::election`](wardlock_backend::LockSession::election)).
     pub elections: bool,
+    /// The key-value store ([`LockSession::key_value`](wardlock_backend::LockSession::key_value)).
+    pub key_value: bool,
 }
 
 impl Features {
@@ -162,6 +164,7 @@ impl Features {
             contenders: session.contention().is_ok(),
             guarded: session.guarded_store().is_ok(),
             elections: session.election().is_ok(),
+            key_value: session.key_value().is_ok(),
         }
     }
 }

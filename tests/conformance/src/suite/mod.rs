@@ -12,6 +12,7 @@ mod election;
 mod guarded;
 #[cfg(feature = "guests")]
 mod guests;
+mod keyvalue;
 mod revocation;
 mod semaphore;
 
@@ -20,6 +21,7 @@ use self::election::elections_have_one_leader_at_a_time;
 use self::guarded::guarded_writes_need_a_standing_exclusive_grant;
 #[cfg(feature = "guests")]
 use self::guests::{guest_counter_is_exact, guest_sees_wit_semantics, guest_trap_hands_over};
+use self::keyvalue::key_value_writes_are_versioned_whole_and_fenced;
 use self::revocation::revocation_reaches_every_holder;
 use self::semaphore::{semaphore_abandoned_waits_leave_nothing, semaphore_admits_its_permits};
 
@@ -76,6 +78,7 @@ macro_rules! conformance_checks {
             revocation_reaches_every_holder,
             contenders_list_holders_then_waiters,
             guarded_writes_need_a_standing_exclusive_grant,
+            key_value_writes_are_versioned_whole_and_fenced,
             elections_have_one_leader_at_a_time,
             missing_features_say_unsupported,
         );
@@ -110,6 +113,7 @@ macro_rules! conformance_checks {
             revocation_reaches_every_holder,
             contenders_list_holders_then_waiters,
             guarded_writes_need_a_standing_exclusive_grant,
+            key_value_writes_are_versioned_whole_and_fenced,
             elections_have_one_leader_at_a_time,
             missing_features_say_unsupported,
         );
@@ -406,7 +410,7 @@ async fn status_subscriber_wakes_on_release(s: &Subject) {
 }
 
 /// An engine without semaphores, revocation, contenders, a guarded store,
-/// election or downgrade says so with `Unsupported` (which guests see as
+/// a key-value store, election or downgrade says so with `Unsupported` (which guests see as
 /// `unsupported`), and holds nothing afterwards; one with all of them has
 /// nothing to show here.
 async fn missing_features_say_unsupported(s: &Subject) {
@@ -432,6 +436,9 @@ async fn missing_features_say_unsupported(s: &Subject) {
     }
     if !s.features.elections {
         unsupported(session.election().err(), "election");
+    }
+    if !s.features.key_value {
+        unsupported(session.key_value().err(), "key-value store");
     }
     if !s.downgrades().await {
         let held = session
