@@ -254,6 +254,16 @@ async fn two_hosts_exact_under_hold_and_lossy_without(engine: &[String]) {
         unlocked < 400,
         "no update lost without the lock: {unlocked}"
     );
+    let mut hosts: Vec<HostProcess> = (0..2)
+        .map(|_| {
+            let flags = ["--instances", "4", "--timeout", "120"];
+            kv_host(engine, &flags, &["increment", "atomic", "100"])
+        })
+        .collect();
+    for host in &mut hosts {
+        assert_eq!(host.exit_code().await, Some(0));
+    }
+    assert_eq!(read_on(engine, "atomic").await, "800");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
