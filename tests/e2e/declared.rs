@@ -15,7 +15,7 @@ use wardlock_host::name::LockName;
 use wardlock_host::runner::{DeclaredLock, HoldScope, Outcome, Runner, RunnerConfig};
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::postgres::PgServer;
-use wardlock_tests::serve::{Server, post, spinning_holder};
+use wardlock_tests::serve::{Server, counts_per_key, post, spinning_holder};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, runner_with};
 
@@ -242,27 +242,9 @@ async fn two_serve_hosts_under_a_declared_lock_per_key_lose_no_update() {
         Guest::HttpCounter.path(),
     ];
     let hosts = [Server::start(&args).await, Server::start(&args).await];
-    let mut requests = tokio::task::JoinSet::new();
-    for i in 0..REQUESTS {
-        let host = hosts[i % hosts.len()].addr.clone();
-        let key = format!("k{}", i % KEYS);
-        requests.spawn(async move {
-            let response = post(&host, &format!("/{key}?lock=none&hold-ms=1")).await;
-            (key, response.expect("request"))
-        });
-    }
-    let mut values: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
-    while let Some(joined) = requests.join_next().await {
-        let (key, response) = joined.expect("join");
-        assert_eq!(response.status, 200, "{response:?}");
-        values
-            .entry(key)
-            .or_default()
-            .push(response.body.trim().parse().expect("a value"));
-    }
+    let values = counts_per_key(&hosts, KEYS, REQUESTS, "?lock=none&hold-ms=1").await;
     let expected: Vec<u64> = (1..=(REQUESTS / KEYS) as u64).collect();
-    for (key, mut answers) in values {
-        answers.sort_unstable();
+    for (key, answers) in values {
         assert_eq!(answers, expected, "key {key}: lost or repeated updates");
     }
 }

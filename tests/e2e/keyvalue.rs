@@ -18,6 +18,7 @@ use wardlock_host::runner::{DeclaredLock, HoldScope, Outcome, Runner, RunnerConf
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::host_process::HostProcess;
 use wardlock_tests::postgres::PgServer;
+use wardlock_tests::serve::{Server, counts_per_key};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, runner_with};
 
@@ -376,4 +377,30 @@ async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_etcd() {
 async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_postgres() {
     let server = PgServer::start();
     a_paused_writer_cannot_overwrite_the_next_holder(&["--postgres".into(), server.url()]).await;
+}
+
+/// `wardlock serve --hold 'counters/{path}'` on ZooKeeper with a `wasi:http`
+/// guest whose counters live in `wasi:keyvalue` (no wardlock import): two
+/// serve hosts, 200 requests over 4 keys, each key answers exactly 1 to 50.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_hosts_of_a_key_value_guest_under_a_declared_lock_per_key_lose_no_update() {
+    const KEYS: usize = 4;
+    const REQUESTS: usize = 200;
+    let zk = ZkServer::start();
+    let address = zk.address();
+    let args = [
+        "--zookeeper",
+        &address,
+        "--root",
+        "/kv-serve",
+        "--hold",
+        "counters/{path}",
+        Guest::HttpKvCounter.path(),
+    ];
+    let hosts = [Server::start(&args).await, Server::start(&args).await];
+    let values = counts_per_key(&hosts, KEYS, REQUESTS, "?hold-ms=1").await;
+    let expected: Vec<u64> = (1..=(REQUESTS / KEYS) as u64).collect();
+    for (key, answers) in values {
+        assert_eq!(answers, expected, "key {key}: lost or repeated updates");
+    }
 }

@@ -105,7 +105,7 @@ guests! {
     // A plain WASI guest, no wardlock import, under declared locks (`declared`).
     PlainCounter = "plain-counter",
     // A wasi:keyvalue guest, no wardlock import (`keyvalue`).
-    KvCounter = "kv-counter",
+    KvCounter = "kv-counter", HttpKvCounter = "http-kv-counter",
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
     // Two tasks awaiting locks on wstd's event loop (the SDK's `async` feature).

@@ -431,3 +431,35 @@ pub fn assert_exact_and_fenced(results: &[(u64, u64)]) {
         );
     }
 }
+
+/// `requests` `POST /k<i % keys><query>` requests, spread over `hosts` and
+/// sent all at once: each key's answers (the counter's new value), sorted.
+/// A counter kept whole answers exactly `1..=requests / keys` for each key.
+///
+/// # Panics
+/// When a request fails or answers other than 200 with a number.
+pub async fn counts_per_key(
+    hosts: &[Server],
+    keys: usize,
+    requests: usize,
+    query: &str,
+) -> std::collections::BTreeMap<String, Vec<u64>> {
+    let mut sent = tokio::task::JoinSet::new();
+    for i in 0..requests {
+        let host = hosts[i % hosts.len()].addr.clone();
+        let key = format!("k{}", i % keys);
+        let path = format!("/{key}{query}");
+        sent.spawn(async move { (key, post(&host, &path).await.expect("request")) });
+    }
+    let mut values: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    while let Some(joined) = sent.join_next().await {
+        let (key, response) = joined.expect("join");
+        assert_eq!(response.status, 200, "{response:?}");
+        let value = response.body.trim().parse().expect("a value");
+        values.entry(key).or_default().push(value);
+    }
+    for answers in values.values_mut() {
+        answers.sort_unstable();
+    }
+    values
+}
