@@ -196,6 +196,24 @@ async fn bad_key_value_input_is_refused_by_name_and_writes_nothing() {
     }
 }
 
+/// A guest that writes 10,000 keys: every write commits, the listing comes
+/// in pages of 1,000 that the cursor walks to the end, and the host goes on
+/// serving the next instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_keys_list_in_pages_and_the_host_goes_on() {
+    let backend = MemoryBackend::new();
+    let runner = kv_runner(&backend, &[]);
+    let report = runner.run(0, &["flood".into(), "10000".into()]).await;
+    assert_eq!(report.outcome, Outcome::Success, "{}", report.stdout_text());
+    assert!(
+        report.stdout_text().contains("listed 10000 in 11 pages"),
+        "{}",
+        report.stdout_text()
+    );
+    run_side_by_side(&runner, 1, &["count", "after", "3"]).await;
+    assert_eq!(stored(&backend, "after").await, 3);
+}
+
 /// `wardlock run` on the lock service `engine` names (its flags), session
 /// timeout [`SESSION_TIMEOUT`], with `flags`, `kv-counter`
 /// and its `args`, as a process of its own.

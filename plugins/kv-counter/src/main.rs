@@ -11,6 +11,7 @@
 //! kv-counter set KEY VALUE [BUCKET]        write VALUE under KEY
 //! kv-counter hold-then-add KEY N [BUCKET]  read KEY, set KEY.reading, wait for KEY.go to exist, write V+N
 //! kv-counter probe                         bad input: print what each refusal says
+//! kv-counter flood N [BUCKET]              write keys f00000.. (N of them), then list every page: "listed K in P pages"
 //! ```
 //!
 //! The bucket is `default` unless named. Errors print `error: …` and exit 1.
@@ -51,7 +52,8 @@ fn main() -> ExitCode {
         ["hold-then-add", key, add, rest @ ..] => times_of(add)
             .and_then(|add| hold_then_add(&open(&bucket_of(rest))?, key, u64::from(add))),
         ["probe"] => probe(),
-        _ => Err("usage: kv-counter count|increment KEY TIMES [BUCKET] | read KEY [BUCKET] | set KEY VALUE [BUCKET] | hold-then-add KEY N [BUCKET] | probe".into()),
+        ["flood", n, rest @ ..] => times_of(n).and_then(|n| flood(&open(&bucket_of(rest))?, n)),
+        _ => Err("usage: kv-counter count|increment KEY TIMES [BUCKET] | read KEY [BUCKET] | set KEY VALUE [BUCKET] | hold-then-add KEY N [BUCKET] | probe | flood N [BUCKET]".into()),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
@@ -137,6 +139,29 @@ fn hold_then_add(bucket: &store::Bucket, key: &str, add: u64) -> Result<(), Stri
         .set(key, (value + add).to_string().as_bytes())
         .map_err(|e| format!("set {key:?}: {}", describe(e)))?;
     println!("wrote {}", value + add);
+    Ok(())
+}
+
+/// Writes `n` keys, then lists the bucket page by page, following the
+/// cursor: what a guest that fills a store sees.
+fn flood(bucket: &store::Bucket, n: u32) -> Result<(), String> {
+    for i in 0..n {
+        let key = format!("f{i:05}");
+        bucket
+            .set(&key, b"x")
+            .map_err(|e| format!("set {key:?}: {}", describe(e)))?;
+    }
+    let (mut listed, mut pages, mut cursor) = (0usize, 0u32, None);
+    loop {
+        let page = bucket.list_keys(cursor).map_err(describe)?;
+        listed += page.keys.len();
+        pages += 1;
+        match page.cursor {
+            Some(next) if pages < 1000 => cursor = Some(next),
+            _ => break,
+        }
+    }
+    println!("listed {listed} in {pages} pages");
     Ok(())
 }
 

@@ -8,10 +8,17 @@
 //! write is the floor system's row (`zk-floor`, `etcd-floor`), the guarded
 //! one the native system's (`wardlock-native`, `etcd-native`), so
 //! `p50_vs_floor` of the latter is guarded ÷ plain (issue 35's target: ≤ 1.5).
+//!
+//! The same rounds time two writes of the key-value store (`wasi:keyvalue`,
+//! issue 49) of the same size: a plain one (`KeyValue::kv_write` with no
+//! fence; its row `write: kv-plain`, `p50_vs_floor` its ratio to the raw
+//! write, target ≤ 1.2) and one fenced by the held lock (`write: kv-fenced`,
+//! `fenced_vs_plain_p50` its ratio to the plain one, target ≤ 1.5).
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use wardlock_host::backend::keyvalue::{Bucket, KvCommit, KvKey, KvWrite};
 use wardlock_host::backend::{GuardedKey, LockSession};
 use wardlock_host::{LockBackend, Mode};
 use zookeeper_client::{Acls, CreateMode, Error as ZkError};
@@ -57,7 +64,7 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
             Err(error) => return Err(error).context("creating the plain node"),
         }
         let session = zk_env.backend.open_session("wardlock-bench guarded");
-        let (plain_samples, guarded_samples) = alternate(
+        let timed = alternate(
             env,
             System::ZooKeeperNative,
             session.as_ref(),
@@ -68,12 +75,7 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
             },
         )
         .await?;
-        rows.extend(pair(
-            System::ZkFloor,
-            System::ZooKeeperNative,
-            &plain_samples,
-            &guarded_samples,
-        ));
+        rows.extend(pair(System::ZkFloor, System::ZooKeeperNative, &timed));
     }
     let etcd = systems.contains(&System::EtcdFloor) || systems.contains(&System::EtcdNative);
     if etcd {
@@ -90,56 +92,74 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
             .await
             .context("connecting the plain etcd client")?;
         let session = etcd_env.backend.open_session("wardlock-bench guarded");
-        let (plain_samples, guarded_samples) =
-            alternate(env, System::EtcdNative, session.as_ref(), &value, || {
-                let mut client = client.clone();
-                let value = value.clone();
-                async move {
-                    client.put(ETCD_PLAIN_KEY, value, None).await?;
-                    Ok(())
-                }
-            })
-            .await?;
+        let timed = alternate(env, System::EtcdNative, session.as_ref(), &value, || {
+            let mut client = client.clone();
+            let value = value.clone();
+            async move {
+                client.put(ETCD_PLAIN_KEY, value, None).await?;
+                Ok(())
+            }
+        })
+        .await?;
         client.clone().delete(ETCD_PLAIN_KEY, None).await.ok();
-        rows.extend(pair(
-            System::EtcdFloor,
-            System::EtcdNative,
-            &plain_samples,
-            &guarded_samples,
-        ));
+        rows.extend(pair(System::EtcdFloor, System::EtcdNative, &timed));
     }
     Ok(rows)
 }
 
-/// The plain row (on the floor system) and the guarded one (on the native
-/// system), the latter with its p50 and p99 over the plain ones. No
-/// variant: `add_ratios` pairs a row with its floor of the same variant.
-fn pair(floor: System, native: System, plain: &Samples, guarded: &Samples) -> [Row; 2] {
-    let ratio = |q: f64| {
-        let (g, p) = (guarded.percentile_us(q)?, plain.percentile_us(q)?);
-        (p > 0.0).then(|| g / p)
+/// The plain row (on the floor system), the guarded one and the two
+/// key-value ones (on the native system), each with its ratios. No variant:
+/// `add_ratios` pairs a row with its floor of the same variant.
+fn pair(floor: System, native: System, timed: &Timed) -> [Row; 4] {
+    let ratio = |of: &Samples, to: &Samples, q: f64| {
+        let (o, t) = (of.percentile_us(q)?, to.percentile_us(q)?);
+        (t > 0.0).then(|| o / t)
+    };
+    let native_row = |samples: &Samples, write: &'static str| {
+        Row::new(native, Workload::Guarded, 1, samples)
+            .with("write", write)
+            .with("value_bytes", VALUE_BYTES as u64)
     };
     [
-        Row::new(floor, Workload::Guarded, 1, plain)
+        Row::new(floor, Workload::Guarded, 1, &timed.plain)
             .with("write", "plain")
             .with("value_bytes", VALUE_BYTES as u64),
-        Row::new(native, Workload::Guarded, 1, guarded)
-            .with("write", "guarded")
-            .with("value_bytes", VALUE_BYTES as u64)
-            .with("guarded_vs_plain_p50", round(ratio(0.5), 3))
-            .with("guarded_vs_plain_p99", round(ratio(0.99), 3)),
+        native_row(&timed.guarded, "guarded")
+            .with(
+                "guarded_vs_plain_p50",
+                round(ratio(&timed.guarded, &timed.plain, 0.5), 3),
+            )
+            .with(
+                "guarded_vs_plain_p99",
+                round(ratio(&timed.guarded, &timed.plain, 0.99), 3),
+            ),
+        native_row(&timed.kv_plain, "kv-plain"),
+        native_row(&timed.kv_fenced, "kv-fenced").with(
+            "fenced_vs_plain_p50",
+            round(ratio(&timed.kv_fenced, &timed.kv_plain, 0.5), 3),
+        ),
     ]
 }
 
-/// `--ops` rounds of one plain write then one guarded put (holding the
-/// lock `bench/guarded/<system>` in `session` throughout), each timed.
+/// The latencies of each kind of write.
+#[derive(Default)]
+struct Timed {
+    plain: Samples,
+    guarded: Samples,
+    kv_plain: Samples,
+    kv_fenced: Samples,
+}
+
+/// `--ops` rounds of one plain write, one guarded put, one plain key-value
+/// write and one fenced by the lock (holding the lock
+/// `bench/guarded/<system>` in `session` throughout), each timed.
 async fn alternate<F, Fut>(
     env: &Env,
     system: System,
     session: &dyn LockSession,
     value: &[u8],
     plain: F,
-) -> anyhow::Result<(Samples, Samples)>
+) -> anyhow::Result<Timed>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
@@ -150,12 +170,14 @@ where
         .await
         .with_context(|| format!("taking {lock}"))?;
     let key = GuardedKey::new("value")?;
-    let mut plain_samples = Samples::default();
-    let mut guarded_samples = Samples::default();
+    let (bucket, kv_key) = (Bucket::new("bench")?, KvKey::new("value")?);
+    let kv = session.key_value()?;
+    let kv_writes = [KvWrite::put(kv_key.clone(), value.to_vec())];
+    let mut timed = Timed::default();
     for _ in 0..env.args.ops {
         let started = Instant::now();
         plain().await.context("plain write")?;
-        record(&mut plain_samples, started.elapsed());
+        record(&mut timed.plain, started.elapsed());
         let started = Instant::now();
         session
             .guarded_store()
@@ -163,8 +185,23 @@ where
             .guarded_put(grant.id, &key, value)
             .await
             .context("guarded put")?;
-        record(&mut guarded_samples, started.elapsed());
+        record(&mut timed.guarded, started.elapsed());
+        for (fence, samples) in [
+            (&[][..], &mut timed.kv_plain),
+            (&[grant.id][..], &mut timed.kv_fenced),
+        ] {
+            let started = Instant::now();
+            let committed = kv.kv_write(&bucket, &kv_writes, fence).await;
+            anyhow::ensure!(
+                committed == Ok(KvCommit::Committed),
+                "key-value write: {committed:?}"
+            );
+            record(samples, started.elapsed());
+        }
     }
+    kv.kv_write(&bucket, &[KvWrite::delete(kv_key)], &[])
+        .await
+        .ok();
     session
         .guarded_store()
         .expect("guarded_store")
@@ -172,7 +209,7 @@ where
         .await
         .ok();
     session.release(grant.id).ok();
-    Ok((plain_samples, guarded_samples))
+    Ok(timed)
 }
 
 fn record(samples: &mut Samples, took: Duration) {
