@@ -7,13 +7,18 @@
 //! The write is held out by a proxy between the host and its lock service
 //! that stalls (passes nothing, loses nothing), so the write reaches the
 //! server after the instance that sent it ended.
+//!
+//! The same for a `wasi:keyvalue` write fenced by a declared lock: the
+//! fence's session and grant stay until the engine answers the write.
 
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use wardlock_etcd::{EtcdBackend, EtcdConfig};
-use wardlock_host::{LockBackend, LockName, LockPolicy, Mode, WardlockCtx};
+use wardlock_host::backend::keyvalue::{Bucket, KvCommit, KvKey, KvWrite};
+use wardlock_host::keyvalue::{KeyValueCtx, KvBuckets};
+use wardlock_host::{LockBackend, LockName, LockPolicy, LockSession, Mode, WardlockCtx};
 use wardlock_postgres::{PostgresBackend, PostgresConfig};
 use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::etcd::EtcdServer;
@@ -25,6 +30,7 @@ use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 const LOCK: &str = "write-gap";
 const KEY: &str = "balance";
+const KV_LOCK: &str = "write-gap-kv";
 
 /// Polls `future` once and drops it: a call started and then abandoned.
 fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
@@ -114,6 +120,72 @@ async fn a_write_out_keeps_the_next_local_guest_waiting<B>(
     second.drop_handle(next);
 }
 
+/// The key-value twin: instance A's declared lock fences its key-value
+/// writes (`KeyValueCtx::fenced`); B of the same host waits for the lock;
+/// A's write is held out by the stalled proxy and A ends (its context and
+/// its hold dropped). B must still wait; once the link recovers, B is
+/// granted, finds A's write there, and its own fenced write is the last.
+async fn a_key_value_write_out_keeps_the_next_local_guest_waiting<B>(
+    engine: &str,
+    backend: Arc<B>,
+    proxy: &Proxy,
+) where
+    B: LockBackend + LocalContenders + 'static,
+{
+    let lock = LockName::new(KV_LOCK).expect("valid");
+    let (bucket, key) = (Bucket::default(), KvKey::new(KEY).expect("key"));
+    let first: Arc<dyn LockSession> = Arc::from(backend.open_session("first instance"));
+    let held = first
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("the first instance's declared lock");
+    let second: Arc<dyn LockSession> = Arc::from(backend.open_session("second instance"));
+    let waiting = tokio::spawn({
+        let (second, lock) = (second.clone(), lock.clone());
+        async move {
+            second
+                .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                .await
+        }
+    });
+    HandoffProbe(backend.clone()).wait_len(KV_LOCK, 2).await;
+
+    let names = [KV_LOCK.to_owned()];
+    let kv = KeyValueCtx::fenced(first, vec![held.id], &names, KvBuckets::default());
+    proxy.stall(true);
+    let writes = [KvWrite::put(key.clone(), b"first".to_vec())];
+    let write = poll_once(kv.write(&bucket, &writes));
+    assert!(
+        write.is_pending(),
+        "{engine}: the write answered through a stalled link"
+    );
+    // The instance ends: its key-value context and its declared hold go.
+    drop(kv);
+    assert_eq!(
+        backend.local_contenders(&lock).await,
+        2,
+        "{engine}: the declared lock was handed on while a key-value write was still out"
+    );
+    assert!(!waiting.is_finished(), "{engine}: the second was granted");
+
+    proxy.stall(false);
+    let next = waiting.await.expect("the second's task");
+    let next = next.unwrap_or_else(|error| panic!("{engine}: the second's grant: {error}"));
+    let store = second.key_value().expect("a key-value store");
+    let found = store.kv_get(&bucket, &key).await.expect("read");
+    assert_eq!(
+        found.map(|e| e.value),
+        Some(b"first".to_vec()),
+        "{engine}: the first instance's write is not there"
+    );
+    let mine = [KvWrite::put(key.clone(), b"second".to_vec())];
+    let written = store.kv_write(&bucket, &mine, &[next.id]).await;
+    assert_eq!(written, Ok(KvCommit::Committed), "{engine}");
+    let last = store.kv_get(&bucket, &key).await.expect("read");
+    assert_eq!(last.map(|e| e.value), Some(b"second".to_vec()), "{engine}");
+    second.release(next.id).expect("release");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_hands_off_only_after_a_write_out() {
     let server = ZkServer::start();
@@ -123,7 +195,9 @@ async fn zookeeper_hands_off_only_after_a_write_out() {
         .session_timeout(Duration::from_secs(10))
         .local_handoff(LocalHandoff::default());
     let backend = ZooKeeperBackend::connect(config).await.expect("backend");
-    a_write_out_keeps_the_next_local_guest_waiting("zookeeper", Arc::new(backend), &proxy).await;
+    let backend = Arc::new(backend);
+    a_write_out_keeps_the_next_local_guest_waiting("zookeeper", backend.clone(), &proxy).await;
+    a_key_value_write_out_keeps_the_next_local_guest_waiting("zookeeper", backend, &proxy).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,7 +208,9 @@ async fn etcd_hands_off_only_after_a_write_out() {
         .root("/wardlock-gap")
         .lease_ttl(Duration::from_secs(10));
     let backend = EtcdBackend::connect(config).await.expect("backend");
-    a_write_out_keeps_the_next_local_guest_waiting("etcd", Arc::new(backend), &proxy).await;
+    let backend = Arc::new(backend);
+    a_write_out_keeps_the_next_local_guest_waiting("etcd", backend.clone(), &proxy).await;
+    a_key_value_write_out_keeps_the_next_local_guest_waiting("etcd", backend, &proxy).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,5 +220,7 @@ async fn postgres_hands_off_only_after_a_write_out() {
     let url = format!("postgres://wardlock@{}/wardlock", proxy.address());
     let config = PostgresConfig::new(&url).session_timeout(Duration::from_secs(10));
     let backend = PostgresBackend::connect(config).await.expect("backend");
-    a_write_out_keeps_the_next_local_guest_waiting("postgres", Arc::new(backend), &proxy).await;
+    let backend = Arc::new(backend);
+    a_write_out_keeps_the_next_local_guest_waiting("postgres", backend.clone(), &proxy).await;
+    a_key_value_write_out_keeps_the_next_local_guest_waiting("postgres", backend, &proxy).await;
 }

@@ -96,18 +96,48 @@ impl KeyValueCtx {
         Ok(StoreCall { session })
     }
 
-    /// Writes `writes` to `bucket` with this context's fence.
+    /// Writes `writes` to `bucket` with this context's fence: whole or not
+    /// at all, each with the version it expects.
+    ///
+    /// A fenced write runs to the engine's answer in a task of its own that
+    /// keeps the fence's session, and so its grants, alive: an instance that
+    /// ends (or a caller that stops waiting) while its write is out does not
+    /// release its declared locks until the engine has answered, so under
+    /// host-local hand-off the next instance of this host is granted only
+    /// after that write, and its own writes land after it.
+    ///
+    /// # Errors
+    /// What [`KeyValue::kv_write`] refuses; `Unsupported` on an engine
+    /// without a key-value store.
     ///
     /// # Cancellation safety
-    /// As [`KeyValue::kv_write`]: a dropped call may still commit, whole,
-    /// and only while the fence stood.
-    pub(crate) async fn write(
+    /// A dropped call may still commit, whole, and only while the fence
+    /// stood; the fence's grants are held until it has been answered.
+    pub async fn write(
         &self,
         bucket: &Bucket,
         writes: &[KvWrite],
     ) -> Result<KvCommit, BackendError> {
-        let call = self.store()?;
-        call.get()?.kv_write(bucket, writes, &self.fence).await
+        let session = self.session().clone();
+        session.key_value()?;
+        if self.fence.is_empty() {
+            return session.key_value()?.kv_write(bucket, writes, &[]).await;
+        }
+        let (bucket, writes, fence) = (bucket.clone(), writes.to_vec(), self.fence.clone());
+        let out = tokio::spawn(async move {
+            let answer = session
+                .key_value()?
+                .kv_write(&bucket, &writes, &fence)
+                .await;
+            // The session (with the fence's grants) goes only now.
+            drop(session);
+            answer
+        });
+        out.await.unwrap_or_else(|ended| {
+            Err(BackendError::Unavailable(format!(
+                "the key-value write's task ended without an answer: {ended}"
+            )))
+        })
     }
 
     /// What a write the fence refused says.
