@@ -164,28 +164,44 @@ impl PgConn {
         let sent = Instant::now();
         let liveness = Arc::new(Liveness::new(connector.session_timeout, sent));
         let client = connector.connect_raw(Some(liveness.clone())).await?;
+        // Each step bounded by the session timeout, named when it runs out:
+        // a server that accepts the connection and then stalls must not hold
+        // the pool's opening (and every lock request behind it) forever.
+        let limit = connector.session_timeout;
         let timeout_ms = server_idle_timeout(connector.session_timeout).as_millis();
         // `synchronous_commit = off`: a statement that draws a token logs the
         // sequence 32 values ahead and would wait for the disk each 32nd
         // time, holding up every grant pipelined behind it; the jump after a
         // server start (see `schema`) covers what a crash could lose. The
         // guarded store's writes turn it back on for themselves (`guarded`).
-        client
-            .batch_execute(&format!(
-                "SET idle_session_timeout = {timeout_ms}; SET synchronous_commit = off"
-            ))
-            .await
-            .map_err(|e| classify(&e, "set idle_session_timeout"))?;
+        let settings =
+            format!("SET idle_session_timeout = {timeout_ms}; SET synchronous_commit = off");
+        within(limit, "set idle_session_timeout", async {
+            client
+                .batch_execute(&settings)
+                .await
+                .map_err(|e| classify(&e, "set idle_session_timeout"))
+        })
+        .await?;
         if epoch {
-            connector.schema.bump_epoch(&client).await?;
+            let bump = connector.schema.bump_epoch(&client);
+            within(limit, "move the token sequence past a server start", bump).await?;
         }
-        let statements = prepare(&client, &connector.schema).await?;
-        let pid: i32 = client
-            .query_one("SELECT pg_backend_pid()", &[])
-            .await
-            .map_err(|e| classify(&e, "read the backend's pid"))?
-            .try_get(0)
-            .map_err(|e| classify(&e, "read the backend's pid"))?;
+        let statements = within(
+            limit,
+            "prepare the lock statements",
+            prepare(&client, &connector.schema),
+        )
+        .await?;
+        let pid: i32 = within(limit, "read the backend's pid", async {
+            client
+                .query_one("SELECT pg_backend_pid()", &[])
+                .await
+                .map_err(|e| classify(&e, "read the backend's pid"))?
+                .try_get(0)
+                .map_err(|e| classify(&e, "read the backend's pid"))
+        })
+        .await?;
         let conn = Arc::new(PgConn {
             generation,
             client,
@@ -296,6 +312,20 @@ pub(crate) fn describe(config: &tokio_postgres::Config) -> String {
     let port = config.get_ports().first().copied().unwrap_or(5432);
     let database = config.get_dbname().or(config.get_user()).unwrap_or("");
     format!("{host}:{port}/{database}")
+}
+
+/// `step` of opening a connection, given up with `Unavailable` naming it once
+/// `limit` passed.
+async fn within<T>(
+    limit: Duration,
+    step: &str,
+    call: impl Future<Output = Result<T, BackendError>>,
+) -> Result<T, BackendError> {
+    tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+        Err(BackendError::Unavailable(format!(
+            "PostgreSQL did not answer within {limit:?} while opening a connection (to {step})"
+        )))
+    })
 }
 
 async fn prepare(client: &Client, schema: &Schema) -> Result<Statements, BackendError> {

@@ -131,6 +131,20 @@ impl Pool {
     /// Before the first lock: refuses a pooler that breaks session locks
     /// (`pooler`), then creates or checks wardlock's schema (`schema`).
     async fn prepare_database(&self) -> Result<(), BackendError> {
+        // Bounded: a server that stalls here would hold the pool's opening,
+        // and every lock request behind it, for ever.
+        let limit = self.connector.session_timeout;
+        tokio::time::timeout(limit, self.check_and_set_up())
+            .await
+            .unwrap_or_else(|_| {
+                Err(BackendError::Unavailable(format!(
+                    "PostgreSQL did not answer within {limit:?} while checking for a pooler and setting up wardlock's schema"
+                )))
+            })
+    }
+
+    /// What [`Self::prepare_database`] does, unbounded.
+    async fn check_and_set_up(&self) -> Result<(), BackendError> {
         let mut first = self.connector.connect_raw(None).await?;
         let second = self.connector.connect_raw(None).await?;
         let target = format!("PostgreSQL at {}", describe(&self.connector.client));
