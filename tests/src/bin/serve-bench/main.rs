@@ -18,6 +18,14 @@
 //!
 //!     cargo run --release -p wardlock-tests --bin serve-bench [-- [--concurrency C] REQUESTS]
 //!
+//! With `--declared-keys`, it measures instead what a lock per key costs a
+//! guest that knows nothing of wardlock: `plugins/http-kv-counter` (counters
+//! in `wasi:keyvalue`, read, 2 ms of work, write) behind `wardlock serve
+//! --hold 'counters/{path}'` (in-memory backend), C clients all on one key
+//! and then spread over 4 keys (`declared-keys-1`, `declared-keys-4`):
+//! requests for different keys hold different locks, so 4 keys should make
+//! about 4 × the requests of 1 (issue 49's target: ≥ 3 ×).
+//!
 //! Each client keeps one HTTP/1.1 connection open for all its requests.
 //! With `--concurrency C` (default 8) C clients post at once, client i on
 //! counter `bench{i mod 100}`: above 100 clients requests hold and wait for
@@ -53,9 +61,15 @@ struct Measured {
 }
 
 /// `requests` POSTs from `clients` clients, client i on counter `<prefix>{i
-/// mod NAMES}` of `path` (`PREFIX[?QUERY]`); failed requests are counted, not
-/// fatal.
-async fn measure(addr: &str, clients: usize, requests: usize, path: &'static str) -> Measured {
+/// mod names}` of `path` (`PREFIX[?QUERY]`; `names` at most [`NAMES`]);
+/// failed requests are counted, not fatal.
+async fn measure(
+    addr: &str,
+    clients: usize,
+    requests: usize,
+    path: &'static str,
+    names: usize,
+) -> Measured {
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for client in 0..clients {
@@ -68,15 +82,15 @@ async fn measure(addr: &str, clients: usize, requests: usize, path: &'static str
             for _ in 0..(requests / clients).max(1) {
                 let sent = Instant::now();
                 let target = match path.split_once('?') {
-                    Some((prefix, query)) => format!("/{prefix}{}?{query}", client % NAMES),
-                    None => format!("/{path}{}", client % NAMES),
+                    Some((prefix, query)) => format!("/{prefix}{}?{query}", client % names),
+                    None => format!("/{path}{}", client % names),
                 };
                 match connection.post(&target).await {
                     Ok(response) if response.status == 200 => latencies.push(sent.elapsed()),
                     _ => lost += 1,
                 }
             }
-            (client % NAMES, latencies, lost)
+            (client % names, latencies, lost)
         });
     }
     let (mut latencies, mut lost, mut answered) = (Vec::new(), 0, vec![0u64; NAMES]);
@@ -132,12 +146,19 @@ async fn main() -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("--concurrency must be 1 to 10000, not {value:?}"))?;
         args.drain(at..at + 2);
     }
+    let declared = args.iter().position(|a| a == "--declared-keys");
+    if let Some(at) = declared {
+        args.remove(at);
+    }
     let requests: usize = match args.first() {
         Some(n) => n
             .parse()
             .map_err(|_| anyhow::anyhow!("REQUESTS must be a number, not {n:?}"))?,
         None => 3000,
     };
+    if declared.is_some() {
+        return declared_keys(clients, requests).await;
+    }
     let data = tempfile::tempdir()?;
     let dir = format!("{}::/data", data.path().display());
     let server = Server::start(&["--dir", &dir, Guest::HttpCounter.path()]).await;
@@ -153,7 +174,7 @@ async fn main() -> anyhow::Result<()> {
     ];
     // Warm up every path (instance pools, page cache).
     for (_, addr, query) in systems {
-        measure(addr, clients, clients * 2, query).await;
+        measure(addr, clients, clients * 2, query, NAMES).await;
     }
     // Counters start from what the warm-up left.
     let before = counters(data.path());
@@ -162,22 +183,9 @@ async fn main() -> anyhow::Result<()> {
     let mut measured: Vec<Vec<Measured>> = systems.iter().map(|_| Vec::new()).collect();
     for _ in 0..ROUNDS {
         for (i, (_, addr, query)) in systems.iter().enumerate() {
-            measured[i].push(measure(addr, clients, requests / ROUNDS, query).await);
+            measured[i].push(measure(addr, clients, requests / ROUNDS, query, NAMES).await);
         }
     }
-    let median = |all: &[Measured]| {
-        let mut sorted: Vec<&Measured> = all.iter().collect();
-        sorted.sort_by_key(|m| m.p50);
-        Measured {
-            p50: sorted[sorted.len() / 2].p50,
-            p99: sorted[sorted.len() / 2].p99,
-            per_second: all.iter().map(|m| m.per_second).sum::<f64>() / all.len() as f64,
-            lost: all.iter().map(|m| m.lost).sum(),
-            answered: (0..NAMES)
-                .map(|n| all.iter().map(|m| m.answered[n]).sum())
-                .collect(),
-        }
-    };
     let results: Vec<Measured> = measured.iter().map(|m| median(m)).collect();
     // Locked requests each add one to their counter: a counter short of the
     // requests answered on it saw two holders at once.
@@ -212,6 +220,59 @@ async fn main() -> anyhow::Result<()> {
     ratio("no-lock/wasmtime-bare", unlocked, bare);
     ratio("lock-per-request/wasmtime-bare", locked, bare);
     Ok(())
+}
+
+/// `--declared-keys`: `http-kv-counter` behind `wardlock serve --hold
+/// 'counters/{path}'`, `clients` clients on 1 key, then on 4, in
+/// interleaved rounds; one line each and their ratio.
+async fn declared_keys(clients: usize, requests: usize) -> anyhow::Result<()> {
+    let args = ["--hold", "counters/{path}", Guest::HttpKvCounter.path()];
+    let server = Server::start(&args).await;
+    let keys = [1, 4];
+    for names in keys {
+        measure(&server.addr, clients, clients * 2, "k?hold-ms=2", names).await;
+    }
+    const ROUNDS: usize = 5;
+    let mut measured: [Vec<Measured>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..ROUNDS {
+        for (i, names) in keys.iter().enumerate() {
+            let m = measure(
+                &server.addr,
+                clients,
+                requests / ROUNDS,
+                "k?hold-ms=2",
+                *names,
+            )
+            .await;
+            measured[i].push(m);
+        }
+    }
+    let results = measured.map(|m| median(&m));
+    for (names, m) in keys.iter().zip(&results) {
+        let system = format!("declared-keys-{names}");
+        line(&system, clients, m, None, server.peak_rss_mib());
+    }
+    println!(
+        "{{\"workload\":\"serve\",\"ratio\":\"declared-keys-4/declared-keys-1\",\"throughput\":{:.3}}}",
+        results[1].per_second / results[0].per_second
+    );
+    Ok(())
+}
+
+/// The round with the median p50 (its p50 and p99), the mean throughput,
+/// and every round's losses and answers.
+fn median(all: &[Measured]) -> Measured {
+    let mut sorted: Vec<&Measured> = all.iter().collect();
+    sorted.sort_by_key(|m| m.p50);
+    Measured {
+        p50: sorted[sorted.len() / 2].p50,
+        p99: sorted[sorted.len() / 2].p99,
+        per_second: all.iter().map(|m| m.per_second).sum::<f64>() / all.len() as f64,
+        lost: all.iter().map(|m| m.lost).sum(),
+        answered: (0..NAMES)
+            .map(|n| all.iter().map(|m| m.answered[n]).sum())
+            .collect(),
+    }
 }
 
 /// The argument that makes this binary the floor's server.
