@@ -16,7 +16,10 @@
 //!   backend terminated with `pg_terminate_backend`; it has no semaphores, so
 //!   no `acquire-permit` cells);
 //! - paths: `acquire`, `acquire-permit`, `acquire-many`, `acquire-async`
-//!   (through `lockctl2`, the 0.2.0 probe guest).
+//!   (through `lockctl2`, the 0.2.0 probe guest); and `key-value` under
+//!   `session-expiry`: a `wasi:keyvalue` context fenced by the holder's lock
+//!   writes, the session expires, the other host's waiter writes through its
+//!   fence, and the expired holder's next write must not commit.
 //!
 //! Host SIGKILL, leader kills and partitions are tested in `lifetime`,
 //! `failover` and `partition`; SIGTERM in `deadlines`.
@@ -34,7 +37,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use wardlock_host::backend::keyvalue::{Bucket, KvCommit, KvKey, KvWrite};
 use wardlock_host::backend::memory::Fault as MemoryFault;
+use wardlock_host::keyvalue::{KeyValueCtx, KvBuckets};
 use wardlock_host::runner::{InstanceReport, Outcome, RunnerConfig};
 use wardlock_host::{Grant, GrantStatus, LockBackend, LockSession, MemoryBackend, Mode};
 use wardlock_postgres::{PostgresBackend, PostgresConfig, advisory_key};
@@ -463,6 +468,52 @@ async fn session_expiry(
     hosts.free_afterwards(path, lock).await
 }
 
+/// The key-value cell (`session-expiry` × an engine × `key-value`): a
+/// holder's `wasi:keyvalue` context fenced by its lock (as a declared lock
+/// fences an instance's writes) writes; its session expires; the waiter of
+/// the other host is granted and writes through its own fence; the expired
+/// holder's next write must not commit (whatever it is told: `lost`, or
+/// `unavailable` while its host is cut off), and the entry is the waiter's.
+async fn key_value_session_expiry(world: &World, hosts: &Hosts, lock: &str) -> Result<(), String> {
+    let (holder, grant) = hosts.native_hold(Path::Lock, lock).await;
+    let names = [lock.to_owned()];
+    let fenced = KeyValueCtx::fenced(holder, vec![grant.id], &names, KvBuckets::default());
+    let (bucket, key) = (Bucket::default(), KvKey::new(lock).expect("key"));
+    let put = |value: &str| [KvWrite::put(key.clone(), value.as_bytes().to_vec())];
+    let first = fenced.write(&bucket, &put("holder")).await;
+    if first != Ok(KvCommit::Committed) {
+        return Err(format!("the holder's fenced write: {first:?}"));
+    }
+    let waiter: Arc<dyn LockSession> = Arc::from(hosts.waiter.open_session("kv-waiter"));
+    let waiting = tokio::spawn({
+        let (waiter, lock) = (waiter.clone(), name(lock));
+        let wait = Duration::from_millis(LONG_TIMEOUT_MS);
+        async move { waiter.acquire(&lock, Mode::Exclusive, Some(wait)).await }
+    });
+    hosts.expire_holder(world, lock).await;
+    let granted = match waiting.await.expect("waiter task") {
+        Ok(granted) => granted,
+        Err(error) => return Err(format!("the waiter: {error}")),
+    };
+    let store = waiter.key_value().expect("a key-value store");
+    let theirs = store.kv_write(&bucket, &put("waiter"), &[granted.id]).await;
+    if theirs != Ok(KvCommit::Committed) {
+        return Err(format!("the waiter's fenced write: {theirs:?}"));
+    }
+    let stale = fenced.write(&bucket, &put("stale")).await;
+    if stale.is_ok() {
+        return Err(format!("the expired holder's write answered {stale:?}"));
+    }
+    let entry = store
+        .kv_get(&bucket, &key)
+        .await
+        .map_err(|e| e.to_string())?;
+    if entry.as_ref().map(|e| e.value.as_slice()) != Some(b"waiter".as_slice()) {
+        return Err(format!("the entry after the stale write: {entry:?}"));
+    }
+    waiter.release(granted.id).map_err(|e| e.to_string())
+}
+
 async fn cell(
     world: &World,
     fault: Fault,
@@ -550,6 +601,19 @@ async fn fault_matrix() {
                 println!("| {fault:?} | {engine:?} | {path:?} | {passed}/{rounds} |");
             }
         }
+    }
+    for engine in ENGINES {
+        let mut passed = 0;
+        for round in 0..rounds {
+            let lock = format!("m-kv-{engine:?}-{round}").to_lowercase();
+            let hosts = world.hosts(engine, &lock).await;
+            let outcome = key_value_session_expiry(&world, &hosts, &lock).await;
+            match outcome.and_then(|()| checked(&hosts, Fault::SessionExpiry, engine)) {
+                Ok(()) => passed += 1,
+                Err(why) => failures.push(format!("SessionExpiry × {engine:?} × KeyValue: {why}")),
+            }
+        }
+        println!("| SessionExpiry | {engine:?} | KeyValue | {passed}/{rounds} |");
     }
     assert!(
         failures.is_empty(),
