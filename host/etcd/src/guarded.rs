@@ -222,9 +222,37 @@ pub(super) async fn keys(
     let kept = usize::try_from(limit.min(MAX_LISTED_KEYS)).unwrap_or(usize::MAX);
     let store = data_prefix(&shared.leases.config().root, name);
     let start = format!("{store}{}", escape(prefix));
+    let mut least = BTreeSet::new();
+    scan_keys(shared, &store, start, "list guarded keys", |listed| {
+        least.insert(listed);
+        if least.len() > kept {
+            least.pop_last();
+        }
+    })
+    .await?;
+    Ok(listed_keys(least, prefix, limit))
+}
+
+/// Every key from `start` on that starts with `start`, under the store
+/// prefix `store`, unescaped and handed to `each`: the range read in pages
+/// of keys only, at one revision. A key wardlock did not write (not
+/// unescapable) is passed over. Escaping does not keep the order, so a
+/// caller that wants the first keys sorts what it is handed.
+///
+/// # Errors
+/// As [`get`] (`what` names the read).
+///
+/// # Cancellation safety
+/// Cancel safe: it only reads.
+pub(super) async fn scan_keys(
+    shared: &Shared,
+    store: &str,
+    start: String,
+    what: &str,
+    mut each: impl FnMut(String),
+) -> Result<(), BackendError> {
     let end = range_end(start.as_bytes());
     let mut client = shared.leases.client().await?;
-    let mut least = BTreeSet::new();
     let mut from = start.into_bytes();
     let mut at_revision = 0;
     loop {
@@ -234,21 +262,17 @@ pub(super) async fn keys(
             .with_limit(i64::from(MAX_LISTED_KEYS))
             .with_revision(at_revision);
         let read = client.get(from.clone(), Some(options));
-        let page = answered(shared, "list guarded keys", read).await?;
+        let page = answered(shared, what, read).await?;
         if at_revision == 0 {
             at_revision = page.header().map_or(0, |h| h.revision());
         }
         for kv in page.kvs() {
             let listed = std::str::from_utf8(kv.key())
                 .ok()
-                .and_then(|k| k.strip_prefix(store.as_str()))
+                .and_then(|k| k.strip_prefix(store))
                 .and_then(unescape);
-            // A key wardlock did not write (unescapable) is not listed.
             if let Some(listed) = listed {
-                least.insert(listed);
-                if least.len() > kept {
-                    least.pop_last();
-                }
+                each(listed);
             }
         }
         match page.kvs().last() {
@@ -256,16 +280,15 @@ pub(super) async fn keys(
                 from = last.key().to_vec();
                 from.push(0);
             }
-            _ => break,
+            _ => return Ok(()),
         }
     }
-    Ok(listed_keys(least, prefix, limit))
 }
 
 /// The end of the range of keys starting with `prefix` (etcd's prefix end:
 /// the last byte below 0xff incremented, what follows it dropped; `\0`, every
 /// key, for a prefix of 0xff bytes).
-pub(super) fn range_end(prefix: &[u8]) -> Vec<u8> {
+fn range_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {

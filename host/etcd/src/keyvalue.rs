@@ -15,12 +15,12 @@
 //! The room `%kv` lies under the root beside `%data`: no lock name contains
 //! `%`, so no lock's prefix covers it.
 
-use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 
 use super::Shared;
-use super::guarded::{Holder, answered};
+use super::guarded::{Holder, answered, scan_keys};
 use wardlock_backend::BackendError;
-use wardlock_backend::guarded::{escape, unescape};
+use wardlock_backend::guarded::escape;
 use wardlock_backend::keyvalue::{Bucket, Expect, KvCommit, KvEntry, KvKey, KvWrite, page};
 use wardlock_backend::liveness::SessionHealth;
 
@@ -157,9 +157,8 @@ pub(super) async fn get(
     }))
 }
 
-/// A page of `bucket`'s keys in order. Escaping does not keep the order, so
-/// the bucket's keys are read whole (keys only, in pages, at one revision)
-/// and sorted here.
+/// A page of `bucket`'s keys in order: the bucket's keys are read whole
+/// ([`scan_keys`]) and sorted here, since escaping does not keep the order.
 ///
 /// # Errors
 /// As [`get`].
@@ -173,36 +172,17 @@ pub(super) async fn keys(
     limit: u32,
 ) -> Result<Vec<String>, BackendError> {
     let prefix = bucket_prefix(&shared.leases.config().root, bucket);
-    let end = super::guarded::range_end(prefix.as_bytes());
-    let mut client = shared.leases.client().await?;
     let mut listed = Vec::new();
-    let mut from = prefix.clone().into_bytes();
-    let mut at_revision = 0;
-    loop {
-        let options = GetOptions::new()
-            .with_range(end.clone())
-            .with_keys_only()
-            .with_limit(1000)
-            .with_revision(at_revision);
-        let read = client.get(from.clone(), Some(options));
-        let answer = answered(shared, "list key-value keys", read).await?;
-        if at_revision == 0 {
-            at_revision = answer.header().map_or(0, |h| h.revision());
-        }
-        listed.extend(answer.kvs().iter().filter_map(|kv| {
-            std::str::from_utf8(kv.key())
-                .ok()
-                .and_then(|k| k.strip_prefix(prefix.as_str()))
-                .and_then(unescape)
-        }));
-        match answer.kvs().last() {
-            Some(last) if answer.more() => {
-                from = last.key().to_vec();
-                from.push(0);
-            }
-            _ => break,
-        }
-    }
+    let read = scan_keys(
+        shared,
+        &prefix,
+        prefix.clone(),
+        "list key-value keys",
+        |key| {
+            listed.push(key);
+        },
+    );
+    read.await?;
     listed.sort();
     Ok(page(listed, skip, limit))
 }

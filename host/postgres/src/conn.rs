@@ -176,31 +176,44 @@ impl PgConn {
         // guarded store's writes turn it back on for themselves (`guarded`).
         let settings =
             format!("SET idle_session_timeout = {timeout_ms}; SET synchronous_commit = off");
-        within(limit, "set idle_session_timeout", async {
-            client
-                .batch_execute(&settings)
-                .await
-                .map_err(|e| classify(&e, "set idle_session_timeout"))
-        })
+        within(
+            limit,
+            "opening a connection (to set idle_session_timeout)",
+            async {
+                client
+                    .batch_execute(&settings)
+                    .await
+                    .map_err(|e| classify(&e, "set idle_session_timeout"))
+            },
+        )
         .await?;
         if epoch {
             let bump = connector.schema.bump_epoch(&client);
-            within(limit, "move the token sequence past a server start", bump).await?;
+            within(
+                limit,
+                "opening a connection (to move the token sequence past a server start)",
+                bump,
+            )
+            .await?;
         }
         let statements = within(
             limit,
-            "prepare the lock statements",
+            "opening a connection (to prepare the lock statements)",
             prepare(&client, &connector.schema),
         )
         .await?;
-        let pid: i32 = within(limit, "read the backend's pid", async {
-            client
-                .query_one("SELECT pg_backend_pid()", &[])
-                .await
-                .map_err(|e| classify(&e, "read the backend's pid"))?
-                .try_get(0)
-                .map_err(|e| classify(&e, "read the backend's pid"))
-        })
+        let pid: i32 = within(
+            limit,
+            "opening a connection (to read the backend's pid)",
+            async {
+                client
+                    .query_one("SELECT pg_backend_pid()", &[])
+                    .await
+                    .map_err(|e| classify(&e, "read the backend's pid"))?
+                    .try_get(0)
+                    .map_err(|e| classify(&e, "read the backend's pid"))
+            },
+        )
         .await?;
         let conn = Arc::new(PgConn {
             generation,
@@ -314,16 +327,17 @@ pub(crate) fn describe(config: &tokio_postgres::Config) -> String {
     format!("{host}:{port}/{database}")
 }
 
-/// `step` of opening a connection, given up with `Unavailable` naming it once
-/// `limit` passed.
-async fn within<T>(
+/// `call` (what the server is `doing`, for the error), given up with
+/// `Unavailable` naming it once `limit` passed: a server that accepts a
+/// connection and then stalls must not hold a caller for ever.
+pub(crate) async fn within<T>(
     limit: Duration,
-    step: &str,
+    doing: &str,
     call: impl Future<Output = Result<T, BackendError>>,
 ) -> Result<T, BackendError> {
     tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
         Err(BackendError::Unavailable(format!(
-            "PostgreSQL did not answer within {limit:?} while opening a connection (to {step})"
+            "PostgreSQL did not answer within {limit:?} while {doing}"
         )))
     })
 }

@@ -26,7 +26,7 @@ use crate::errors::classify;
 use crate::guarded::{Holder, bytea, holding_conn, literal, write_failed};
 use crate::key::{advisory_key, pg_locks_ids};
 use wardlock_backend::BackendError;
-use wardlock_backend::keyvalue::{Bucket, Expect, KvCommit, KvEntry, KvKey, KvWrite, page};
+use wardlock_backend::keyvalue::{Bucket, Expect, KvCommit, KvEntry, KvKey, KvWrite};
 
 /// The message of the block's error when a fence grant no longer stands.
 const LOST: &str = "wardlock: lost";
@@ -200,7 +200,7 @@ pub(crate) async fn get(
     }))
 }
 
-/// A page of `bucket`'s keys, in byte order.
+/// A page of `bucket`'s keys, in byte order (the server skips and limits).
 ///
 /// # Errors
 /// As [`get`].
@@ -227,8 +227,7 @@ pub(crate) async fn keys(
         .query(&statement, &[&bucket.as_str(), &offset, &count])
         .await
         .map_err(|e| classify(&e, "list key-value keys"))?;
-    let keys = rows.iter().map(|row| row.get::<_, String>(0));
-    Ok(page(keys, 0, limit))
+    Ok(rows.iter().map(|row| row.get::<_, String>(0)).collect())
 }
 
 #[cfg(test)]

@@ -133,14 +133,12 @@ impl Pool {
     async fn prepare_database(&self) -> Result<(), BackendError> {
         // Bounded: a server that stalls here would hold the pool's opening,
         // and every lock request behind it, for ever.
-        let limit = self.connector.session_timeout;
-        tokio::time::timeout(limit, self.check_and_set_up())
-            .await
-            .unwrap_or_else(|_| {
-                Err(BackendError::Unavailable(format!(
-                    "PostgreSQL did not answer within {limit:?} while checking for a pooler and setting up wardlock's schema"
-                )))
-            })
+        crate::conn::within(
+            self.connector.session_timeout,
+            "checking for a pooler and setting up wardlock's schema",
+            self.check_and_set_up(),
+        )
+        .await
     }
 
     /// What [`Self::prepare_database`] does, unbounded.

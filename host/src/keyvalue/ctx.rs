@@ -68,11 +68,6 @@ impl KeyValueCtx {
         }
     }
 
-    /// Whether writes carry a fence.
-    pub fn is_fenced(&self) -> bool {
-        !self.fence.is_empty()
-    }
-
     pub(crate) fn buckets(&self) -> &KvBuckets {
         &self.buckets
     }
@@ -88,12 +83,9 @@ impl KeyValueCtx {
         }
     }
 
-    /// The engine's store (an owned session handle, so a call holds no
-    /// borrow of the context across its wait).
-    pub(crate) fn store(&self) -> Result<StoreCall, BackendError> {
-        let session = self.session().clone();
-        session.key_value()?;
-        Ok(StoreCall { session })
+    /// The engine's store, for reads (writes go through [`Self::write`]).
+    pub(crate) fn store(&self) -> Result<&dyn KeyValue, BackendError> {
+        self.session().key_value()
     }
 
     /// Writes `writes` to `bucket` with this context's fence: whole or not
@@ -118,11 +110,12 @@ impl KeyValueCtx {
         bucket: &Bucket,
         writes: &[KvWrite],
     ) -> Result<KvCommit, BackendError> {
-        let session = self.session().clone();
-        session.key_value()?;
         if self.fence.is_empty() {
-            return session.key_value()?.kv_write(bucket, writes, &[]).await;
+            return self.store()?.kv_write(bucket, writes, &[]).await;
         }
+        let session = self.session().clone();
+        // Refused here, before a task is spawned for it.
+        session.key_value()?;
         let (bucket, writes, fence) = (bucket.clone(), writes.to_vec(), self.fence.clone());
         let out = tokio::spawn(async move {
             let answer = session
@@ -146,16 +139,5 @@ impl KeyValueCtx {
             "the declared lock {} no longer stands (lost): nothing was written",
             self.fence_names
         )
-    }
-}
-
-/// A session whose key-value store a call uses.
-pub(crate) struct StoreCall {
-    session: Arc<dyn LockSession>,
-}
-
-impl StoreCall {
-    pub(crate) fn get(&self) -> Result<&dyn KeyValue, BackendError> {
-        self.session.key_value()
     }
 }

@@ -45,8 +45,7 @@ impl KeyValueCtx {
     ) -> Result<Option<(Vec<u8>, u64)>, store::Error> {
         let read = async {
             let key = KvKey::new(key)?;
-            let call = self.store()?;
-            call.get()?.kv_get(bucket, &key).await
+            self.store()?.kv_get(bucket, &key).await
         };
         match read.await {
             Ok(entry) => Ok(entry.map(|e| (e.value, e.version))),
@@ -180,8 +179,10 @@ impl store::HostBucket for KeyValueView<'_> {
         let bucket = self.bucket(&handle)?;
         let skip = cursor.unwrap_or(0);
         let listed = async {
-            let call = self.ctx.store()?;
-            call.get()?.kv_keys(&bucket, skip, MAX_LISTED_KEYS).await
+            self.ctx
+                .store()?
+                .kv_keys(&bucket, skip, MAX_LISTED_KEYS)
+                .await
         };
         Ok(match listed.await {
             Ok(keys) => {

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use tokio::time::Instant;
-use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult};
+use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError, MultiWriteResult, Stat};
 
 use super::Shared;
 use super::connection::ZkSession;
@@ -235,22 +235,11 @@ pub(super) async fn get(
     key: &GuardedKey,
 ) -> Result<Option<GuardedEntry>, BackendError> {
     let path = format!("{}/{}", directory(shared, name), escape(key.as_str()));
-    bounded(shared, async {
-        loop {
-            let session = connect(shared, None).await?;
-            match session.client.get_data(&path).await {
-                Ok((stored, stat)) => {
-                    let revision = u64::try_from(stat.mzxid).unwrap_or(0);
-                    return decode_entry(&stored, revision).map(Some);
-                }
-                Err(ZkError::NoNode) => return Ok(None),
-                Err(error) => {
-                    retry::after(&session, error).await?;
-                }
-            }
-        }
-    })
-    .await
+    let Some((stored, stat)) = read_node(shared, &path, "a guarded-store call").await? else {
+        return Ok(None);
+    };
+    let revision = u64::try_from(stat.mzxid).unwrap_or(0);
+    decode_entry(&stored, revision).map(Some)
 }
 
 /// The keys of `name` starting with `prefix`, sorted, at most `limit`.
@@ -267,14 +256,57 @@ pub(super) async fn keys(
     limit: u32,
 ) -> Result<Vec<String>, BackendError> {
     let dir = directory(shared, name);
-    bounded(shared, async {
+    let children = children_of(shared, &dir, "a guarded-store call").await?;
+    let keys = children.iter().filter_map(|child| unescape(child));
+    Ok(listed_keys(keys, prefix, limit))
+}
+
+/// The data and stat of the node at `path` (`None` when there is none),
+/// riding out connection losses, within the session timeout (`what` names
+/// the call in the error): the read of the guarded and key-value stores.
+///
+/// # Errors
+/// [`BackendError::Unavailable`] when ZooKeeper failed or did not answer.
+///
+/// # Cancellation safety
+/// Cancel safe: it only reads.
+pub(super) async fn read_node(
+    shared: &Arc<Shared>,
+    path: &str,
+    what: &str,
+) -> Result<Option<(Vec<u8>, Stat)>, BackendError> {
+    bounded_call(shared, what, async {
         loop {
             let session = connect(shared, None).await?;
-            match session.client.list_children(&dir).await {
-                Ok(children) => {
-                    let keys = children.iter().filter_map(|child| unescape(child));
-                    return Ok(listed_keys(keys, prefix, limit));
+            match session.client.get_data(path).await {
+                Ok(found) => return Ok(Some(found)),
+                Err(ZkError::NoNode) => return Ok(None),
+                Err(error) => {
+                    retry::after(&session, error).await?;
                 }
+            }
+        }
+    })
+    .await
+}
+
+/// The children of `dir` (none when it is missing), as [`read_node`] reads.
+///
+/// # Errors
+/// As [`read_node`].
+///
+/// # Cancellation safety
+/// Cancel safe: it only reads.
+pub(super) async fn children_of(
+    shared: &Arc<Shared>,
+    dir: &str,
+    what: &str,
+) -> Result<Vec<String>, BackendError> {
+    bounded_call(shared, what, async {
+        loop {
+            let session = connect(shared, None).await?;
+            match session.client.list_children(dir).await {
+                Ok(children) => return Ok(children),
                 Err(ZkError::NoNode) => return Ok(Vec::new()),
                 Err(error) => {
                     retry::after(&session, error).await?;

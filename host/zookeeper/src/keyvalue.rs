@@ -21,7 +21,7 @@ use std::sync::Arc;
 use zookeeper_client::{CreateMode, Error as ZkError, MultiWriteError};
 
 use super::Shared;
-use super::guarded::{bounded_call, standing_session, unavailable};
+use super::guarded::{bounded_call, children_of, read_node, standing_session, unavailable};
 use super::recipe::connect;
 use crate::connection::retry;
 use crate::recipe::create::ensure_parent;
@@ -215,22 +215,11 @@ pub(super) async fn get(
     key: &KvKey,
 ) -> Result<Option<KvEntry>, BackendError> {
     let path = entry_path(&directory(shared, bucket), key);
-    bounded(shared, async {
-        loop {
-            let session = connect(shared, None).await?;
-            match session.client.get_data(&path).await {
-                Ok((value, stat)) => {
-                    let version = u64::try_from(stat.version).unwrap_or(0);
-                    return Ok(Some(KvEntry { value, version }));
-                }
-                Err(ZkError::NoNode) => return Ok(None),
-                Err(error) => {
-                    retry::after(&session, error).await?;
-                }
-            }
-        }
-    })
-    .await
+    let found = read_node(shared, &path, "a key-value call").await?;
+    Ok(found.map(|(value, stat)| KvEntry {
+        value,
+        version: u64::try_from(stat.version).unwrap_or(0),
+    }))
 }
 
 /// A page of `bucket`'s keys, sorted.
@@ -247,26 +236,13 @@ pub(super) async fn keys(
     limit: u32,
 ) -> Result<Vec<String>, BackendError> {
     let dir = directory(shared, bucket);
-    bounded(shared, async {
-        loop {
-            let session = connect(shared, None).await?;
-            match session.client.list_children(&dir).await {
-                Ok(children) => {
-                    let mut keys: Vec<String> = children
-                        .iter()
-                        .filter_map(|child| unescape(child))
-                        .collect();
-                    keys.sort();
-                    return Ok(page(keys, skip, limit));
-                }
-                Err(ZkError::NoNode) => return Ok(Vec::new()),
-                Err(error) => {
-                    retry::after(&session, error).await?;
-                }
-            }
-        }
-    })
-    .await
+    let children = children_of(shared, &dir, "a key-value call").await?;
+    let mut keys: Vec<String> = children
+        .iter()
+        .filter_map(|child| unescape(child))
+        .collect();
+    keys.sort();
+    Ok(page(keys, skip, limit))
 }
 
 /// The fence is gone: `Lost`, unless an earlier attempt's answer was lost (it
