@@ -13,22 +13,13 @@ use wardlock_host::runner::RunnerConfig;
 use wardlock_host::{BackendError, LockBackend, Mode};
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::serve::spinning_holder;
-use wardlock_tests::zookeeper::ZkServer;
+use wardlock_tests::zookeeper::{ZkServer, backend_under};
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, hold, lines, name, run_instances, runner_with};
-use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock";
 const WAITERS: usize = 8;
 const ROUNDS: usize = 20;
 const TIMEOUT: Duration = Duration::from_millis(300);
-
-async fn backend(server: &ZkServer, handoff: bool) -> ZooKeeperBackend {
-    let mut config = ZooKeeperConfig::new(server.address()).root(ROOT);
-    if handoff {
-        config = config.local_handoff(LocalHandoff::default());
-    }
-    ZooKeeperBackend::connect(config).await.expect("backend")
-}
 
 /// Eight sessions of one hand-off host wait 20 times each, with a 300 ms
 /// timeout, for a lock another host holds: the host-local task's deadline and
@@ -38,9 +29,9 @@ async fn backend(server: &ZkServer, handoff: bool) -> ZooKeeperBackend {
 async fn timeouts_that_expire_together_stay_timeouts() {
     let server = ZkServer::start();
     let lock = "deadline-race";
-    let other_host = backend(&server, false).await;
+    let other_host = backend_under(&server, ROOT, false).await;
     let (holder, grant) = hold(&other_host, lock, Mode::Exclusive).await;
-    let host = Arc::new(backend(&server, true).await);
+    let host = Arc::new(backend_under(&server, ROOT, true).await);
     let mut waiters = tokio::task::JoinSet::new();
     for waiter in 0..WAITERS {
         let host = host.clone();
@@ -84,12 +75,12 @@ async fn timeouts_that_expire_together_stay_timeouts() {
 async fn guests_timing_out_together_see_timeout() {
     let server = ZkServer::start();
     let lock = "deadline-race-guests";
-    let other_host = backend(&server, false).await;
+    let other_host = backend_under(&server, ROOT, false).await;
     let (holder, grant) = hold(&other_host, lock, Mode::Exclusive).await;
     let runner = runner_with(
         Guest::Lockctl2,
         RunnerConfig {
-            backend: Arc::new(backend(&server, true).await),
+            backend: Arc::new(backend_under(&server, ROOT, true).await),
             timeout: Some(TEST_WAIT_LIMIT),
             ..RunnerConfig::default()
         },

@@ -6,18 +6,17 @@
 //! refused by name. `wardlock serve --hold`: a lock per request key across
 //! two serve hosts, and the host's own answers (503 with `Retry-After`, 400).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use wardlock_host::backend::memory::{Fault, MemoryBackend};
 use wardlock_host::backend::{LockBackend, Mode};
 use wardlock_host::name::LockName;
-use wardlock_host::runner::{DeclaredLock, HoldScope, Outcome, Runner, RunnerConfig};
+use wardlock_host::runner::Outcome;
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::postgres::PgServer;
 use wardlock_tests::serve::{Server, counts_per_key, post, spinning_holder};
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, TEST_WAIT_LIMIT, runner_with};
+use wardlock_tests::{Guest, TEST_WAIT_LIMIT, holding_runner};
 
 use crate::cli::{parse, wardlock};
 
@@ -110,30 +109,16 @@ async fn two_hosts_of_plain_guests_under_a_declared_lock_lose_no_update_on_postg
     assert_two_hosts_exact(&["--postgres", &server.url()]).await;
 }
 
-/// A `plain-counter` runner on `backend` holding `specs`, each instance
-/// bounded by [`TEST_WAIT_LIMIT`].
-fn holding_runner(backend: &MemoryBackend, specs: &[&str]) -> Arc<Runner> {
-    let hold = specs
-        .iter()
-        .map(|spec| DeclaredLock::parse(spec, HoldScope::Instance).expect("declaration"))
-        .collect();
-    runner_with(
-        Guest::PlainCounter,
-        RunnerConfig {
-            backend: Arc::new(backend.clone()),
-            timeout: Some(TEST_WAIT_LIMIT),
-            hold,
-            ..RunnerConfig::default()
-        },
-    )
-}
-
 /// The guest reads its declared locks' tokens in `WARDLOCK_HELD`, in name
 /// order, placeholders filled; a second instance's exclusive token is higher.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guest_reads_its_declared_locks_and_tokens() {
     let backend = MemoryBackend::new();
-    let runner = holding_runner(&backend, &["jobs/i{instance}:shared", "counter"]);
+    let runner = holding_runner(
+        Guest::PlainCounter,
+        &backend,
+        &["jobs/i{instance}:shared", "counter"],
+    );
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("unused").display().to_string();
     let mut tokens = Vec::new();
@@ -167,7 +152,7 @@ async fn the_guest_reads_its_declared_locks_and_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_declared_lock_stops_its_instance() {
     let backend = MemoryBackend::new();
-    let runner = holding_runner(&backend, &["counter"]);
+    let runner = holding_runner(Guest::PlainCounter, &backend, &["counter"]);
     let waiting = tokio::spawn({
         let runner = runner.clone();
         async move { runner.run(0, &["wait".into()]).await }

@@ -13,33 +13,13 @@ use std::time::Duration;
 use wardlock_host::backend::LockBackend;
 use wardlock_host::backend::keyvalue::{Bucket, KvCommit, KvKey, KvWrite};
 use wardlock_host::backend::memory::{Fault, MemoryBackend};
-use wardlock_host::keyvalue::KvBuckets;
-use wardlock_host::runner::{DeclaredLock, HoldScope, Outcome, Runner, RunnerConfig};
+use wardlock_host::runner::{Outcome, Runner, RunnerConfig};
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::host_process::HostProcess;
 use wardlock_tests::postgres::PgServer;
 use wardlock_tests::serve::{Server, counts_per_key};
 use wardlock_tests::zookeeper::ZkServer;
-use wardlock_tests::{Guest, TEST_WAIT_LIMIT, runner_with};
-
-/// A `kv-counter` runner on `backend` holding `specs`, each instance bounded
-/// by [`TEST_WAIT_LIMIT`].
-fn kv_runner(backend: &MemoryBackend, specs: &[&str]) -> Arc<Runner> {
-    let hold = specs
-        .iter()
-        .map(|spec| DeclaredLock::parse(spec, HoldScope::Instance).expect("declaration"))
-        .collect();
-    runner_with(
-        Guest::KvCounter,
-        RunnerConfig {
-            backend: Arc::new(backend.clone()),
-            timeout: Some(TEST_WAIT_LIMIT),
-            hold,
-            kv_buckets: KvBuckets::new(&["default", "orders"]).expect("buckets"),
-            ..RunnerConfig::default()
-        },
-    )
-}
+use wardlock_tests::{Guest, TEST_WAIT_LIMIT, holding_runner, runner_with};
 
 /// The number `key` of bucket `default` holds, read through the engine.
 async fn stored(backend: &MemoryBackend, key: &str) -> u64 {
@@ -99,12 +79,12 @@ async fn run_side_by_side(runner: &Arc<Runner>, instances: usize, args: &[&str])
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_value_counter_under_a_declared_lock_loses_no_update_on_memory() {
     let backend = MemoryBackend::new();
-    let runner = kv_runner(&backend, &["counter"]);
+    let runner = holding_runner(Guest::KvCounter, &backend, &["counter"]);
     run_side_by_side(&runner, 4, &["count", "hits", "50"]).await;
     assert_eq!(stored(&backend, "hits").await, 200);
 
     let plain = MemoryBackend::new();
-    let runner = kv_runner(&plain, &[]);
+    let runner = holding_runner(Guest::KvCounter, &plain, &[]);
     run_side_by_side(&runner, 4, &["count", "hits", "50"]).await;
     let unlocked = stored(&plain, "hits").await;
     assert!(
@@ -118,7 +98,7 @@ async fn a_key_value_counter_under_a_declared_lock_loses_no_update_on_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn increment_is_atomic_without_a_lock_on_memory() {
     let backend = MemoryBackend::new();
-    let runner = kv_runner(&backend, &[]);
+    let runner = holding_runner(Guest::KvCounter, &backend, &[]);
     run_side_by_side(&runner, 8, &["increment", "n", "100"]).await;
     assert_eq!(stored(&backend, "n").await, 800);
 }
@@ -129,7 +109,7 @@ async fn increment_is_atomic_without_a_lock_on_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_after_the_declared_lock_is_lost_never_lands() {
     let backend = MemoryBackend::new();
-    let runner = kv_runner(&backend, &["counter"]);
+    let runner = holding_runner(Guest::KvCounter, &backend, &["counter"]);
     // `hold-then-add` reads, marks `hits.reading`, then waits for `hits.go`:
     // it sits between its read and its write until the test says.
     let first = tokio::spawn({
@@ -202,7 +182,7 @@ async fn bad_key_value_input_is_refused_by_name_and_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_keys_list_in_pages_and_the_host_goes_on() {
     let backend = MemoryBackend::new();
-    let runner = kv_runner(&backend, &[]);
+    let runner = holding_runner(Guest::KvCounter, &backend, &[]);
     let report = runner.run(0, &["flood".into(), "10000".into()]).await;
     assert_eq!(report.outcome, Outcome::Success, "{}", report.stdout_text());
     assert!(
@@ -227,6 +207,18 @@ fn kv_host(engine: &[String], flags: &[&str], args: &[&str]) -> HostProcess {
     all.push("--".to_owned());
     all.extend(args.iter().map(|a| a.to_string()));
     HostProcess::start(&all)
+}
+
+/// The flags of the lock service at `address` (`--zookeeper`, `--etcd`),
+/// rooted at `/kv`.
+fn rooted(flag: &str, address: String) -> Vec<String> {
+    [
+        flag.to_owned(),
+        address,
+        "--root".to_owned(),
+        "/kv".to_owned(),
+    ]
+    .to_vec()
 }
 
 /// The session timeout of the hosts of the multi-host tests, in seconds.
@@ -288,13 +280,7 @@ async fn two_hosts_exact_under_hold_and_lossy_without(engine: &[String]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on_zookeeper() {
     let server = ZkServer::start();
-    two_hosts_exact_under_hold_and_lossy_without(&[
-        "--zookeeper".into(),
-        server.address(),
-        "--root".into(),
-        "/kv".into(),
-    ])
-    .await;
+    two_hosts_exact_under_hold_and_lossy_without(&rooted("--zookeeper", server.address())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,13 +292,7 @@ async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on_etcd() {
     let server = EtcdServer::start();
-    two_hosts_exact_under_hold_and_lossy_without(&[
-        "--etcd".into(),
-        server.address(),
-        "--root".into(),
-        "/kv".into(),
-    ])
-    .await;
+    two_hosts_exact_under_hold_and_lossy_without(&rooted("--etcd", server.address())).await;
 }
 
 /// Host A (`--hold counter` when `held`) reads `hits`, then is paused
@@ -367,25 +347,14 @@ async fn a_paused_writer_cannot_overwrite_the_next_holder(engine: &[String]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_zookeeper() {
     let server = ZkServer::start();
-    a_paused_writer_cannot_overwrite_the_next_holder(&[
-        "--zookeeper".into(),
-        server.address(),
-        "--root".into(),
-        "/kv".into(),
-    ])
-    .await;
+    a_paused_writer_cannot_overwrite_the_next_holder(&rooted("--zookeeper", server.address()))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_etcd() {
     let server = EtcdServer::start();
-    a_paused_writer_cannot_overwrite_the_next_holder(&[
-        "--etcd".into(),
-        server.address(),
-        "--root".into(),
-        "/kv".into(),
-    ])
-    .await;
+    a_paused_writer_cannot_overwrite_the_next_holder(&rooted("--etcd", server.address())).await;
 }
 
 /// On PostgreSQL the paused host's connection idles past its

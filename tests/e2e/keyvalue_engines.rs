@@ -13,20 +13,11 @@ use wardlock_host::{BackendError, LockBackend, Mode};
 use wardlock_postgres::{PostgresBackend, PostgresConfig};
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::postgres::PgServer;
-use wardlock_tests::zookeeper::{ZkServer, delete_the_holder_node};
+use wardlock_tests::zookeeper::{ZkServer, backend_under, delete_the_holder_node};
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
-use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use zookeeper_client::Client;
 
 const ROOT: &str = "/wardlock-kv";
-
-async fn backend(server: &ZkServer, handoff: bool) -> ZooKeeperBackend {
-    let mut config = ZooKeeperConfig::new(server.address()).root(ROOT);
-    if handoff {
-        config = config.local_handoff(LocalHandoff::default());
-    }
-    ZooKeeperBackend::connect(config).await.expect("backend")
-}
 
 fn key(text: &str) -> KvKey {
     KvKey::new(text).expect("valid key")
@@ -89,8 +80,8 @@ async fn a_fenced_batch_is_refused_once_its_turn_is_gone(
 async fn zookeeper_refuses_a_fenced_batch(handoff: bool) {
     let server = ZkServer::start();
     let (a, b) = (
-        backend(&server, handoff).await,
-        backend(&server, handoff).await,
+        backend_under(&server, ROOT, handoff).await,
+        backend_under(&server, ROOT, handoff).await,
     );
     let client = Client::connect(&server.address()).await.expect("client");
     let raw = async || {
@@ -183,7 +174,7 @@ async fn versions_batches_and_listing(host: &dyn LockBackend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_key_value_versions_batches_and_listing() {
     let server = ZkServer::start();
-    versions_batches_and_listing(&backend(&server, true).await).await;
+    versions_batches_and_listing(&backend_under(&server, ROOT, true).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,20 +8,11 @@
 
 use wardlock_host::backend::GuardedKey;
 use wardlock_host::{BackendError, LockBackend, LockName, Mode};
-use wardlock_tests::zookeeper::{ZkServer, delete_the_holder_node};
+use wardlock_tests::zookeeper::{ZkServer, backend_under, delete_the_holder_node};
 use wardlock_tests::{TEST_WAIT_LIMIT, name};
-use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 use zookeeper_client::Client;
 
 const ROOT: &str = "/wardlock-guarded";
-
-async fn backend(server: &ZkServer, handoff: bool) -> ZooKeeperBackend {
-    let mut config = ZooKeeperConfig::new(server.address()).root(ROOT);
-    if handoff {
-        config = config.local_handoff(LocalHandoff::default());
-    }
-    ZooKeeperBackend::connect(config).await.expect("backend")
-}
 
 /// A plain client, acting behind the hosts' backs.
 async fn raw(server: &ZkServer) -> Client {
@@ -39,8 +30,8 @@ fn key(text: &str) -> GuardedKey {
 async fn a_write_whose_node_is_gone_is_refused(handoff: bool) {
     let server = ZkServer::start();
     let (a, b) = (
-        backend(&server, handoff).await,
-        backend(&server, handoff).await,
+        backend_under(&server, ROOT, handoff).await,
+        backend_under(&server, ROOT, handoff).await,
     );
     let client = raw(&server).await;
     let lock = name(if handoff {

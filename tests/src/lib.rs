@@ -58,7 +58,8 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use wardlock_host::runner::{
-    CompileCache, InstanceReport, Preopen, Runner, RunnerConfig, Runtime, RuntimeOptions, Stdio,
+    CompileCache, DeclaredLock, HoldScope, InstanceReport, Preopen, Runner, RunnerConfig, Runtime,
+    RuntimeOptions, Stdio,
 };
 use wardlock_host::{Grant, LockBackend, LockPolicy, LockSession, MemoryBackend, Mode};
 use wasmtime::component::Component;
@@ -206,6 +207,28 @@ pub fn runner(
             backend: Arc::new(backend.clone()),
             policy: Arc::new(policy),
             timeout,
+            ..RunnerConfig::default()
+        },
+    )
+}
+
+/// A runner for `guest` on `backend` whose every instance holds the locks
+/// `specs` declare (`wardlock run --hold`), each instance bounded by
+/// [`TEST_WAIT_LIMIT`].
+///
+/// # Panics
+/// When a declaration is invalid.
+pub fn holding_runner(guest: Guest, backend: &MemoryBackend, specs: &[&str]) -> Arc<Runner> {
+    let hold = specs
+        .iter()
+        .map(|spec| DeclaredLock::parse(spec, HoldScope::Instance).expect("declaration"))
+        .collect();
+    runner_with(
+        guest,
+        RunnerConfig {
+            backend: Arc::new(backend.clone()),
+            timeout: Some(TEST_WAIT_LIMIT),
+            hold,
             ..RunnerConfig::default()
         },
     )

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wardlock_zookeeper::ZooKeeperBackend;
+use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 use crate::proxy::Proxy;
 use crate::serve::free_port;
@@ -226,4 +226,17 @@ pub async fn delete_the_holder_node(client: &zookeeper_client::Client, queue: &s
         .delete(&format!("{queue}/{node}"), None)
         .await
         .expect("delete the holder's node behind its back");
+}
+
+/// A host on `server` keeping its locks under `root`, with host-local
+/// hand-off when `handoff` (otherwise a node per guest).
+///
+/// # Panics
+/// When the backend cannot connect.
+pub async fn backend_under(server: &ZkServer, root: &str, handoff: bool) -> ZooKeeperBackend {
+    let mut config = ZooKeeperConfig::new(server.address()).root(root);
+    if handoff {
+        config = config.local_handoff(LocalHandoff::default());
+    }
+    ZooKeeperBackend::connect(config).await.expect("backend")
 }
