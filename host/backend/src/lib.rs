@@ -13,7 +13,7 @@
 //! [`LockSession`] is the core every engine implements (acquire, release,
 //! status, downgrade); what only some engines offer is a capability trait
 //! reached through the session's accessor: [`Semaphores`], [`Revocation`],
-//! [`Contention`], [`GuardedStore`], [`Election`]. Whatever watches a session
+//! [`Contention`], [`GuardedStore`], [`KeyValue`], [`Election`]. Whatever watches a session
 //! plugs an observer into the one forwarding wrapper ([`observe`]).
 //!
 //! The traits are free of wasmtime types so an engine compiles, and is tested,
