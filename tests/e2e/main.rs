@@ -71,5 +71,6 @@ mod semantics;
 mod semaphore;
 mod serve;
 mod singleton;
+mod valkey;
 mod zookeeper;
 mod zookeeper_guarded;

@@ -4,7 +4,12 @@
 //! depends on no engine; only the command line names them all.
 
 /// The engine crates built into `wardlock`.
-pub const ENGINE_CRATES: &[&str] = &["wardlock-zookeeper", "wardlock-etcd", "wardlock-postgres"];
+pub const ENGINE_CRATES: &[&str] = &[
+    "wardlock-zookeeper",
+    "wardlock-etcd",
+    "wardlock-postgres",
+    "wardlock-valkey",
+];
 
 /// The toolkit every engine is built on.
 pub const TOOLKIT: &str = "wardlock-backend";

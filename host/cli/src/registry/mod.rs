@@ -39,13 +39,14 @@ impl Registry {
     }
 
     /// The engines built into `wardlock`: memory (the default), ZooKeeper,
-    /// etcd and PostgreSQL. This is the one place that names them.
+    /// etcd, PostgreSQL and Valkey/Redis. This is the one place that names them.
     pub fn builtin() -> Self {
         Registry::empty()
             .with(wardlock_backend::memory::MemoryEngine)
             .with(wardlock_zookeeper::ZOOKEEPER_ENGINE)
             .with(wardlock_etcd::ETCD_ENGINE)
             .with(wardlock_postgres::POSTGRES_ENGINE)
+            .with(wardlock_valkey::REDIS_ENGINE)
     }
 
     /// This registry with `engine` added, replacing an engine of the same name.

@@ -1,0 +1,186 @@
+//! How a host reaches Valkey or Redis, and what it accepts of it.
+
+use std::time::Duration;
+
+use wardlock_backend::handoff::LocalHandoff;
+use wardlock_backend::secret::Secret;
+
+/// The session timeout when none is given: how long after a host goes
+/// silent its session key expires on the server.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The root when none is given: lock `NAME` is the key `/wardlock/NAME`,
+/// the key redis-py's `Lock('/wardlock/NAME')` takes.
+pub const DEFAULT_ROOT: &str = "/wardlock";
+
+/// The shortest session timeout: the heartbeat runs every tenth of it, and a
+/// server's expiry is only as fine as a millisecond.
+const MIN_SESSION_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// A Valkey/Redis backend's configuration.
+#[derive(Debug, Clone)]
+pub struct ValkeyConfig {
+    pub(crate) url: String,
+    pub(crate) root: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) local_handoff: LocalHandoff,
+    pub(crate) password: Option<Secret>,
+    pub(crate) accept_unsafe: bool,
+}
+
+impl ValkeyConfig {
+    /// Locks on the server at `url` (`redis://[USER@]HOST:PORT[/DB]`), under
+    /// [`DEFAULT_ROOT`], with [`DEFAULT_SESSION_TIMEOUT`], host-local
+    /// hand-off without lock caching (redis-py waiters are invisible to a
+    /// host, so a cached lock would keep them waiting), no password and the
+    /// server's settings checked.
+    pub fn new(url: impl Into<String>) -> Self {
+        ValkeyConfig {
+            url: url.into(),
+            root: DEFAULT_ROOT.to_owned(),
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            // No linger: no lock caching.
+            local_handoff: LocalHandoff::default(),
+            password: None,
+            accept_unsafe: false,
+        }
+    }
+
+    /// Where lock names live: lock `NAME` is the key `ROOT/NAME`.
+    pub fn root(mut self, root: impl Into<String>) -> Self {
+        self.root = root.into();
+        self
+    }
+
+    /// How long after this host goes silent its session (and every lock it
+    /// holds or queued for) ends on the server.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How far the host hands a lock among its own guests
+    /// ([`LocalHandoff::NONE`]: never; every guest queues on the server).
+    pub fn local_handoff(mut self, handoff: LocalHandoff) -> Self {
+        self.local_handoff = handoff;
+        self
+    }
+
+    /// The password (of the URL's user, or of `default`), read from a file
+    /// by the command line: never part of the URL.
+    pub fn password(mut self, password: Option<Secret>) -> Self {
+        self.password = password;
+        self
+    }
+
+    /// Runs on a server whose settings cannot keep locks safe (an eviction
+    /// policy, no persistence): the host says so at start and in
+    /// `/healthz`. Off by default: such a server is refused.
+    pub fn accept_unsafe(mut self, accept: bool) -> Self {
+        self.accept_unsafe = accept;
+        self
+    }
+
+    /// Whether the server's unsafe settings are accepted.
+    pub fn accepts_unsafe(&self) -> bool {
+        self.accept_unsafe
+    }
+
+    /// The URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The root lock names live under.
+    pub fn root_path(&self) -> &str {
+        &self.root
+    }
+
+    /// Checks what can be checked without the server.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming what is wrong.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let scheme = self.url.split("://").next().unwrap_or("");
+        match scheme {
+            "redis" | "valkey" => {}
+            "rediss" | "valkeys" => return Err(ConfigError::Tls),
+            _ => return Err(ConfigError::Scheme(self.url.clone())),
+        }
+        if url_password(&self.url) {
+            return Err(ConfigError::PasswordInUrl);
+        }
+        if !self.root.starts_with('/') || self.root.len() < 2 || self.root.ends_with('/') {
+            return Err(ConfigError::Root(self.root.clone()));
+        }
+        if self.session_timeout < MIN_SESSION_TIMEOUT {
+            return Err(ConfigError::SessionTimeout(self.session_timeout));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `url` carries a password (`redis://user:secret@host`).
+fn url_password(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or("");
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+}
+
+/// A configuration the engine cannot work with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Not a `redis://` URL.
+    #[error("--redis {0:?} is not a redis:// URL (redis://[USER@]HOST:PORT[/DB])")]
+    Scheme(String),
+    /// TLS is not served yet.
+    #[error(
+        "--redis: rediss:// (TLS) is not served by this version of the engine; use redis:// on a trusted network"
+    )]
+    Tls,
+    /// A password written into the URL.
+    #[error(
+        "--redis: the URL carries a password, where process listings and logs show it; give it with --redis-password-file FILE"
+    )]
+    PasswordInUrl,
+    /// A root that is not an absolute path.
+    #[error("--root {0:?}: the root must start with '/' and not end with one (e.g. /wardlock)")]
+    Root(String),
+    /// A session timeout too short to heartbeat.
+    #[error("--session-timeout {0:?} is too short for the Valkey/Redis engine: at least 0.5 s")]
+    SessionTimeout(Duration),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_cannot_work() {
+        let ok = ValkeyConfig::new("redis://127.0.0.1:6379");
+        assert_eq!(ok.validate(), Ok(()));
+        assert_eq!(
+            ValkeyConfig::new("http://x").validate(),
+            Err(ConfigError::Scheme("http://x".into()))
+        );
+        assert_eq!(
+            ValkeyConfig::new("rediss://x").validate(),
+            Err(ConfigError::Tls)
+        );
+        assert_eq!(
+            ValkeyConfig::new("redis://u:p@x:1/0").validate(),
+            Err(ConfigError::PasswordInUrl)
+        );
+        assert_eq!(ValkeyConfig::new("redis://u@x:1/0").validate(), Ok(()));
+        assert!(ok.clone().root("wardlock").validate().is_err());
+        assert!(ok.clone().root("/w/").validate().is_err());
+        assert!(
+            ok.session_timeout(Duration::from_millis(100))
+                .validate()
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,96 @@
+//! Where the engine keeps things on the server, under the root (`/wardlock`
+//! by default). Every key of a root starts with it; wardlock's own keys
+//! carry a `%`, which no lock name contains.
+//!
+//! | key | type | what |
+//! | --- | --- | --- |
+//! | `ROOT/NAME` | string | set while wardlock hosts hold lock NAME (`wardlock:MEMBER`, with the session's time-to-live): the key redis-py's `Lock('ROOT/NAME')` takes, so the two exclude each other |
+//! | `ROOT/%queue/NAME` | sorted set | NAME's queue: members `TOKEN:MODE:HOST:GEN` (mode `w` or `r`), scored by token, in arrival order |
+//! | `ROOT/%session/HOST:GEN` | string | a host's session, with a time-to-live the host renews; queue members whose session key is gone are dead |
+//! | `ROOT/%held/HOST:GEN` | set | the `ROOT/NAME` keys a session holds, renewed with it |
+//! | `ROOT/%token` | integer | the fencing-token counter |
+//! | `ROOT/%server` | string | the run id of the server that last served the root |
+//! | `ROOT/%settle` | string | set for a session timeout after the server changed (a restart, a failover): no grant while it lives |
+//!
+//! A host listens on one channel, `ROOT/%wake/HOST`: a release publishes
+//! `grant MEMBER` there for each member it lets in (one message per new
+//! holder, no channel every waiter hears), and a conflicting arrival
+//! `behind MEMBER` for each holder it queues behind.
+
+use wardlock_backend::name::LockName;
+
+/// The keys of one root.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    root: String,
+}
+
+impl Layout {
+    pub(crate) fn new(root: &str) -> Self {
+        Layout {
+            root: root.to_owned(),
+        }
+    }
+
+    /// The root, as scripts take it (they build session keys and channels
+    /// from members).
+    pub(crate) fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// `ROOT/NAME`: redis-py's lock key.
+    pub(crate) fn lock_key(&self, name: &LockName) -> String {
+        format!("{}/{name}", self.root)
+    }
+
+    /// The lock name of a lock key, if it is one of this root's.
+    pub(crate) fn name_of(&self, lock_key: &str) -> Option<LockName> {
+        let name = lock_key.strip_prefix(&self.root)?.strip_prefix('/')?;
+        LockName::new(name).ok()
+    }
+
+    pub(crate) fn queue_key(&self, name: &LockName) -> String {
+        format!("{}/%queue/{name}", self.root)
+    }
+
+    pub(crate) fn session_key(&self, session: &str) -> String {
+        format!("{}/%session/{session}", self.root)
+    }
+
+    pub(crate) fn held_key(&self, session: &str) -> String {
+        format!("{}/%held/{session}", self.root)
+    }
+
+    pub(crate) fn token_key(&self) -> String {
+        format!("{}/%token", self.root)
+    }
+
+    pub(crate) fn server_key(&self) -> String {
+        format!("{}/%server", self.root)
+    }
+
+    pub(crate) fn settle_key(&self) -> String {
+        format!("{}/%settle", self.root)
+    }
+
+    pub(crate) fn wake_channel(&self, host: &str) -> String {
+        format!("{}/%wake/{host}", self.root)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_own_keys_are_apart() {
+        let layout = Layout::new("/wardlock");
+        let name = LockName::new("orders/42").expect("name");
+        assert_eq!(layout.lock_key(&name), "/wardlock/orders/42");
+        assert_eq!(layout.name_of("/wardlock/orders/42"), Some(name.clone()));
+        assert_eq!(layout.name_of("/other/orders/42"), None);
+        // Own keys hold a '%', which no lock name may: never a lock's key.
+        assert_eq!(layout.name_of(&layout.queue_key(&name)), None);
+        assert_eq!(layout.name_of(&layout.token_key()), None);
+    }
+}

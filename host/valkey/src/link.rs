@@ -1,0 +1,203 @@
+//! The host's connection to the server: one multiplexed connection for every
+//! command of every session, opened on demand, judged at every connect
+//! (`safety`), and replaced after a failure. A new connection that finds
+//! another server process than the host's sessions were opened on (a
+//! restart, a failover) ends those sessions (see `session`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError};
+use wardlock_backend::BackendError;
+
+use crate::config::ValkeyConfig;
+use crate::layout::Layout;
+use crate::safety::{self, Answers, ServerFacts};
+use crate::scripts;
+
+/// How far tokens jump when a root moves to another server process: past
+/// whatever grants the old one made that the new one never heard of.
+pub const TOKEN_JUMP: u64 = 1 << 32;
+
+/// One open connection and what was learned of its server.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) conn: MultiplexedConnection,
+    pub(crate) facts: Arc<ServerFacts>,
+    /// Counts connections, so a failure drops only the one it happened on.
+    serial: u64,
+}
+
+/// The server, as the backend reaches it.
+pub(crate) struct Server {
+    client: Client,
+    layout: Layout,
+    session_timeout: Duration,
+    accept_unsafe: bool,
+    current: tokio::sync::Mutex<Option<Link>>,
+    serial: Mutex<u64>,
+    /// The facts of the last connection, for health and logs.
+    last_facts: Mutex<Option<Arc<ServerFacts>>>,
+}
+
+impl Server {
+    /// # Errors
+    /// `InvalidConfig` for a URL the client cannot read.
+    pub(crate) fn new(config: &ValkeyConfig) -> Result<Self, BackendError> {
+        let mut info = redis::IntoConnectionInfo::into_connection_info(config.url.as_str())
+            .map_err(|e| BackendError::InvalidConfig(format!("--redis {}: {e}", config.url)))?;
+        if let Some(password) = &config.password {
+            let settings = info
+                .redis_settings()
+                .clone()
+                .set_password(password.expose());
+            info = info.set_redis_settings(settings);
+        }
+        let client = Client::open(info)
+            .map_err(|e| BackendError::InvalidConfig(format!("--redis {}: {e}", config.url)))?;
+        Ok(Server {
+            client,
+            layout: Layout::new(&config.root),
+            session_timeout: config.session_timeout,
+            accept_unsafe: config.accept_unsafe,
+            current: tokio::sync::Mutex::new(None),
+            serial: Mutex::new(0),
+            last_facts: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The facts of the last server connected to, if any.
+    pub(crate) fn facts(&self) -> Option<Arc<ServerFacts>> {
+        self.last_facts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The open connection, or a new one (judged, and the root's server
+    /// noted: `scripts::IDENTIFY`).
+    ///
+    /// # Errors
+    /// `Unavailable` when the server cannot be reached; `Refused` when it
+    /// refuses this host or cannot keep locks safe.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: a dropped connect opens nothing that stays.
+    pub(crate) async fn link(&self) -> Result<Link, BackendError> {
+        let mut current = self.current.lock().await;
+        if let Some(link) = current.as_ref() {
+            return Ok(link.clone());
+        }
+        let link = self.connect().await?;
+        *current = Some(link.clone());
+        Ok(link)
+    }
+
+    /// Forgets `link` after a failure on it (the next `link` connects anew).
+    pub(crate) async fn failed(&self, link: &Link) {
+        let mut current = self.current.lock().await;
+        if current.as_ref().is_some_and(|l| l.serial == link.serial) {
+            *current = None;
+        }
+    }
+
+    async fn connect(&self) -> Result<Link, BackendError> {
+        let bound = (self.session_timeout / 5).max(Duration::from_millis(100));
+        let settings = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(bound))
+            .set_response_timeout(Some(bound));
+        let mut conn = self
+            .client
+            .get_multiplexed_async_connection_with_config(&settings)
+            .await
+            .map_err(|e| classify(&e, "connect"))?;
+        let info: String = redis::cmd("INFO")
+            .arg("everything")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| classify(&e, "read INFO"))?;
+        let config = read_config(&mut conn).await;
+        let facts = safety::judge(
+            &Answers {
+                info: &info,
+                config: config.as_ref(),
+            },
+            self.accept_unsafe,
+        )
+        .map_err(BackendError::Refused)?;
+        for warning in &facts.unsafe_settings {
+            tracing::warn!(server = %facts.product, "accepted an unsafe server setting: {warning}");
+        }
+        let moved: i64 = scripts::IDENTIFY
+            .key(self.layout.server_key())
+            .key(self.layout.settle_key())
+            .key(self.layout.token_key())
+            .arg(self.layout.root())
+            .arg(&facts.run_id)
+            .arg(millis(self.session_timeout))
+            .arg(TOKEN_JUMP)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| classify(&e, "note the server"))?;
+        if moved == 1 {
+            tracing::warn!(
+                run_id = %facts.run_id,
+                "the root {} is served by another server process than before (a restart or a failover): no lock is granted for a session timeout, and tokens jump by 2^32",
+                self.layout.root()
+            );
+        }
+        let facts = Arc::new(facts);
+        *self.last_facts.lock().unwrap_or_else(|e| e.into_inner()) = Some(facts.clone());
+        let serial = {
+            let mut serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
+            *serial += 1;
+            *serial
+        };
+        Ok(Link {
+            conn,
+            facts,
+            serial,
+        })
+    }
+}
+
+/// `appendonly` and `save`, or `None` where `CONFIG` is refused.
+async fn read_config(conn: &mut MultiplexedConnection) -> Option<HashMap<String, String>> {
+    let mut config = HashMap::new();
+    for key in ["appendonly", "save"] {
+        let pair: HashMap<String, String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(key)
+            .query_async(conn)
+            .await
+            .ok()?;
+        config.extend(pair);
+    }
+    Some(config)
+}
+
+/// A duration in whole milliseconds, for `PX` and `PEXPIRE`.
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The backend error for a request (`what`) that failed with `error`: a
+/// refusal of this host (authentication, rights) is `Refused`, anything
+/// else `Unavailable`.
+pub(crate) fn classify(error: &RedisError, what: &str) -> BackendError {
+    match error.kind() {
+        ErrorKind::AuthenticationFailed => BackendError::Refused(format!(
+            "the server refused this host's login, to {what}: {error} (check the URL's user and --redis-password-file)"
+        )),
+        ErrorKind::Server(redis::ServerErrorKind::NoPerm) => BackendError::Refused(format!(
+            "the server refused this host's user, to {what}: {error} (the user needs +@all on the root's keys, or at least EVALSHA, EVAL, INFO, PUBLISH, SUBSCRIBE)"
+        )),
+        _ => BackendError::Unavailable(format!("Valkey/Redis could not {what}: {error}")),
+    }
+}

@@ -1,0 +1,427 @@
+//! The lock recipe: a fair FIFO queue per lock (a sorted set scored by
+//! fencing token), read/write as ZooKeeper's: a member holds when no member
+//! ahead conflicts with it (any member, for a writer; a writer, for a
+//! reader) and no foreign client (redis-py) holds the lock key. A waiter
+//! waits to be told (`grant`, by the release that lets it in) or until its
+//! nearest conflicting member's session key would expire, whichever comes
+//! first, and then looks again: one wake-up per grant, no herd, and a
+//! crashed host's members pass within its session timeout without any
+//! polling in between.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::Value;
+use tokio::time::Instant;
+use wardlock_backend::handoff::{NodeRequest, OwnedNode, until};
+use wardlock_backend::name::LockName;
+use wardlock_backend::{BackendError, Mode};
+
+use crate::Shared;
+use crate::link::{classify, millis};
+use crate::scripts;
+use crate::session::HostSession;
+
+/// A waiter's longest pause between looks at a foreign holder (redis-py
+/// tells nobody when it lets go; it polls every 0.1 s itself).
+const FOREIGN_POLL: Duration = Duration::from_millis(100);
+
+/// Margin after a blocker's session key would expire before looking again.
+const EXPIRY_MARGIN: Duration = Duration::from_millis(10);
+
+fn mode_letter(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Exclusive => "w",
+        Mode::Shared => "r",
+    }
+}
+
+/// Removes a queued member unless disarmed: a wait that timed out, a try
+/// that failed, or a dropped future (cancel safety) leaves nothing queued.
+struct Queued {
+    shared: Arc<Shared>,
+    name: LockName,
+    member: Option<String>,
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if let Some(member) = self.member.take() {
+            let (shared, name) = (self.shared.clone(), self.name.clone());
+            self.shared
+                .runtime
+                .spawn(async move { remove(&shared, &name, &member).await });
+        }
+    }
+}
+
+/// What one look at the queue found.
+enum Look {
+    Granted,
+    /// Look again after at most this long (or when told).
+    Wait(Duration),
+    Foreign(Duration),
+    /// The member is not queued any more, or the session is over.
+    Requeue,
+}
+
+/// The host's node for a lock, as `request` says.
+///
+/// # Errors
+/// `Timeout` past the request's deadline; `Unavailable` when the server
+/// could not be reached for a whole session timeout; `Refused` as the
+/// connection.
+///
+/// # Cancellation safety
+/// Cancel safe: a dropped future removes its member.
+pub(crate) async fn acquire(
+    shared: Arc<Shared>,
+    request: NodeRequest,
+) -> Result<Option<OwnedNode>, BackendError> {
+    let (name, mode, deadline) = (&request.name, request.mode, request.deadline);
+    let mut outage = Outage::new(shared.config.session_timeout);
+    loop {
+        let session = match until(deadline, shared.session()).await? {
+            Ok(session) => session,
+            Err(error) => {
+                let pause = outage.retry(error)?;
+                until(deadline, tokio::time::sleep(pause)).await?;
+                continue;
+            }
+        };
+        let (token, member) = match until(deadline, enqueue(&shared, &session, name, mode)).await? {
+            Ok(Some(queued)) => queued,
+            Ok(None) => {
+                session.end();
+                continue;
+            }
+            Err(error) => {
+                let pause = outage.retry(error)?;
+                until(deadline, tokio::time::sleep(pause)).await?;
+                continue;
+            }
+        };
+        outage.clear();
+        let mut queued = Queued {
+            shared: shared.clone(),
+            name: name.clone(),
+            member: Some(member.clone()),
+        };
+        let mut foreign_pause = Duration::from_millis(5);
+        let mut epoch = shared.wake.epoch();
+        epoch.borrow_and_update();
+        loop {
+            let told = shared.wake.register("grant", &member);
+            let look = match until(deadline, look(&shared, &session, name, &member)).await? {
+                Ok(look) => look,
+                Err(error) => {
+                    let pause = outage.retry(error)?;
+                    Look::Wait(pause)
+                }
+            };
+            let pause = match look {
+                Look::Granted => {
+                    queued.member = None;
+                    return Ok(Some(OwnedNode {
+                        path: shared.layout.lock_key(name),
+                        prefix: member,
+                        generation: session.generation,
+                        token,
+                    }));
+                }
+                Look::Requeue => break,
+                Look::Wait(pause) => pause,
+                Look::Foreign(left) => {
+                    foreign_pause = (foreign_pause * 2).min(FOREIGN_POLL);
+                    left.min(foreign_pause)
+                }
+            };
+            if !request.wait {
+                if let Some(member) = queued.member.take() {
+                    remove(&shared, name, &member).await;
+                }
+                return Ok(None);
+            }
+            let waited = async {
+                tokio::select! {
+                    () = told.notify.notified() => {}
+                    _ = epoch.changed() => {}
+                    () = tokio::time::sleep(pause) => {}
+                    () = session.liveness.until_ended() => {}
+                }
+            };
+            until(deadline, waited).await?;
+            if session.liveness.is_ended() {
+                break;
+            }
+        }
+    }
+}
+
+/// How long the server has failed a wait's requests: each is retried until
+/// it has been unreachable for a session timeout (then the error is the
+/// caller's).
+struct Outage {
+    limit: Duration,
+    since: Option<Instant>,
+}
+
+impl Outage {
+    fn new(limit: Duration) -> Self {
+        Outage { limit, since: None }
+    }
+
+    /// The pause before the next try, or the error when it is final.
+    fn retry(&mut self, error: BackendError) -> Result<Duration, BackendError> {
+        if matches!(
+            error,
+            BackendError::Refused(_) | BackendError::InvalidConfig(_)
+        ) {
+            return Err(error);
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= self.limit {
+            return Err(error);
+        }
+        Ok(Duration::from_millis(50))
+    }
+
+    fn clear(&mut self) {
+        self.since = None;
+    }
+}
+
+/// Queues a member: `(token, member)`, or `None` when the session key is
+/// gone.
+async fn enqueue(
+    shared: &Shared,
+    session: &HostSession,
+    name: &LockName,
+    mode: Mode,
+) -> Result<Option<(u64, String)>, BackendError> {
+    let link = shared.server.link().await?;
+    let mut conn = link.conn.clone();
+    let answer: Result<Vec<Value>, _> = scripts::ENQUEUE
+        .key(session.session_key())
+        .key(shared.layout.token_key())
+        .key(shared.layout.queue_key(name))
+        .arg(shared.layout.root())
+        .arg(mode_letter(mode))
+        .arg(&shared.host)
+        .arg(session.generation)
+        .invoke_async(&mut conn)
+        .await;
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(error) => {
+            shared.server.failed(&link).await;
+            return Err(classify(&error, "queue for a lock"));
+        }
+    };
+    match answer.as_slice() {
+        [what, token, member] if text(what) == "queued" => {
+            let token = integer(token).ok_or_else(|| odd("ENQUEUE's token"))?;
+            let member = text(member);
+            session.track(&member, name);
+            Ok(Some((token, member)))
+        }
+        [what] if text(what) == "ended" => Ok(None),
+        _ => Err(odd("ENQUEUE's answer")),
+    }
+}
+
+/// One look at `member`'s place in `name`'s queue (`scripts::CHECK`).
+async fn look(
+    shared: &Shared,
+    session: &HostSession,
+    name: &LockName,
+    member: &str,
+) -> Result<Look, BackendError> {
+    let link = shared.server.link().await?;
+    if link.facts.run_id != session.run_id {
+        session.end();
+        return Ok(Look::Requeue);
+    }
+    let mut conn = link.conn.clone();
+    let answer: Result<Vec<Value>, _> = scripts::CHECK
+        .key(shared.layout.queue_key(name))
+        .key(shared.layout.lock_key(name))
+        .key(session.session_key())
+        .key(session.held_key())
+        .key(shared.layout.settle_key())
+        .arg(shared.layout.root())
+        .arg(member)
+        .arg(millis(shared.config.session_timeout))
+        .invoke_async(&mut conn)
+        .await;
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(error) => {
+            shared.server.failed(&link).await;
+            return Err(classify(&error, "look at a lock's queue"));
+        }
+    };
+    let [what, _blocker, ms] = answer.as_slice() else {
+        return Err(odd("CHECK's answer"));
+    };
+    let left = Duration::from_millis(integer(ms).unwrap_or(0));
+    Ok(match text(what).as_str() {
+        "granted" => Look::Granted,
+        "behind" | "settling" => Look::Wait(left + EXPIRY_MARGIN),
+        "foreign" => Look::Foreign(left + EXPIRY_MARGIN),
+        "ended" => {
+            session.end();
+            Look::Requeue
+        }
+        _ => Look::Requeue,
+    })
+}
+
+/// Takes `member` out of `name`'s queue, retried while its session lives
+/// (once it is over, the member is dead anyway).
+pub(crate) async fn remove(shared: &Shared, name: &LockName, member: &str) {
+    let mut pause = Duration::from_millis(20);
+    loop {
+        let link = match shared.server.link().await {
+            Ok(link) => link,
+            Err(_) => {
+                if !member_may_live(shared, member) {
+                    return;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        let session = member_session(member);
+        let mut conn = link.conn.clone();
+        let answer: Result<i64, _> = scripts::RELEASE
+            .key(shared.layout.queue_key(name))
+            .key(shared.layout.lock_key(name))
+            .key(shared.layout.held_key(&session))
+            .arg(shared.layout.root())
+            .arg(member)
+            .invoke_async(&mut conn)
+            .await;
+        match answer {
+            Ok(_) => {
+                if let Some(live) = shared.live_session().filter(|s| s.id == session) {
+                    live.untrack(member);
+                }
+                return;
+            }
+            Err(error) => {
+                tracing::debug!(%name, %error, "releasing a Valkey/Redis lock failed; retrying");
+                shared.server.failed(&link).await;
+                if !member_may_live(shared, member) {
+                    return;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// `HOST:GEN` of a member `TOKEN:MODE:HOST:GEN`.
+fn member_session(member: &str) -> String {
+    member.splitn(3, ':').nth(2).unwrap_or_default().to_owned()
+}
+
+/// Whether the session `member` lives in may still be alive on the server
+/// (the host's current one, not ended).
+fn member_may_live(shared: &Shared, member: &str) -> bool {
+    shared
+        .live_session()
+        .is_some_and(|s| s.id == member_session(member))
+}
+
+/// Resolves when a member of another host that conflicts with `member`
+/// queued behind it (told `behind`, or seen at a look after a
+/// resubscription); never when its session ends first.
+pub(crate) async fn contender_behind(
+    shared: Arc<Shared>,
+    name: LockName,
+    member: String,
+    generation: u64,
+) {
+    let Some(session) = shared.session_of(generation) else {
+        return std::future::pending().await;
+    };
+    let mut epoch = shared.wake.epoch();
+    loop {
+        epoch.borrow_and_update();
+        let told = shared.wake.register("behind", &member);
+        if contended(&shared, &name, &member).await == Some(true) {
+            return;
+        }
+        tokio::select! {
+            () = told.notify.notified() => {}
+            _ = epoch.changed() => {}
+            // A failed look is tried again a heartbeat later.
+            () = tokio::time::sleep(session.liveness.heartbeat_interval() * 10) => {}
+            () = session.liveness.until_ended() => return std::future::pending().await,
+        }
+    }
+}
+
+async fn contended(shared: &Shared, name: &LockName, member: &str) -> Option<bool> {
+    let link = shared.server.link().await.ok()?;
+    let mut conn = link.conn.clone();
+    let answer: Result<i64, _> = scripts::CONTENDED
+        .key(shared.layout.queue_key(name))
+        .arg(shared.layout.root())
+        .arg(member)
+        .invoke_async(&mut conn)
+        .await;
+    match answer {
+        Ok(found) => Some(found == 1),
+        Err(_) => {
+            shared.server.failed(&link).await;
+            None
+        }
+    }
+}
+
+/// The live members of `name`'s queue, in order.
+///
+/// # Errors
+/// `Unavailable` when the server cannot be reached.
+pub(crate) async fn members(shared: &Shared, name: &LockName) -> Result<Vec<String>, BackendError> {
+    let link = shared.server.link().await?;
+    let mut conn = link.conn.clone();
+    let answer: Result<Vec<String>, _> = scripts::MEMBERS
+        .key(shared.layout.queue_key(name))
+        .arg(shared.layout.root())
+        .invoke_async(&mut conn)
+        .await;
+    match answer {
+        Ok(members) => Ok(members),
+        Err(error) => {
+            shared.server.failed(&link).await;
+            Err(classify(&error, "read a lock's queue"))
+        }
+    }
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Int(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn integer(value: &Value) -> Option<u64> {
+    match value {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        other => text(other).parse().ok(),
+    }
+}
+
+fn odd(what: &str) -> BackendError {
+    BackendError::Unavailable(format!(
+        "Valkey/Redis answered {what} in a form wardlock does not know"
+    ))
+}

@@ -1,0 +1,222 @@
+//! The engine's server-side steps, each one Lua script, so each runs
+//! atomically on the server (a script runs alone: no other client's command
+//! comes between its reads and its writes). `layout.rs` describes the keys.
+//!
+//! Every script takes the root as `ARGV[1]`. Members are
+//! `TOKEN:MODE:HOST:GEN`; a member is alive while its session key
+//! `ROOT/%session/HOST:GEN` exists, and the scripts that read a queue drop
+//! its dead members first, so a crashed host's entries go at the first look
+//! after its session key expired.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// The helpers every queue script shares.
+macro_rules! prelude {
+    () => {
+        r#"
+local root = ARGV[1]
+local function parse(member)
+  local token, mode, host, gen = string.match(member, '^(%d+):([wr]):([^:]+):(%d+)$')
+  return mode, host, gen, token
+end
+local function session_of(member)
+  local _, host, gen = parse(member)
+  return root .. '/%session/' .. host .. ':' .. gen
+end
+local function live_queue(queue)
+  local live = {}
+  for _, m in ipairs(redis.call('ZRANGE', queue, 0, -1)) do
+    if redis.call('EXISTS', session_of(m)) == 1 then
+      live[#live + 1] = m
+    else
+      redis.call('ZREM', queue, m)
+    end
+  end
+  return live
+end
+local function holders(live)
+  if #live == 0 then return 0 end
+  if parse(live[1]) == 'w' then return 1 end
+  local n = 0
+  for _, m in ipairs(live) do
+    if parse(m) == 'r' then n = n + 1 else break end
+  end
+  return n
+end
+local function conflict(a, b)
+  return a == 'w' or b == 'w'
+end
+local function tell(member, what)
+  local _, host = parse(member)
+  redis.call('PUBLISH', root .. '/%wake/' .. host, what .. ' ' .. member)
+end
+local function ours(value)
+  return value and string.sub(value, 1, 9) == 'wardlock:'
+end
+"#
+    };
+}
+
+/// Queues a member for a lock. KEYS: session, token counter, queue. ARGV:
+/// root, mode (`w`/`r`), host, generation. Answers `{'queued', token,
+/// member}`, or `{'ended'}` when the session key is gone. Tells each
+/// holder of another host that it conflicts with (`behind`).
+pub(crate) static ENQUEUE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'ended'} end
+local token = redis.call('INCR', KEYS[2])
+local member = token .. ':' .. ARGV[2] .. ':' .. ARGV[3] .. ':' .. ARGV[4]
+local live = live_queue(KEYS[3])
+redis.call('ZADD', KEYS[3], token, member)
+for i = 1, holders(live) do
+  local mode, host = parse(live[i])
+  if host ~= ARGV[3] and conflict(mode, ARGV[2]) then tell(live[i], 'behind') end
+end
+return {'queued', token, member}
+"#
+    ))
+});
+
+/// A member's turn, taken if it has come. KEYS: queue, lock key, session,
+/// held set, settle key. ARGV: root, member, session timeout (ms).
+/// Answers `{what, blocker, ms}`:
+/// - `granted`: no conflicting member ahead, the server settled, the lock
+///   key free of foreign holders: the lock key now says wardlock holds it;
+/// - `behind`: `blocker` is the nearest conflicting member ahead, whose
+///   session key lives `ms` more (the waiter looks again then, or when told);
+/// - `settling`: the server changed `ms` ago less than a session timeout;
+/// - `foreign`: another client (redis-py) holds the lock key, `ms` more;
+/// - `gone`: the member is not queued (its session ended);
+/// - `ended`: the session key is gone.
+pub(crate) static CHECK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+if redis.call('EXISTS', KEYS[3]) == 0 then return {'ended', '', 0} end
+local member = ARGV[2]
+local live = live_queue(KEYS[1])
+local at = nil
+for i, m in ipairs(live) do
+  if m == member then at = i break end
+end
+if at == nil then return {'gone', '', 0} end
+local mode = parse(member)
+for i = at - 1, 1, -1 do
+  if conflict(mode, parse(live[i])) then
+    return {'behind', live[i], redis.call('PTTL', session_of(live[i]))}
+  end
+end
+local settling = redis.call('PTTL', KEYS[5])
+if settling > 0 then return {'settling', '', settling} end
+local value = redis.call('GET', KEYS[2])
+if value and not ours(value) then
+  return {'foreign', '', redis.call('PTTL', KEYS[2])}
+end
+redis.call('SET', KEYS[2], 'wardlock:' .. member, 'PX', ARGV[3])
+redis.call('SADD', KEYS[4], KEYS[2])
+redis.call('PEXPIRE', KEYS[4], ARGV[3])
+return {'granted', '', 0}
+"#
+    ))
+});
+
+/// Takes a member out of its queue (a release, a withdrawn wait). KEYS:
+/// queue, lock key, held set. ARGV: root, member. Tells each member the
+/// removal lets in (`grant`: one message per new holder); frees the lock
+/// key once no wardlock member is queued. Answers 1 when the member was
+/// queued.
+pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+local member = ARGV[2]
+local before = live_queue(KEYS[1])
+local held = {}
+for i = 1, holders(before) do held[before[i]] = true end
+local removed = redis.call('ZREM', KEYS[1], member)
+redis.call('SREM', KEYS[3], KEYS[2])
+local live = live_queue(KEYS[1])
+if #live == 0 then
+  if ours(redis.call('GET', KEYS[2])) then redis.call('DEL', KEYS[2]) end
+  return removed
+end
+for i = 1, holders(live) do
+  if not held[live[i]] then tell(live[i], 'grant') end
+end
+return removed
+"#
+    ))
+});
+
+/// Whether a member of another host that conflicts with `member` queued
+/// behind it. KEYS: queue. ARGV: root, member. Answers 1 or 0.
+pub(crate) static CONTENDED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+local member = ARGV[2]
+local mode, host = parse(member)
+local seen = false
+for _, m in ipairs(live_queue(KEYS[1])) do
+  if seen then
+    local theirs, their_host = parse(m)
+    if their_host ~= host and conflict(mode, theirs) then return 1 end
+  elseif m == member then
+    seen = true
+  end
+end
+return 0
+"#
+    ))
+});
+
+/// The live members of a queue, in order. KEYS: queue. ARGV: root.
+pub(crate) static MEMBERS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+return live_queue(KEYS[1])
+"#
+    ))
+});
+
+/// Renews a session and the lock keys it holds. KEYS: session, held set.
+/// ARGV: root, session timeout (ms). Answers 0 when the session key is
+/// gone (the server ended the session), 1 otherwise.
+pub(crate) static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+if redis.call('PEXPIRE', KEYS[1], ARGV[2]) == 0 then return 0 end
+for _, lock in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if ours(redis.call('GET', lock)) then redis.call('PEXPIRE', lock, ARGV[2]) end
+end
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1
+"#
+    ))
+});
+
+/// Notes the server a root is served by. KEYS: server key, settle key,
+/// token counter. ARGV: root, run id, session timeout (ms), token jump.
+/// When the root was last served by another server (a restart, a
+/// failover), every session of the old one is over: no grant for a
+/// session timeout (the settle key), and the token counter jumps past
+/// whatever the new server may have lost. Answers 1 then, else 0.
+pub(crate) static IDENTIFY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local seen = redis.call('GET', KEYS[1])
+if seen == ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+if not seen then return 0 end
+redis.call('SET', KEYS[2], seen, 'PX', ARGV[3])
+redis.call('INCRBY', KEYS[3], ARGV[4])
+return 1
+"#,
+    )
+});

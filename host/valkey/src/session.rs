@@ -1,0 +1,289 @@
+//! A host's session with the server: the key `ROOT/%session/HOST:GEN` with a
+//! time-to-live of the session timeout, renewed every tenth of it, and the
+//! host's own clock ([`Liveness`]) over it: "last heard" is the send time of
+//! the last renewal the server answered, so the host tells its holders
+//! `suspended`, then `lost`, no later than the server can let the key (and
+//! with it every queue member of the session) expire.
+//!
+//! A session also ends when the server answers that its key is gone, and
+//! when a new connection finds another server process than the session was
+//! opened on (a restart, a failover: whatever the old one granted may be
+//! unknown to the new one).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::time::Instant;
+use wardlock_backend::handoff::{NodeSession, SessionHealth, WatchFuture};
+use wardlock_backend::liveness::Liveness;
+use wardlock_backend::name::LockName;
+
+use crate::Shared;
+use crate::layout::Layout;
+use crate::link::{Server, millis};
+use crate::scripts;
+
+/// One generation of the host's session.
+pub(crate) struct HostSession {
+    pub(crate) generation: u64,
+    /// `HOST:GEN`, as members and keys name it.
+    pub(crate) id: String,
+    pub(crate) liveness: Liveness,
+    /// The server process it lives on.
+    pub(crate) run_id: String,
+    connected: AtomicBool,
+    server: Arc<Server>,
+    runtime: tokio::runtime::Handle,
+    session_key: String,
+    held_key: String,
+    layout: Layout,
+    /// The members queued in this session and not removed yet, with their
+    /// locks: what closing it removes (telling each one's next waiter).
+    members: Mutex<HashMap<String, LockName>>,
+}
+
+impl HostSession {
+    /// The health the clock allows now (and published to subscribers).
+    pub(crate) fn health(&self) -> SessionHealth {
+        self.liveness
+            .health(self.connected.load(Ordering::Relaxed), Instant::now())
+    }
+
+    /// Ends the session here for good (its grants are lost).
+    pub(crate) fn end(&self) {
+        self.liveness.end();
+    }
+
+    pub(crate) fn session_key(&self) -> &str {
+        &self.session_key
+    }
+
+    pub(crate) fn held_key(&self) -> &str {
+        &self.held_key
+    }
+
+    fn members(&self) -> std::sync::MutexGuard<'_, HashMap<String, LockName>> {
+        self.members.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes a member queued in this session.
+    pub(crate) fn track(&self, member: &str, name: &LockName) {
+        self.members().insert(member.to_owned(), name.clone());
+    }
+
+    /// Forgets a member removed from its queue.
+    pub(crate) fn untrack(&self, member: &str) {
+        self.members().remove(member);
+    }
+}
+
+impl Drop for HostSession {
+    /// Nobody uses the session any more: remove what it still queued (each
+    /// lock's next waiter is told) and delete its key, so nothing of it
+    /// waits for the key to expire.
+    fn drop(&mut self) {
+        let members: Vec<(String, LockName)> = self.members().drain().collect();
+        let (server, layout) = (self.server.clone(), self.layout.clone());
+        let keys = [self.session_key.clone(), self.held_key.clone()];
+        self.runtime.spawn(async move {
+            let Ok(link) = server.link().await else {
+                return;
+            };
+            let mut conn = link.conn;
+            for (member, name) in members {
+                let _: Result<i64, _> = scripts::RELEASE
+                    .key(layout.queue_key(&name))
+                    .key(layout.lock_key(&name))
+                    .key(&keys[1])
+                    .arg(layout.root())
+                    .arg(&member)
+                    .invoke_async(&mut conn)
+                    .await;
+            }
+            let _: Result<i64, _> = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await;
+        });
+    }
+}
+
+impl NodeSession for HostSession {
+    fn health(&self) -> SessionHealth {
+        HostSession::health(self)
+    }
+
+    fn until_over(self: Arc<Self>) -> WatchFuture {
+        Box::pin(async move { self.liveness.until_ended().await })
+    }
+}
+
+impl Shared {
+    /// The current session while it lives.
+    pub(crate) fn live_session(&self) -> Option<Arc<HostSession>> {
+        self.current()
+            .as_ref()
+            .filter(|s| !s.liveness.is_ended())
+            .cloned()
+    }
+
+    /// The session of `generation` while it is the current one and lives.
+    pub(crate) fn session_of(&self, generation: u64) -> Option<Arc<HostSession>> {
+        self.live_session().filter(|s| s.generation == generation)
+    }
+
+    /// The live session, or a new one (the next generation): its key set,
+    /// its heartbeat and clock running, the host's subscription up.
+    ///
+    /// # Errors
+    /// `Unavailable` when the server cannot be reached; `Refused` as
+    /// [`Server::link`].
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub(crate) async fn session(
+        self: &Arc<Self>,
+    ) -> Result<Arc<HostSession>, wardlock_backend::BackendError> {
+        let _opening = self.opening.lock().await;
+        if let Some(session) = self.live_session() {
+            return Ok(session);
+        }
+        let link = self.server.link().await?;
+        let generation = self.current().as_ref().map_or(1, |s| s.generation + 1);
+        let id = format!("{}:{generation}", self.host);
+        let layout = &self.layout;
+        let timeout = self.config.session_timeout;
+        let sent = Instant::now();
+        let mut conn = link.conn.clone();
+        let set: Result<(), _> = redis::cmd("SET")
+            .arg(layout.session_key(&id))
+            .arg(&self.owner)
+            .arg("PX")
+            .arg(millis(timeout))
+            .query_async(&mut conn)
+            .await;
+        if let Err(error) = set {
+            self.server.failed(&link).await;
+            return Err(crate::link::classify(&error, "open a session"));
+        }
+        if !self.wake.subscribed(timeout).await {
+            return Err(wardlock_backend::BackendError::Unavailable(
+                "Valkey/Redis: the host's wake-up channel could not be subscribed".into(),
+            ));
+        }
+        let session = Arc::new(HostSession {
+            generation,
+            session_key: layout.session_key(&id),
+            held_key: layout.held_key(&id),
+            id,
+            liveness: Liveness::new(timeout, sent),
+            run_id: link.facts.run_id.clone(),
+            connected: AtomicBool::new(true),
+            server: self.server.clone(),
+            runtime: self.runtime.clone(),
+            layout: self.layout.clone(),
+            members: Mutex::new(HashMap::new()),
+        });
+        self.runtime
+            .spawn(heartbeat(Arc::downgrade(self), Arc::downgrade(&session)));
+        self.runtime.spawn(monitor(Arc::downgrade(&session)));
+        *self.current() = Some(session.clone());
+        Ok(session)
+    }
+}
+
+/// Renews the session every tenth of its timeout; each answered renewal
+/// moves the clock. Ends the session when the server says its key is gone
+/// or the server process changed.
+async fn heartbeat(shared: Weak<Shared>, session: Weak<HostSession>) {
+    let interval = match session.upgrade() {
+        Some(session) => session.liveness.heartbeat_interval(),
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(interval).await;
+        let (Some(shared), Some(session)) = (shared.upgrade(), session.upgrade()) else {
+            return;
+        };
+        if session.liveness.is_ended() {
+            return;
+        }
+        let sent = Instant::now();
+        let renewed = tokio::time::timeout(interval, renew(&shared, &session)).await;
+        match renewed {
+            Ok(Renewal::Renewed) => {
+                session.liveness.heard(sent);
+                session.connected.store(true, Ordering::Relaxed);
+            }
+            Ok(Renewal::Gone(why)) => {
+                tracing::warn!(session = %session.id, "Valkey/Redis session over: {why}");
+                session.end();
+                return;
+            }
+            Ok(Renewal::Failed) | Err(_) => session.connected.store(false, Ordering::Relaxed),
+        }
+        if session.health() == SessionHealth::Ended {
+            session.end();
+            return;
+        }
+    }
+}
+
+/// What one renewal found.
+enum Renewal {
+    Renewed,
+    /// The session is over on the server (the reason).
+    Gone(&'static str),
+    Failed,
+}
+
+async fn renew(shared: &Shared, session: &HostSession) -> Renewal {
+    let Ok(link) = shared.server.link().await else {
+        return Renewal::Failed;
+    };
+    if link.facts.run_id != session.run_id {
+        return Renewal::Gone("the server process changed (a restart or a failover)");
+    }
+    let mut conn = link.conn.clone();
+    let answer: Result<i64, _> = scripts::HEARTBEAT
+        .key(session.session_key())
+        .key(session.held_key())
+        .arg(shared.layout.root())
+        .arg(millis(shared.config.session_timeout))
+        .invoke_async(&mut conn)
+        .await;
+    match answer {
+        Ok(1) => Renewal::Renewed,
+        Ok(_) => Renewal::Gone("its key expired on the server"),
+        Err(_) => {
+            shared.server.failed(&link).await;
+            Renewal::Failed
+        }
+    }
+}
+
+/// Computes the session's health at every heartbeat interval and at the
+/// clock's end, so subscribers learn `suspended` and `lost` when the clock
+/// allows, not a renewal later.
+async fn monitor(session: Weak<HostSession>) {
+    loop {
+        let next = {
+            let Some(session) = session.upgrade() else {
+                return;
+            };
+            if session.health() == SessionHealth::Ended {
+                session.end();
+                return;
+            }
+            let now = Instant::now();
+            let tick = now + session.liveness.heartbeat_interval();
+            // Never a busy loop at the clock's end: at least a millisecond.
+            tick.min(session.liveness.deadline())
+                .max(now + std::time::Duration::from_millis(1))
+        };
+        tokio::time::sleep_until(next).await;
+    }
+}
+
+/// A session's health for a hand-off task: through the trait object.
+pub(crate) fn as_node_session(session: Arc<HostSession>) -> Arc<dyn NodeSession> {
+    session
+}

