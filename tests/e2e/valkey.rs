@@ -196,6 +196,19 @@ async fn redis_py_lock_and_wardlock_exclude_each_other() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(py.ask("release"), "None");
+
+    // A key of another type (a hash, as Redisson's lock) holds it too.
+    server.cli(&["HSET", "/wardlock/orders-42", "holder", "1"]);
+    let tried = session.try_acquire(&lock, Mode::Exclusive).await;
+    assert_eq!(tried.expect("try"), None, "granted over a hash");
+    server.cli(&["DEL", "/wardlock/orders-42"]);
+    let grant = session
+        .try_acquire(&lock, Mode::Exclusive)
+        .await
+        .expect("try");
+    session
+        .release(grant.expect("free again").id)
+        .expect("release");
     drop((session, waiter));
     wait_no_queue(&server).await;
     backend.shutdown().await;

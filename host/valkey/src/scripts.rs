@@ -52,6 +52,12 @@ local function tell(member, what)
   local _, host = parse(member)
   redis.call('PUBLISH', root .. '/%wake/' .. host, what .. ' ' .. member)
 end
+local function value_of(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'none' then return nil end
+  if kind ~= 'string' then return 'a ' .. kind end
+  return redis.call('GET', key)
+end
 local function ours(value)
   return value and string.sub(value, 1, 9) == 'wardlock:'
 end
@@ -89,7 +95,8 @@ return {'queued', token, member}
 /// - `behind`: `blocker` is the nearest conflicting member ahead, whose
 ///   session key lives `ms` more (the waiter looks again then, or when told);
 /// - `settling`: the server changed `ms` ago less than a session timeout;
-/// - `foreign`: another client (redis-py) holds the lock key, `ms` more;
+/// - `foreign`: another client (redis-py) holds the lock key, `ms` more
+///   (a key of another type than a string is foreign too);
 /// - `gone`: the member is not queued (its session ended);
 /// - `ended`: the session key is gone.
 pub(crate) static CHECK: LazyLock<Script> = LazyLock::new(|| {
@@ -112,7 +119,7 @@ for i = at - 1, 1, -1 do
 end
 local settling = redis.call('PTTL', KEYS[5])
 if settling > 0 then return {'settling', '', settling} end
-local value = redis.call('GET', KEYS[2])
+local value = value_of(KEYS[2])
 if value and not ours(value) then
   return {'foreign', '', redis.call('PTTL', KEYS[2])}
 end
@@ -141,7 +148,7 @@ local removed = redis.call('ZREM', KEYS[1], member)
 redis.call('SREM', KEYS[3], KEYS[2])
 local live = live_queue(KEYS[1])
 if #live == 0 then
-  if ours(redis.call('GET', KEYS[2])) then redis.call('DEL', KEYS[2]) end
+  if ours(value_of(KEYS[2])) then redis.call('DEL', KEYS[2]) end
   return removed
 end
 for i = 1, holders(live) do
@@ -193,7 +200,7 @@ pub(crate) static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| {
         r#"
 if redis.call('PEXPIRE', KEYS[1], ARGV[2]) == 0 then return 0 end
 for _, lock in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  if ours(redis.call('GET', lock)) then redis.call('PEXPIRE', lock, ARGV[2]) end
+  if ours(value_of(lock)) then redis.call('PEXPIRE', lock, ARGV[2]) end
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1

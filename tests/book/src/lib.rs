@@ -22,6 +22,9 @@ pub mod guest_sdks {}
 #[doc = include_str!("../../../docs/postgres.md")]
 pub mod postgres {}
 
+#[doc = include_str!("../../../docs/valkey.md")]
+pub mod valkey {}
+
 #[doc = include_str!("../../../docs/wit.md")]
 pub mod wit {}
 
@@ -39,6 +42,9 @@ pub mod readme_wardlock_etcd {}
 
 #[doc = include_str!("../../../host/postgres/README.md")]
 pub mod readme_wardlock_postgres {}
+
+#[doc = include_str!("../../../host/valkey/README.md")]
+pub mod readme_wardlock_valkey {}
 
 #[doc = include_str!("../../../host/README.md")]
 pub mod readme_wardlock_host {}
