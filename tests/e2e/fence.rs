@@ -3,7 +3,7 @@
 //! for: a holder whose whole host is paused (SIGSTOP, as a long GC or a
 //! stopped VM) past its session comes back believing it holds the lock; the
 //! next holder has taken it and written meanwhile; the paused holder's write
-//! must fail with `lost` and change nothing — on ZooKeeper, etcd and PostgreSQL, with
+//! must fail with `lost` and change nothing — on ZooKeeper, etcd, PostgreSQL and Valkey, with
 //! real servers and real host processes.
 
 use std::time::Duration;
@@ -12,6 +12,7 @@ use wardlock_host::MemoryBackend;
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::host_process::HostProcess;
 use wardlock_tests::postgres::PgServer;
+use wardlock_tests::redis_server::{Flavor, RedisServer};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, lines, lockctl2};
 
@@ -125,6 +126,16 @@ async fn a_paused_holder_cannot_overwrite_the_next_on_etcd() {
 async fn a_paused_holder_cannot_overwrite_the_next_on_postgres() {
     let server = PgServer::start();
     a_paused_holder_cannot_overwrite(vec!["--postgres".into(), server.url()]).await;
+}
+
+/// On Valkey the paused host stops renewing its session key: the server
+/// lets it expire, the next host's look finds the member dead; the resumed
+/// host's write is refused by its own clock, and by the script (its member
+/// is gone) had it left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_holder_cannot_overwrite_the_next_on_valkey() {
+    let server = RedisServer::start(Flavor::Valkey);
+    a_paused_holder_cannot_overwrite(vec!["--redis".into(), server.url()]).await;
 }
 
 /// Every call and refusal of the store through a guest, on the embedded

@@ -401,7 +401,8 @@ async fn killed_hosts_free_within_the_session_timeout_stopped_ones_at_once() {
 }
 
 /// The server restarts (SIGKILL, then on its append-only file): the holder
-/// is told `lost` (the server process changed), no host is granted for a
+/// is told `lost` (the server process changed) before any new grant, no
+/// host is granted for a
 /// session timeout after the new process is first seen, and the next
 /// token is above every token before (the counter jumped by 2^32).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,7 +416,19 @@ async fn a_restarted_server_ends_every_grant_and_tokens_keep_rising() {
         .acquire(&lock, Mode::Exclusive, None)
         .await
         .expect("hold");
-    let mut lost = holder.status_changed(before.id, GrantStatus::Held);
+    let holder: Arc<dyn wardlock_host::LockSession> = Arc::from(holder);
+    let told = tokio::spawn({
+        let holder = holder.clone();
+        async move {
+            wardlock_tests::loss::lost_at(
+                holder.as_ref(),
+                before.id,
+                GrantStatus::Held,
+                TEST_WAIT_LIMIT,
+            )
+            .await
+        }
+    });
 
     server.restart();
     // The first host to connect after the restart starts the settling
@@ -427,7 +440,8 @@ async fn a_restarted_server_ends_every_grant_and_tokens_keep_rising() {
         .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
         .await
         .expect("granted after the restart");
-    let waited = seen.elapsed();
+    let granted_at = Instant::now();
+    let waited = granted_at - seen;
     assert!(
         waited >= timeout - Duration::from_millis(200),
         "granted {waited:?} after the new server was seen"
@@ -438,19 +452,13 @@ async fn a_restarted_server_ends_every_grant_and_tokens_keep_rising() {
         granted.token,
         before.token
     );
-    // The old holder was told, before the new grant could have been made.
-    let status = tokio::time::timeout(TEST_WAIT_LIMIT, async {
-        loop {
-            let now = lost.await;
-            if now == GrantStatus::Lost {
-                return now;
-            }
-            lost = holder.status_changed(before.id, now);
-        }
-    })
-    .await
-    .expect("the holder was told lost");
-    assert_eq!(status, GrantStatus::Lost);
+    // The old holder was told, before the new grant.
+    let lost_at = told.await.expect("the holder was told lost");
+    assert!(
+        lost_at < granted_at,
+        "told lost {:?} after the new grant",
+        lost_at - granted_at
+    );
     assert_eq!(holder.status(before.id), GrantStatus::Lost);
     waiter.release(granted.id).expect("release");
     drop((holder, waiter));
@@ -489,4 +497,127 @@ async fn two_hosts_count_exactly_through_wardlock_run() {
         }
         wait_no_queue(&server).await;
     }
+}
+
+/// Cut off from the server by a partition that keeps the socket open, a
+/// holder is told `suspended`, then `lost` — before another host is
+/// granted the lock (order, not a margin). Once the partition heals, the
+/// cut-off host takes locks again on a new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_holder_is_lost_before_another_host_is_granted() {
+    let server = RedisServer::start(Flavor::Redis);
+    let proxy = wardlock_tests::proxy::Proxy::start(format!("127.0.0.1:{}", server.port())).await;
+    let lock = name("partitioned");
+    let cut_off = host(
+        &format!("redis://{}", proxy.address()),
+        Duration::from_secs(2),
+    )
+    .await;
+    let holder = cut_off.open_session("holder");
+    let grant = holder
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    assert_eq!(holder.status(grant.id), GrantStatus::Held);
+
+    let other = host(&server.url(), Duration::from_secs(2)).await;
+    let waiter = other.open_session("waiter");
+    let waiting = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            let grant = waiter
+                .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+                .await
+                .expect("granted after the holder's session expired");
+            (Instant::now(), waiter, grant)
+        }
+    });
+    let cut_at = Instant::now();
+    proxy.partition(true);
+    let lost_at = wardlock_tests::loss::lost_at(
+        holder.as_ref(),
+        grant.id,
+        GrantStatus::Held,
+        TEST_WAIT_LIMIT,
+    )
+    .await;
+    let (granted_at, waiter, other_grant) = waiting.await.expect("join");
+    assert!(
+        lost_at < granted_at,
+        "the holder was told lost {:?} after the other host's grant",
+        lost_at - granted_at
+    );
+    eprintln!(
+        "cut at 0: holder lost after {:?}, other host granted after {:?}",
+        lost_at - cut_at,
+        granted_at - cut_at
+    );
+    waiter.release(other_grant.id).expect("release");
+
+    proxy.partition(false);
+    let again = holder
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("the cut-off host takes the lock again once healed");
+    assert!(
+        again.token > other_grant.token,
+        "tokens rise: {} then {}",
+        other_grant.token,
+        again.token
+    );
+    holder.release(again.id).expect("release");
+    drop((holder, waiter));
+    other.shutdown().await;
+    cut_off.shutdown().await;
+    wait_no_queue(&server).await;
+}
+
+/// The guarded store's fence is the server's, not only the host's clock:
+/// with the holder's session key deleted on the server (as its expiry
+/// would), a write the host still believes in is refused by the script
+/// (`lost`) and writes nothing; the entry written before stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guarded_write_of_a_dead_member_is_refused_by_the_server() {
+    use wardlock_host::backend::GuardedKey;
+    let server = RedisServer::start(Flavor::Redis);
+    // A long session: the host renews every 3 s, so it cannot notice the
+    // deletion before the write.
+    let backend = host(&server.url(), Duration::from_secs(30)).await;
+    let session = backend.open_session("writer");
+    let lock = name("fenced-store");
+    let key = GuardedKey::new("balance").expect("key");
+    let grant = session
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    let store = session.guarded_store().expect("a guarded store");
+    let revision = store
+        .guarded_put(grant.id, &key, b"100")
+        .await
+        .expect("write");
+    assert_eq!(session.status(grant.id), GrantStatus::Held);
+
+    let session_key = format!(
+        "/wardlock/%session/{}",
+        backend.session_id().expect("session")
+    );
+    assert_eq!(
+        server.cli(&["DEL", &session_key]).trim(),
+        "1",
+        "{}",
+        root_keys(&server)
+    );
+    let refused = store.guarded_put(grant.id, &key, b"999").await;
+    assert_eq!(refused, Err(BackendError::Lost), "a dead member's write");
+    let entry = store
+        .guarded_get(&lock, &key)
+        .await
+        .expect("read")
+        .expect("entry");
+    assert_eq!(
+        (entry.value.as_slice(), entry.revision),
+        (&b"100"[..], revision)
+    );
+    drop(session);
+    backend.shutdown().await;
 }

@@ -9,6 +9,8 @@
 //! | `ROOT/%session/HOST:GEN` | string | a host's session, with a time-to-live the host renews; queue members whose session key is gone are dead |
 //! | `ROOT/%held/HOST:GEN` | set | the `ROOT/NAME` keys a session holds, renewed with it |
 //! | `ROOT/%token` | integer | the fencing-token counter |
+//! | `ROOT/%data/NAME` | hash | NAME's guarded store: field KEY, value `REVISION|ENTRY` |
+//! | `ROOT/%revision` | integer | the guarded store's revision counter |
 //! | `ROOT/%server` | string | the run id of the server that last served the root |
 //! | `ROOT/%settle` | string | set for a session timeout after the server changed (a restart, a failover): no grant while it lives |
 //!
@@ -43,14 +45,31 @@ impl Layout {
         format!("{}/{name}", self.root)
     }
 
-    /// The lock name of a lock key, if it is one of this root's.
-    pub(crate) fn name_of(&self, lock_key: &str) -> Option<LockName> {
-        let name = lock_key.strip_prefix(&self.root)?.strip_prefix('/')?;
-        LockName::new(name).ok()
-    }
-
     pub(crate) fn queue_key(&self, name: &LockName) -> String {
         format!("{}/%queue/{name}", self.root)
+    }
+
+    /// Where a member lives: `ROOT/%queue/NAME/MEMBER` (members hold no
+    /// `/`), the path of a hand-off task's node.
+    pub(crate) fn member_path(&self, name: &LockName, member: &str) -> String {
+        format!("{}/{member}", self.queue_key(name))
+    }
+
+    /// The lock and member of a [`Layout::member_path`].
+    pub(crate) fn parse_member_path(&self, path: &str) -> Option<(LockName, String)> {
+        let (queue, member) = path.rsplit_once('/')?;
+        let name = queue.strip_prefix(&self.root)?.strip_prefix("/%queue/")?;
+        Some((LockName::new(name).ok()?, member.to_owned()))
+    }
+
+    /// `ROOT/%data/NAME`: the guarded store of a lock (a hash).
+    pub(crate) fn data_key(&self, name: &LockName) -> String {
+        format!("{}/%data/{name}", self.root)
+    }
+
+    /// The guarded store's revision counter.
+    pub(crate) fn revision_key(&self) -> String {
+        format!("{}/%revision", self.root)
     }
 
     pub(crate) fn session_key(&self, session: &str) -> String {
@@ -83,14 +102,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_own_keys_are_apart() {
+    fn member_paths_round_trip_and_own_keys_are_apart() {
         let layout = Layout::new("/wardlock");
         let name = LockName::new("orders/east").expect("name");
         assert_eq!(layout.lock_key(&name), "/wardlock/orders/east");
-        assert_eq!(layout.name_of("/wardlock/orders/east"), Some(name.clone()));
-        assert_eq!(layout.name_of("/other/orders/east"), None);
         // Own keys hold a '%', which no lock name may: never a lock's key.
-        assert_eq!(layout.name_of(&layout.queue_key(&name)), None);
-        assert_eq!(layout.name_of(&layout.token_key()), None);
+        assert!(LockName::new("%queue").is_err());
+        let member = "7:w:abc:1";
+        let path = layout.member_path(&name, member);
+        assert_eq!(path, "/wardlock/%queue/orders/east/7:w:abc:1");
+        assert_eq!(
+            layout.parse_member_path(&path),
+            Some((name, member.to_owned()))
+        );
     }
 }

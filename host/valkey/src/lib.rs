@@ -40,10 +40,13 @@
 //! # }
 //! ```
 //!
-//! Semaphores, revocation, the guarded store, the key-value store and
-//! elections answer `Unsupported`; the contenders list is served.
+//! The guarded store (`guarded`) is a hash per lock, each write one script
+//! that checks the writer's queue member first; the contenders list is
+//! served. Semaphores, revocation, the key-value store and elections answer
+//! `Unsupported`.
 
 mod config;
+mod guarded;
 mod layout;
 mod link;
 mod lock_session;

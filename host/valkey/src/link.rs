@@ -138,6 +138,7 @@ impl Server {
             .key(self.layout.server_key())
             .key(self.layout.settle_key())
             .key(self.layout.token_key())
+            .key(self.layout.revision_key())
             .arg(self.layout.root())
             .arg(&facts.run_id)
             .arg(millis(self.session_timeout))

@@ -7,16 +7,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
+use wardlock_backend::guarded::{check_value, not_exclusive};
 use wardlock_backend::handoff::{
     HandoffSession, LocalHandoff, LocalLock, LocalLocks, NodeEngine, SessionGrants, SessionHealth,
     SessionLookup,
 };
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
-    BackendError, Contender, Contenders, Contention, Mode, Request, RequestKind, Result,
+    BackendError, Contender, Contenders, Contention, GrantId, GuardedEntry, GuardedKey,
+    GuardedStore, Mode, Request, RequestKind, Result,
 };
 
 use crate::Shared;
+use crate::guarded::{self, Holder};
 use crate::nodes::ValkeyNodes;
 use crate::recipe;
 
@@ -37,7 +40,7 @@ impl SessionLookup for Shared {
 /// A session of [`crate::ValkeyBackend`].
 pub(crate) struct ValkeyLockSession {
     shared: Arc<Shared>,
-    grants: SessionGrants<()>,
+    grants: SessionGrants<Mode>,
 }
 
 impl ValkeyLockSession {
@@ -47,18 +50,40 @@ impl ValkeyLockSession {
             grants: SessionGrants::default(),
         }
     }
+
+    /// The exclusive grant `grant`, as a guarded write sees it.
+    fn holder(&self, grant: GrantId) -> Result<Holder> {
+        let (local, mode) = self
+            .grants
+            .get(grant)
+            .ok_or(BackendError::UnknownGrant(grant.0))?;
+        let (name, member) = self
+            .shared
+            .layout
+            .parse_member_path(&local.path)
+            .ok_or(BackendError::Lost)?;
+        if mode != Mode::Exclusive {
+            return Err(not_exclusive(&format!("a shared holder of \"{name}\"")));
+        }
+        Ok(Holder {
+            name,
+            member,
+            token: local.token,
+            generation: local.generation,
+        })
+    }
 }
 
 /// The core of the session is the toolkit's; what is this engine's is where
 /// a grant's session is and which engine a lock's task queues on.
 impl HandoffSession for ValkeyLockSession {
-    type Extra = ();
+    type Extra = Mode;
 
     fn local_locks(&self) -> &LocalLocks {
         &self.shared.local_locks
     }
 
-    fn grants(&self) -> &SessionGrants<()> {
+    fn grants(&self) -> &SessionGrants<Mode> {
         &self.grants
     }
 
@@ -81,18 +106,20 @@ impl HandoffSession for ValkeyLockSession {
         self.shared.runtime.spawn(lock.run());
     }
 
-    fn admit(&self, request: Request<'_>) -> Result<(Mode, ())> {
+    fn admit(&self, request: Request<'_>) -> Result<(Mode, Mode)> {
         match request.kind {
-            RequestKind::Lock(mode) => Ok((mode, ())),
+            RequestKind::Lock(mode) => Ok((mode, mode)),
             RequestKind::Permit(_) => Err(BackendError::Unsupported(
                 "the Valkey/Redis engine has no semaphores yet".into(),
             )),
         }
     }
 
-    fn downgraded(&self, (): ()) {}
+    fn downgraded(&self, _: Mode) -> Mode {
+        Mode::Shared
+    }
 
-    wardlock_backend::offers!(contention);
+    wardlock_backend::offers!(contention, guarded_store);
 }
 
 #[async_trait]
@@ -125,4 +152,26 @@ fn holds(members: &[String], at: usize) -> bool {
     let write = |m: &String| m.split(':').nth(1) == Some("w");
     let ours = write(&members[at]);
     !members[..at].iter().any(|m| ours || write(m))
+}
+
+#[async_trait]
+impl GuardedStore for ValkeyLockSession {
+    async fn guarded_get(&self, name: &LockName, key: &GuardedKey) -> Result<Option<GuardedEntry>> {
+        guarded::get(&self.shared, name, key).await
+    }
+
+    async fn guarded_put(&self, holder: GrantId, key: &GuardedKey, value: &[u8]) -> Result<u64> {
+        let holder = self.holder(holder)?;
+        check_value(value)?;
+        guarded::write(&self.shared, &holder, key, Some(value)).await
+    }
+
+    async fn guarded_delete(&self, holder: GrantId, key: &GuardedKey) -> Result<bool> {
+        let holder = self.holder(holder)?;
+        Ok(guarded::write(&self.shared, &holder, key, None).await? == 1)
+    }
+
+    async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>> {
+        guarded::keys(&self.shared, name, prefix, limit).await
+    }
 }

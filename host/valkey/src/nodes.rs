@@ -33,13 +33,13 @@ impl NodeEngine for ValkeyNodes {
     }
 
     fn release_node(&self, node: OwnedNode) {
-        let Some(name) = self.shared.layout.name_of(&node.path) else {
+        let Some((name, member)) = self.shared.layout.parse_member_path(&node.path) else {
             return;
         };
         let shared = self.shared.clone();
         self.shared
             .runtime
-            .spawn(async move { recipe::remove(&shared, &name, &node.prefix).await });
+            .spawn(async move { recipe::remove(&shared, &name, &member).await });
     }
 
     fn remote_contender(&self, name: &LockName, node: &OwnedNode, _mode: Mode) -> WatchFuture {

@@ -123,7 +123,7 @@ pub(crate) async fn acquire(
                 Look::Granted => {
                     queued.member = None;
                     return Ok(Some(OwnedNode {
-                        path: shared.layout.lock_key(name),
+                        path: shared.layout.member_path(name, &member),
                         prefix: member,
                         generation: session.generation,
                         token,

@@ -208,8 +208,31 @@ return 1
     ))
 });
 
+/// A guarded write (`put` or `del`), committed only while `member` holds:
+/// its session key exists and it is the head of its lock's live queue (an
+/// exclusive member holds exactly then). KEYS: queue, data hash, revision
+/// counter. ARGV: root, member, field, op, value. Answers -1 when the member
+/// does not hold (nothing written); else the put's revision, or 1/0 for a
+/// delete that found an entry or none.
+pub(crate) static GUARDED_WRITE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+local member = ARGV[2]
+if redis.call('EXISTS', session_of(member)) == 0 then return -1 end
+local live = live_queue(KEYS[1])
+if live[1] ~= member then return -1 end
+if ARGV[4] == 'del' then return redis.call('HDEL', KEYS[2], ARGV[3]) end
+local revision = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[2], ARGV[3], revision .. '|' .. ARGV[5])
+return revision
+"#
+    ))
+});
+
 /// Notes the server a root is served by. KEYS: server key, settle key,
-/// token counter. ARGV: root, run id, session timeout (ms), token jump.
+/// token counter, revision counter. ARGV: root, run id, session timeout
+/// (ms), jump.
 /// When the root was last served by another server (a restart, a
 /// failover), every session of the old one is over: no grant for a
 /// session timeout (the settle key), and the token counter jumps past
@@ -223,6 +246,7 @@ redis.call('SET', KEYS[1], ARGV[2])
 if not seen then return 0 end
 redis.call('SET', KEYS[2], seen, 'PX', ARGV[3])
 redis.call('INCRBY', KEYS[3], ARGV[4])
+redis.call('INCRBY', KEYS[4], ARGV[4])
 return 1
 "#,
     )

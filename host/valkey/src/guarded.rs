@@ -1,0 +1,150 @@
+//! The guarded store on Valkey/Redis ([`wardlock_backend::guarded`]): a hash
+//! per lock, `ROOT/%data/NAME`, field KEY, value `REVISION|ENTRY` (the entry
+//! as the toolkit encodes it, with the writer's fencing token), revisions
+//! from `ROOT/%revision`.
+//!
+//! A write is one script (`scripts::GUARDED_WRITE`) that commits only while
+//! the writer's queue member holds: its session key exists and it heads its
+//! lock's live queue. A member whose session the server ended (a host silent
+//! past its session timeout) is dead, so a stale writer's script writes
+//! nothing however late it arrives, and the writer is told `Lost`. Under
+//! host-local hand-off the member covers every local grant of the host;
+//! that the grant is still this session's is checked before the script
+//! leaves.
+
+use wardlock_backend::guarded::{decode_entry, encode_entry, listed_keys};
+use wardlock_backend::handoff::SessionHealth;
+use wardlock_backend::name::LockName;
+use wardlock_backend::{BackendError, GuardedEntry, GuardedKey};
+
+use crate::Shared;
+use crate::link::classify;
+use crate::scripts;
+
+/// The exclusive grant a guarded write goes through.
+pub(crate) struct Holder {
+    pub(crate) name: LockName,
+    /// The host's member that covers the grant.
+    pub(crate) member: String,
+    pub(crate) token: u64,
+    pub(crate) generation: u64,
+}
+
+/// The entry `key` of `name`'s store.
+///
+/// # Errors
+/// `Unavailable` when the server failed.
+pub(crate) async fn get(
+    shared: &Shared,
+    name: &LockName,
+    key: &GuardedKey,
+) -> Result<Option<GuardedEntry>, BackendError> {
+    let link = shared.server.link().await?;
+    let mut conn = link.conn.clone();
+    let stored: Result<Option<Vec<u8>>, _> = redis::cmd("HGET")
+        .arg(shared.layout.data_key(name))
+        .arg(key.as_str())
+        .query_async(&mut conn)
+        .await;
+    let stored = match stored {
+        Ok(stored) => stored,
+        Err(error) => {
+            shared.server.failed(&link).await;
+            return Err(classify(&error, "read the guarded store"));
+        }
+    };
+    let Some(stored) = stored else {
+        return Ok(None);
+    };
+    let split = stored.iter().position(|b| *b == b'|');
+    let (revision, entry) = match split {
+        Some(at) => (&stored[..at], &stored[at + 1..]),
+        None => return Err(corrupt(name, key)),
+    };
+    let revision = std::str::from_utf8(revision)
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .ok_or_else(|| corrupt(name, key))?;
+    decode_entry(entry, revision).map(Some)
+}
+
+fn corrupt(name: &LockName, key: &GuardedKey) -> BackendError {
+    BackendError::Unavailable(format!(
+        "the guarded entry {key:?} of lock {name} is not in wardlock's form (REVISION|ENTRY)"
+    ))
+}
+
+/// Writes (`value`) or deletes (`None`) `key` through `holder`: the put's
+/// revision, or 1/0 for a delete that found an entry or none.
+///
+/// # Errors
+/// `Lost` when the holder's member no longer holds (nothing written);
+/// `Unavailable` when the server failed (the write may have committed).
+pub(crate) async fn write(
+    shared: &Shared,
+    holder: &Holder,
+    key: &GuardedKey,
+    value: Option<&[u8]>,
+) -> Result<u64, BackendError> {
+    let session = shared
+        .session_of(holder.generation)
+        .ok_or(BackendError::Lost)?;
+    if session.health() == SessionHealth::Ended {
+        return Err(BackendError::Lost);
+    }
+    let link = shared.server.link().await?;
+    if link.facts.run_id != session.run_id {
+        session.end();
+        return Err(BackendError::Lost);
+    }
+    let mut conn = link.conn.clone();
+    let (op, stored) = match value {
+        Some(value) => ("put", encode_entry(holder.token, value)),
+        None => ("del", Vec::new()),
+    };
+    let answer: Result<i64, _> = scripts::GUARDED_WRITE
+        .key(shared.layout.queue_key(&holder.name))
+        .key(shared.layout.data_key(&holder.name))
+        .key(shared.layout.revision_key())
+        .arg(shared.layout.root())
+        .arg(&holder.member)
+        .arg(key.as_str())
+        .arg(op)
+        .arg(stored)
+        .invoke_async(&mut conn)
+        .await;
+    match answer {
+        Ok(-1) => Err(BackendError::Lost),
+        Ok(done) => Ok(u64::try_from(done).unwrap_or(0)),
+        Err(error) => {
+            shared.server.failed(&link).await;
+            Err(classify(&error, "write the guarded store"))
+        }
+    }
+}
+
+/// The keys of `name`'s store starting with `prefix`, sorted, at most
+/// `limit`.
+///
+/// # Errors
+/// `Unavailable` when the server failed.
+pub(crate) async fn keys(
+    shared: &Shared,
+    name: &LockName,
+    prefix: &str,
+    limit: u32,
+) -> Result<Vec<String>, BackendError> {
+    let link = shared.server.link().await?;
+    let mut conn = link.conn.clone();
+    let all: Result<Vec<String>, _> = redis::cmd("HKEYS")
+        .arg(shared.layout.data_key(name))
+        .query_async(&mut conn)
+        .await;
+    match all {
+        Ok(all) => Ok(listed_keys(all, prefix, limit)),
+        Err(error) => {
+            shared.server.failed(&link).await;
+            Err(classify(&error, "list the guarded store"))
+        }
+    }
+}
