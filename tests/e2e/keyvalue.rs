@@ -17,6 +17,7 @@ use wardlock_host::runner::{Outcome, Runner, RunnerConfig};
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::host_process::HostProcess;
 use wardlock_tests::postgres::PgServer;
+use wardlock_tests::redis_server::{Flavor, RedisServer};
 use wardlock_tests::serve::{Server, counts_per_key};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, holding_runner, runner_with};
@@ -295,6 +296,12 @@ async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on
     two_hosts_exact_under_hold_and_lossy_without(&rooted("--etcd", server.address())).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on_valkey() {
+    let server = RedisServer::start(Flavor::Valkey);
+    two_hosts_exact_under_hold_and_lossy_without(&["--redis".into(), server.url()]).await;
+}
+
 /// Host A (`--hold counter` when `held`) reads `hits`, then is paused
 /// (SIGSTOP) past its session; host B takes the lock and adds 100; A
 /// resumes and writes what it read plus 1000. Returns A's exit code and
@@ -364,6 +371,14 @@ async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_etcd() {
 async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_postgres() {
     let server = PgServer::start();
     a_paused_writer_cannot_overwrite_the_next_holder(&["--postgres".into(), server.url()]).await;
+}
+
+/// On Valkey the paused host stops renewing its session key, which
+/// expires; the next host's look finds the member dead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_key_value_writer_cannot_overwrite_the_next_holder_on_valkey() {
+    let server = RedisServer::start(Flavor::Redis);
+    a_paused_writer_cannot_overwrite_the_next_holder(&["--redis".into(), server.url()]).await;
 }
 
 /// `wardlock serve --hold 'counters/{path}'` on ZooKeeper with a `wasi:http`

@@ -19,7 +19,7 @@ use wardlock_backend::{BackendError, GuardedEntry, GuardedKey};
 
 use crate::Shared;
 use crate::link::classify;
-use crate::scripts;
+use crate::{scripts, stamped};
 
 /// The exclusive grant a guarded write goes through.
 pub(crate) struct Holder {
@@ -39,39 +39,11 @@ pub(crate) async fn get(
     name: &LockName,
     key: &GuardedKey,
 ) -> Result<Option<GuardedEntry>, BackendError> {
-    let link = shared.server.link().await?;
-    let mut conn = link.conn.clone();
-    let stored: Result<Option<Vec<u8>>, _> = redis::cmd("HGET")
-        .arg(shared.layout.data_key(name))
-        .arg(key.as_str())
-        .query_async(&mut conn)
-        .await;
-    let stored = match stored {
-        Ok(stored) => stored,
-        Err(error) => {
-            shared.server.failed(&link).await;
-            return Err(classify(&error, "read the guarded store"));
-        }
-    };
-    let Some(stored) = stored else {
-        return Ok(None);
-    };
-    let split = stored.iter().position(|b| *b == b'|');
-    let (revision, entry) = match split {
-        Some(at) => (&stored[..at], &stored[at + 1..]),
-        None => return Err(corrupt(name, key)),
-    };
-    let revision = std::str::from_utf8(revision)
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .ok_or_else(|| corrupt(name, key))?;
-    decode_entry(entry, revision).map(Some)
-}
-
-fn corrupt(name: &LockName, key: &GuardedKey) -> BackendError {
-    BackendError::Unavailable(format!(
-        "the guarded entry {key:?} of lock {name} is not in wardlock's form (REVISION|ENTRY)"
-    ))
+    let data = shared.layout.data_key(name);
+    match stamped::read(shared, &data, key.as_str(), "the guarded store").await? {
+        Some((revision, entry)) => decode_entry(&entry, revision).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Writes (`value`) or deletes (`None`) `key` through `holder`: the put's

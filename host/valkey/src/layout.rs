@@ -11,6 +11,8 @@
 //! | `ROOT/%token` | integer | the fencing-token counter |
 //! | `ROOT/%data/NAME` | hash | NAME's guarded store: field KEY, value `REVISION|ENTRY` |
 //! | `ROOT/%revision` | integer | the guarded store's revision counter |
+//! | `ROOT/%kv/BUCKET` | hash | a `wasi:keyvalue` bucket: field KEY, value `VERSION|VALUE` |
+//! | `ROOT/%kvversion` | integer | the key-value store's version counter |
 //! | `ROOT/%server` | string | the run id of the server that last served the root |
 //! | `ROOT/%settle` | string | set for a session timeout after the server changed (a restart, a failover): no grant while it lives |
 //!
@@ -70,6 +72,16 @@ impl Layout {
     /// The guarded store's revision counter.
     pub(crate) fn revision_key(&self) -> String {
         format!("{}/%revision", self.root)
+    }
+
+    /// `ROOT/%kv/BUCKET`: a `wasi:keyvalue` bucket (a hash).
+    pub(crate) fn kv_key(&self, bucket: &str) -> String {
+        format!("{}/%kv/{bucket}", self.root)
+    }
+
+    /// The key-value store's version counter.
+    pub(crate) fn kv_version_key(&self) -> String {
+        format!("{}/%kvversion", self.root)
     }
 
     pub(crate) fn session_key(&self, session: &str) -> String {

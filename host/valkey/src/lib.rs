@@ -40,13 +40,14 @@
 //! # }
 //! ```
 //!
-//! The guarded store (`guarded`) is a hash per lock, each write one script
-//! that checks the writer's queue member first; the contenders list is
-//! served. Semaphores, revocation, the key-value store and elections answer
-//! `Unsupported`.
+//! The guarded store (`guarded`) is a hash per lock and the standard
+//! `wasi:keyvalue` store (`keyvalue`) a hash per bucket, each write one
+//! script that checks the writers' queue members first; the contenders list
+//! is served. Semaphores, revocation and elections answer `Unsupported`.
 
 mod config;
 mod guarded;
+mod keyvalue;
 mod layout;
 mod link;
 mod lock_session;
@@ -56,6 +57,7 @@ mod registration;
 mod safety;
 mod scripts;
 mod session;
+mod stamped;
 mod wake;
 
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -139,6 +139,7 @@ impl Server {
             .key(self.layout.settle_key())
             .key(self.layout.token_key())
             .key(self.layout.revision_key())
+            .key(self.layout.kv_version_key())
             .arg(self.layout.root())
             .arg(&facts.run_id)
             .arg(millis(self.session_timeout))

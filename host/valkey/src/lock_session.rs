@@ -20,8 +20,10 @@ use wardlock_backend::{
 
 use crate::Shared;
 use crate::guarded::{self, Holder};
+use crate::keyvalue;
 use crate::nodes::ValkeyNodes;
 use crate::recipe;
+use wardlock_backend::keyvalue::{Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, fence_for};
 
 /// The host's sessions, as [`SessionGrants`] asks about them.
 impl SessionLookup for Shared {
@@ -119,7 +121,7 @@ impl HandoffSession for ValkeyLockSession {
         Mode::Shared
     }
 
-    wardlock_backend::offers!(contention, guarded_store);
+    wardlock_backend::offers!(contention, guarded_store, key_value);
 }
 
 #[async_trait]
@@ -173,5 +175,26 @@ impl GuardedStore for ValkeyLockSession {
 
     async fn guarded_keys(&self, name: &LockName, prefix: &str, limit: u32) -> Result<Vec<String>> {
         guarded::keys(&self.shared, name, prefix, limit).await
+    }
+}
+
+#[async_trait]
+impl KeyValue for ValkeyLockSession {
+    async fn kv_get(&self, bucket: &Bucket, key: &KvKey) -> Result<Option<KvEntry>> {
+        keyvalue::get(&self.shared, bucket, key).await
+    }
+
+    async fn kv_write(
+        &self,
+        bucket: &Bucket,
+        writes: &[KvWrite],
+        fence: &[GrantId],
+    ) -> Result<KvCommit> {
+        let fence = fence_for(writes, fence, |grant| self.holder(grant))?;
+        keyvalue::write(&self.shared, bucket, writes, &fence).await
+    }
+
+    async fn kv_keys(&self, bucket: &Bucket, skip: u64, limit: u32) -> Result<Vec<String>> {
+        keyvalue::keys(&self.shared, bucket, skip, limit).await
     }
 }

@@ -230,9 +230,58 @@ return revision
     ))
 });
 
+/// A batch of `wasi:keyvalue` writes, whole or not at all: it commits only
+/// if every fence member holds (alive, heading its queue) and every write's
+/// expectation holds. KEYS: bucket hash, version counter. ARGV: root, the
+/// fence's count, then per fence member its queue and the member, the
+/// writes' count, then per write `op` (`put`/`del`), key, expectation
+/// (`any`/`absent`/`version`), expected version, value. Answers
+/// `{'committed'}`, `{'lost'}` or `{'conflict', key}`.
+pub(crate) static KV_WRITE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+local i = 2
+local fences = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, fences do
+  local queue, member = ARGV[i], ARGV[i + 1]
+  i = i + 2
+  if redis.call('EXISTS', session_of(member)) == 0 then return {'lost'} end
+  if live_queue(queue)[1] ~= member then return {'lost'} end
+end
+local writes = tonumber(ARGV[i])
+i = i + 1
+local first = i
+for _ = 1, writes do
+  local key, expect, version = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local stored = redis.call('HGET', KEYS[1], key)
+  if expect == 'absent' and stored then return {'conflict', key} end
+  if expect == 'version' then
+    if not stored or string.match(stored, '^(%d+)|') ~= version then
+      return {'conflict', key}
+    end
+  end
+  i = i + 5
+end
+i = first
+for _ = 1, writes do
+  local op, key, value = ARGV[i], ARGV[i + 1], ARGV[i + 4]
+  if op == 'del' then
+    redis.call('HDEL', KEYS[1], key)
+  else
+    redis.call('HSET', KEYS[1], key, redis.call('INCR', KEYS[2]) .. '|' .. value)
+  end
+  i = i + 5
+end
+return {'committed'}
+"#
+    ))
+});
+
 /// Notes the server a root is served by. KEYS: server key, settle key,
-/// token counter, revision counter. ARGV: root, run id, session timeout
-/// (ms), jump.
+/// token counter, revision counter, key-value version counter. ARGV: root,
+/// run id, session timeout (ms), jump.
 /// When the root was last served by another server (a restart, a
 /// failover), every session of the old one is over: no grant for a
 /// session timeout (the settle key), and the token counter jumps past
@@ -247,6 +296,7 @@ if not seen then return 0 end
 redis.call('SET', KEYS[2], seen, 'PX', ARGV[3])
 redis.call('INCRBY', KEYS[3], ARGV[4])
 redis.call('INCRBY', KEYS[4], ARGV[4])
+redis.call('INCRBY', KEYS[5], ARGV[4])
 return 1
 "#,
     )
