@@ -13,12 +13,10 @@
 //! leaves.
 
 use wardlock_backend::guarded::{decode_entry, encode_entry, listed_keys};
-use wardlock_backend::handoff::SessionHealth;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, GuardedEntry, GuardedKey};
 
 use crate::Shared;
-use crate::link::classify;
 use crate::{scripts, stamped};
 
 /// The exclusive grant a guarded write goes through.
@@ -58,40 +56,34 @@ pub(crate) async fn write(
     key: &GuardedKey,
     value: Option<&[u8]>,
 ) -> Result<u64, BackendError> {
-    let session = shared
-        .session_of(holder.generation)
-        .ok_or(BackendError::Lost)?;
-    if session.health() == SessionHealth::Ended {
-        return Err(BackendError::Lost);
-    }
+    let session = shared.vouched(holder.generation)?;
     let link = shared.server.link().await?;
-    if link.facts.run_id != session.run_id {
-        session.end();
+    if !session.lives_on(&link) {
         return Err(BackendError::Lost);
     }
-    let mut conn = link.conn.clone();
     let (op, stored) = match value {
         Some(value) => ("put", encode_entry(holder.token, value)),
         None => ("del", Vec::new()),
     };
-    let answer: Result<i64, _> = scripts::GUARDED_WRITE
-        .key(shared.layout.queue_key(&holder.name))
-        .key(shared.layout.data_key(&holder.name))
-        .key(shared.layout.revision_key())
-        .arg(shared.layout.root())
-        .arg(&holder.member)
-        .arg(key.as_str())
-        .arg(op)
-        .arg(stored)
-        .invoke_async(&mut conn)
-        .await;
+    let answer: i64 = shared
+        .server
+        .invoke(
+            &link,
+            scripts::GUARDED_WRITE
+                .key(shared.layout.queue_key(&holder.name))
+                .key(shared.layout.data_key(&holder.name))
+                .key(shared.layout.revision_key())
+                .arg(shared.layout.root())
+                .arg(&holder.member)
+                .arg(key.as_str())
+                .arg(op)
+                .arg(stored),
+            "write the guarded store",
+        )
+        .await?;
     match answer {
-        Ok(-1) => Err(BackendError::Lost),
-        Ok(done) => Ok(u64::try_from(done).unwrap_or(0)),
-        Err(error) => {
-            shared.server.failed(&link).await;
-            Err(classify(&error, "write the guarded store"))
-        }
+        -1 => Err(BackendError::Lost),
+        done => Ok(u64::try_from(done).unwrap_or(0)),
     }
 }
 
@@ -107,16 +99,13 @@ pub(crate) async fn keys(
     limit: u32,
 ) -> Result<Vec<String>, BackendError> {
     let link = shared.server.link().await?;
-    let mut conn = link.conn.clone();
-    let all: Result<Vec<String>, _> = redis::cmd("HKEYS")
-        .arg(shared.layout.data_key(name))
-        .query_async(&mut conn)
-        .await;
-    match all {
-        Ok(all) => Ok(listed_keys(all, prefix, limit)),
-        Err(error) => {
-            shared.server.failed(&link).await;
-            Err(classify(&error, "list the guarded store"))
-        }
-    }
+    let all: Vec<String> = shared
+        .server
+        .query(
+            &link,
+            redis::cmd("HKEYS").arg(shared.layout.data_key(name)),
+            "list the guarded store",
+        )
+        .await?;
+    Ok(listed_keys(all, prefix, limit))
 }

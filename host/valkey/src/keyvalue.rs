@@ -12,7 +12,7 @@ use wardlock_backend::keyvalue::{Bucket, Expect, KvCommit, KvEntry, KvKey, KvWri
 
 use crate::Shared;
 use crate::guarded::Holder;
-use crate::link::classify;
+use crate::link::text;
 use crate::{scripts, stamped};
 
 /// The entry `key` of `bucket`.
@@ -43,11 +43,7 @@ pub(crate) async fn write(
 ) -> Result<KvCommit, BackendError> {
     let link = shared.server.link().await?;
     for holder in fence {
-        let session = shared
-            .session_of(holder.generation)
-            .ok_or(BackendError::Lost)?;
-        if link.facts.run_id != session.run_id {
-            session.end();
+        if !shared.vouched(holder.generation)?.lives_on(&link) {
             return Err(BackendError::Lost);
         }
     }
@@ -76,20 +72,10 @@ pub(crate) async fn write(
             .arg(version)
             .arg(write.value.as_deref().unwrap_or_default());
     }
-    let mut conn = link.conn.clone();
-    let answer: Result<Vec<Value>, _> = invocation.invoke_async(&mut conn).await;
-    let answer = match answer {
-        Ok(answer) => answer,
-        Err(error) => {
-            shared.server.failed(&link).await;
-            return Err(classify(&error, "write key-value entries"));
-        }
-    };
-    let text = |value: &Value| match value {
-        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        _ => String::new(),
-    };
+    let answer: Vec<Value> = shared
+        .server
+        .invoke(&link, &invocation, "write key-value entries")
+        .await?;
     match answer.as_slice() {
         [what] if text(what) == "committed" => Ok(KvCommit::Committed),
         [what] if text(what) == "lost" => Err(BackendError::Lost),
@@ -111,19 +97,14 @@ pub(crate) async fn keys(
     limit: u32,
 ) -> Result<Vec<String>, BackendError> {
     let link = shared.server.link().await?;
-    let mut conn = link.conn.clone();
-    let all: Result<Vec<String>, _> = redis::cmd("HKEYS")
-        .arg(shared.layout.kv_key(bucket.as_str()))
-        .query_async(&mut conn)
-        .await;
-    match all {
-        Ok(mut all) => {
-            all.sort();
-            Ok(page(all, skip, limit))
-        }
-        Err(error) => {
-            shared.server.failed(&link).await;
-            Err(classify(&error, "list key-value keys"))
-        }
-    }
+    let mut all: Vec<String> = shared
+        .server
+        .query(
+            &link,
+            redis::cmd("HKEYS").arg(shared.layout.kv_key(bucket.as_str())),
+            "list key-value keys",
+        )
+        .await?;
+    all.sort();
+    Ok(page(all, skip, limit))
 }

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError};
+use redis::{
+    AsyncConnectionConfig, Client, ErrorKind, FromRedisValue, RedisError, ScriptInvocation, Value,
+};
 use wardlock_backend::BackendError;
 
 use crate::config::ValkeyConfig;
@@ -97,6 +99,54 @@ impl Server {
         let link = self.connect().await?;
         *current = Some(link.clone());
         Ok(link)
+    }
+
+    /// Runs a script `invocation` on `link`; a failure forgets the link
+    /// (the next [`Server::link`] connects anew) and is classified, `what`
+    /// naming the request.
+    ///
+    /// # Errors
+    /// As [`classify`].
+    ///
+    /// # Cancellation safety
+    /// A dropped call may still run on the server once, if it left.
+    pub(crate) async fn invoke<T: FromRedisValue>(
+        &self,
+        link: &Link,
+        invocation: &ScriptInvocation<'_>,
+        what: &str,
+    ) -> Result<T, BackendError> {
+        let mut conn = link.conn.clone();
+        match invocation.invoke_async(&mut conn).await {
+            Ok(answer) => Ok(answer),
+            Err(error) => {
+                self.failed(link).await;
+                Err(classify(&error, what))
+            }
+        }
+    }
+
+    /// Runs `command` on `link`, as [`Server::invoke`] a script.
+    ///
+    /// # Errors
+    /// As [`classify`].
+    ///
+    /// # Cancellation safety
+    /// As [`Server::invoke`].
+    pub(crate) async fn query<T: FromRedisValue>(
+        &self,
+        link: &Link,
+        command: &redis::Cmd,
+        what: &str,
+    ) -> Result<T, BackendError> {
+        let mut conn = link.conn.clone();
+        match command.query_async(&mut conn).await {
+            Ok(answer) => Ok(answer),
+            Err(error) => {
+                self.failed(link).await;
+                Err(classify(&error, what))
+            }
+        }
     }
 
     /// Forgets `link` after a failure on it (the next `link` connects anew).
@@ -201,5 +251,23 @@ pub(crate) fn classify(error: &RedisError, what: &str) -> BackendError {
             "the server refused this host's user, to {what}: {error} (the user needs +@all on the root's keys, or at least EVALSHA, EVAL, INFO, PUBLISH, SUBSCRIBE)"
         )),
         _ => BackendError::Unavailable(format!("Valkey/Redis could not {what}: {error}")),
+    }
+}
+
+/// A script's answer element as text (a bulk or simple string, a number).
+pub(crate) fn text(value: &Value) -> String {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Int(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// A script's answer element as a non-negative number.
+pub(crate) fn integer(value: &Value) -> Option<u64> {
+    match value {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        other => text(other).parse().ok(),
     }
 }

@@ -18,7 +18,7 @@ use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Mode};
 
 use crate::Shared;
-use crate::link::{classify, millis};
+use crate::link::{integer, millis, text};
 use crate::scripts;
 use crate::session::HostSession;
 
@@ -200,24 +200,21 @@ async fn enqueue(
     mode: Mode,
 ) -> Result<Option<(u64, String)>, BackendError> {
     let link = shared.server.link().await?;
-    let mut conn = link.conn.clone();
-    let answer: Result<Vec<Value>, _> = scripts::ENQUEUE
-        .key(session.session_key())
-        .key(shared.layout.token_key())
-        .key(shared.layout.queue_key(name))
-        .arg(shared.layout.root())
-        .arg(mode_letter(mode))
-        .arg(&shared.host)
-        .arg(session.generation)
-        .invoke_async(&mut conn)
-        .await;
-    let answer = match answer {
-        Ok(answer) => answer,
-        Err(error) => {
-            shared.server.failed(&link).await;
-            return Err(classify(&error, "queue for a lock"));
-        }
-    };
+    let answer: Vec<Value> = shared
+        .server
+        .invoke(
+            &link,
+            scripts::ENQUEUE
+                .key(session.session_key())
+                .key(shared.layout.token_key())
+                .key(shared.layout.queue_key(name))
+                .arg(shared.layout.root())
+                .arg(mode_letter(mode))
+                .arg(&shared.host)
+                .arg(session.generation),
+            "queue for a lock",
+        )
+        .await?;
     match answer.as_slice() {
         [what, token, member] if text(what) == "queued" => {
             let token = integer(token).ok_or_else(|| odd("ENQUEUE's token"))?;
@@ -238,29 +235,25 @@ async fn look(
     member: &str,
 ) -> Result<Look, BackendError> {
     let link = shared.server.link().await?;
-    if link.facts.run_id != session.run_id {
-        session.end();
+    if !session.lives_on(&link) {
         return Ok(Look::Requeue);
     }
-    let mut conn = link.conn.clone();
-    let answer: Result<Vec<Value>, _> = scripts::CHECK
-        .key(shared.layout.queue_key(name))
-        .key(shared.layout.lock_key(name))
-        .key(session.session_key())
-        .key(session.held_key())
-        .key(shared.layout.settle_key())
-        .arg(shared.layout.root())
-        .arg(member)
-        .arg(millis(shared.config.session_timeout))
-        .invoke_async(&mut conn)
-        .await;
-    let answer = match answer {
-        Ok(answer) => answer,
-        Err(error) => {
-            shared.server.failed(&link).await;
-            return Err(classify(&error, "look at a lock's queue"));
-        }
-    };
+    let answer: Vec<Value> = shared
+        .server
+        .invoke(
+            &link,
+            scripts::CHECK
+                .key(shared.layout.queue_key(name))
+                .key(shared.layout.lock_key(name))
+                .key(session.session_key())
+                .key(session.held_key())
+                .key(shared.layout.settle_key())
+                .arg(shared.layout.root())
+                .arg(member)
+                .arg(millis(shared.config.session_timeout)),
+            "look at a lock's queue",
+        )
+        .await?;
     let [what, _blocker, ms] = answer.as_slice() else {
         return Err(odd("CHECK's answer"));
     };
@@ -280,30 +273,27 @@ async fn look(
 /// Takes `member` out of `name`'s queue, retried while its session lives
 /// (once it is over, the member is dead anyway).
 pub(crate) async fn remove(shared: &Shared, name: &LockName, member: &str) {
+    let session = member_session(member);
     let mut pause = Duration::from_millis(20);
     loop {
-        let link = match shared.server.link().await {
-            Ok(link) => link,
-            Err(_) => {
-                if !member_may_live(shared, member) {
-                    return;
-                }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(1));
-                continue;
-            }
+        let removed = async {
+            let link = shared.server.link().await?;
+            let removed: i64 = shared
+                .server
+                .invoke(
+                    &link,
+                    scripts::RELEASE
+                        .key(shared.layout.queue_key(name))
+                        .key(shared.layout.lock_key(name))
+                        .key(shared.layout.held_key(&session))
+                        .arg(shared.layout.root())
+                        .arg(member),
+                    "release a lock",
+                )
+                .await?;
+            Ok::<_, BackendError>(removed)
         };
-        let session = member_session(member);
-        let mut conn = link.conn.clone();
-        let answer: Result<i64, _> = scripts::RELEASE
-            .key(shared.layout.queue_key(name))
-            .key(shared.layout.lock_key(name))
-            .key(shared.layout.held_key(&session))
-            .arg(shared.layout.root())
-            .arg(member)
-            .invoke_async(&mut conn)
-            .await;
-        match answer {
+        match removed.await {
             Ok(_) => {
                 if let Some(live) = shared.live_session().filter(|s| s.id == session) {
                     live.untrack(member);
@@ -312,7 +302,6 @@ pub(crate) async fn remove(shared: &Shared, name: &LockName, member: &str) {
             }
             Err(error) => {
                 tracing::debug!(%name, %error, "releasing a Valkey/Redis lock failed; retrying");
-                shared.server.failed(&link).await;
                 if !member_may_live(shared, member) {
                     return;
                 }
@@ -367,20 +356,19 @@ pub(crate) async fn contender_behind(
 
 async fn contended(shared: &Shared, name: &LockName, member: &str) -> Option<bool> {
     let link = shared.server.link().await.ok()?;
-    let mut conn = link.conn.clone();
-    let answer: Result<i64, _> = scripts::CONTENDED
-        .key(shared.layout.queue_key(name))
-        .arg(shared.layout.root())
-        .arg(member)
-        .invoke_async(&mut conn)
-        .await;
-    match answer {
-        Ok(found) => Some(found == 1),
-        Err(_) => {
-            shared.server.failed(&link).await;
-            None
-        }
-    }
+    let found: i64 = shared
+        .server
+        .invoke(
+            &link,
+            scripts::CONTENDED
+                .key(shared.layout.queue_key(name))
+                .arg(shared.layout.root())
+                .arg(member),
+            "look behind a holder",
+        )
+        .await
+        .ok()?;
+    Some(found == 1)
 }
 
 /// The live members of `name`'s queue, in order.
@@ -389,35 +377,16 @@ async fn contended(shared: &Shared, name: &LockName, member: &str) -> Option<boo
 /// `Unavailable` when the server cannot be reached.
 pub(crate) async fn members(shared: &Shared, name: &LockName) -> Result<Vec<String>, BackendError> {
     let link = shared.server.link().await?;
-    let mut conn = link.conn.clone();
-    let answer: Result<Vec<String>, _> = scripts::MEMBERS
-        .key(shared.layout.queue_key(name))
-        .arg(shared.layout.root())
-        .invoke_async(&mut conn)
-        .await;
-    match answer {
-        Ok(members) => Ok(members),
-        Err(error) => {
-            shared.server.failed(&link).await;
-            Err(classify(&error, "read a lock's queue"))
-        }
-    }
-}
-
-fn text(value: &Value) -> String {
-    match value {
-        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(n) => n.to_string(),
-        _ => String::new(),
-    }
-}
-
-fn integer(value: &Value) -> Option<u64> {
-    match value {
-        Value::Int(n) => u64::try_from(*n).ok(),
-        other => text(other).parse().ok(),
-    }
+    shared
+        .server
+        .invoke(
+            &link,
+            scripts::MEMBERS
+                .key(shared.layout.queue_key(name))
+                .arg(shared.layout.root()),
+            "read a lock's queue",
+        )
+        .await
 }
 
 fn odd(what: &str) -> BackendError {

@@ -21,7 +21,7 @@ use wardlock_backend::name::LockName;
 
 use crate::Shared;
 use crate::layout::Layout;
-use crate::link::{Server, millis};
+use crate::link::{Link, Server, millis};
 use crate::scripts;
 
 /// One generation of the host's session.
@@ -61,6 +61,17 @@ impl HostSession {
 
     pub(crate) fn held_key(&self) -> &str {
         &self.held_key
+    }
+
+    /// Whether `link` reaches the server process this session lives on;
+    /// when it does not (a restart, a failover), the session is over and
+    /// is ended here.
+    pub(crate) fn lives_on(&self, link: &Link) -> bool {
+        let same = link.facts.run_id == self.run_id;
+        if !same {
+            self.end();
+        }
+        same
     }
 
     fn members(&self) -> std::sync::MutexGuard<'_, HashMap<String, LockName>> {
@@ -130,6 +141,20 @@ impl Shared {
         self.live_session().filter(|s| s.generation == generation)
     }
 
+    /// The session of `generation`, for a write fenced by it, while the
+    /// host's clock vouches for it.
+    ///
+    /// # Errors
+    /// `Lost` otherwise.
+    pub(crate) fn vouched(
+        &self,
+        generation: u64,
+    ) -> Result<Arc<HostSession>, wardlock_backend::BackendError> {
+        self.session_of(generation)
+            .filter(|s| s.health() != SessionHealth::Ended)
+            .ok_or(wardlock_backend::BackendError::Lost)
+    }
+
     /// The live session, or a new one (the next generation): its key set,
     /// its heartbeat and clock running, the host's subscription up.
     ///
@@ -152,18 +177,18 @@ impl Shared {
         let layout = &self.layout;
         let timeout = self.config.session_timeout;
         let sent = Instant::now();
-        let mut conn = link.conn.clone();
-        let set: Result<(), _> = redis::cmd("SET")
-            .arg(layout.session_key(&id))
-            .arg(&self.owner)
-            .arg("PX")
-            .arg(millis(timeout))
-            .query_async(&mut conn)
-            .await;
-        if let Err(error) = set {
-            self.server.failed(&link).await;
-            return Err(crate::link::classify(&error, "open a session"));
-        }
+        let () = self
+            .server
+            .query(
+                &link,
+                redis::cmd("SET")
+                    .arg(layout.session_key(&id))
+                    .arg(&self.owner)
+                    .arg("PX")
+                    .arg(millis(timeout)),
+                "open a session",
+            )
+            .await?;
         if !self.wake.subscribed(timeout).await {
             return Err(wardlock_backend::BackendError::Unavailable(
                 "Valkey/Redis: the host's wake-up channel could not be subscribed".into(),
@@ -239,24 +264,25 @@ async fn renew(shared: &Shared, session: &HostSession) -> Renewal {
     let Ok(link) = shared.server.link().await else {
         return Renewal::Failed;
     };
-    if link.facts.run_id != session.run_id {
+    if !session.lives_on(&link) {
         return Renewal::Gone("the server process changed (a restart or a failover)");
     }
-    let mut conn = link.conn.clone();
-    let answer: Result<i64, _> = scripts::HEARTBEAT
-        .key(session.session_key())
-        .key(session.held_key())
-        .arg(shared.layout.root())
-        .arg(millis(shared.config.session_timeout))
-        .invoke_async(&mut conn)
+    let answer: Result<i64, _> = shared
+        .server
+        .invoke(
+            &link,
+            scripts::HEARTBEAT
+                .key(session.session_key())
+                .key(session.held_key())
+                .arg(shared.layout.root())
+                .arg(millis(shared.config.session_timeout)),
+            "renew the session",
+        )
         .await;
     match answer {
         Ok(1) => Renewal::Renewed,
         Ok(_) => Renewal::Gone("its key expired on the server"),
-        Err(_) => {
-            shared.server.failed(&link).await;
-            Renewal::Failed
-        }
+        Err(_) => Renewal::Failed,
     }
 }
 

@@ -5,7 +5,6 @@
 use wardlock_backend::BackendError;
 
 use crate::Shared;
-use crate::link::classify;
 
 /// Field `field` of hash `hash`, split into its number and its bytes; `None`
 /// when absent. `what` names the store in errors.
@@ -19,19 +18,14 @@ pub(crate) async fn read(
     what: &str,
 ) -> Result<Option<(u64, Vec<u8>)>, BackendError> {
     let link = shared.server.link().await?;
-    let mut conn = link.conn.clone();
-    let stored: Result<Option<Vec<u8>>, _> = redis::cmd("HGET")
-        .arg(hash)
-        .arg(field)
-        .query_async(&mut conn)
-        .await;
-    let stored = match stored {
-        Ok(stored) => stored,
-        Err(error) => {
-            shared.server.failed(&link).await;
-            return Err(classify(&error, &format!("read {what}")));
-        }
-    };
+    let stored: Option<Vec<u8>> = shared
+        .server
+        .query(
+            &link,
+            redis::cmd("HGET").arg(hash).arg(field),
+            &format!("read {what}"),
+        )
+        .await?;
     let Some(stored) = stored else {
         return Ok(None);
     };
