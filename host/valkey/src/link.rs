@@ -159,9 +159,15 @@ impl Server {
 
     async fn connect(&self) -> Result<Link, BackendError> {
         let bound = (self.session_timeout / 5).max(Duration::from_millis(100));
+        // A reply is waited for up to two session timeouts: what a host
+        // claims rests on the session clock (the heartbeat bounds its own
+        // renewals), not on this bound, which only ends a request on a dead
+        // connection. At a fifth of the session timeout, a write in flight
+        // when the host was paused (SIGSTOP) failed at resume with its reply
+        // already on the socket.
         let settings = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(bound))
-            .set_response_timeout(Some(bound));
+            .set_response_timeout(Some(self.session_timeout * 2));
         let mut conn = self
             .client
             .get_multiplexed_async_connection_with_config(&settings)
