@@ -5,8 +5,9 @@
 //! back-off ([`backoff`]) and TLS ([`tls`], [`tls_probe`]).
 //!
 //! Every engine implements these traits: the memory engine here, ZooKeeper
-//! (`wardlock-zookeeper`), etcd (`wardlock-etcd`) and PostgreSQL
-//! (`wardlock-postgres`) in crates of their own, and engines written outside
+//! (`wardlock-zookeeper`), etcd (`wardlock-etcd`), PostgreSQL
+//! (`wardlock-postgres`) and Valkey/Redis (`wardlock-valkey`) in crates of
+//! their own, and engines written outside
 //! wardlock, which pass the conformance kit (`wardlock-conformance`). The host
 //! (`wardlock-host`) calls them and names none.
 //!

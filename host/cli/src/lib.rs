@@ -1,7 +1,8 @@
 //! The `wardlock` command line: `run`, `serve`, `compile` and `status` on any
 //! engine the registry holds — the built-in ones (memory, ZooKeeper from
 //! `wardlock-zookeeper`, etcd from `wardlock-etcd`, PostgreSQL from
-//! `wardlock-postgres`), which this crate is the
+//! `wardlock-postgres`, Valkey/Redis from `wardlock-valkey`), which this
+//! crate is the
 //! one place to name, and engines added outside wardlock in a binary of their
 //! own ([`main`] with a registry of its own).
 //!
