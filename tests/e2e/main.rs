@@ -72,5 +72,6 @@ mod semaphore;
 mod serve;
 mod singleton;
 mod valkey;
+mod valkey_security;
 mod zookeeper;
 mod zookeeper_guarded;

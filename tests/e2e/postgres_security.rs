@@ -4,9 +4,8 @@
 //! password in the URL; and it works over TLS with `sslmode=verify-full`
 //! and a client certificate, and through PgBouncer in session pooling.
 
-use std::time::{Duration, Instant};
 
-use wardlock_host::{BackendError, LockBackend, Mode};
+use wardlock_host::{LockBackend, Mode};
 use wardlock_postgres::{PostgresBackend, PostgresConfig};
 use wardlock_tests::postgres::{PgBouncer, PgOptions, PgServer, TlsOptions};
 use wardlock_tests::serve::wardlock_bin;
@@ -14,18 +13,7 @@ use wardlock_tests::{TEST_WAIT_LIMIT, name};
 
 /// Connecting with `config` is refused within 5 s; the error's text.
 async fn refused(config: PostgresConfig) -> String {
-    let started = Instant::now();
-    let error = match PostgresBackend::connect(config).await {
-        Ok(_) => panic!("connected where it must be refused"),
-        Err(error) => error,
-    };
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "refused after {:?}",
-        started.elapsed()
-    );
-    assert!(matches!(error, BackendError::Refused(_)), "{error:?}");
-    error.to_string()
+    wardlock_tests::refusal::refused(PostgresBackend::connect(config)).await
 }
 
 /// One grant and release through `backend`.

@@ -46,6 +46,7 @@ pub mod postgres;
 pub mod probe;
 pub mod proxy;
 pub mod redis_server;
+pub mod refusal;
 pub mod serve;
 pub mod tap;
 pub mod tls_port;

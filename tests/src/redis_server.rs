@@ -58,6 +58,8 @@ pub struct RedisServer {
     flavor: Flavor,
     args: Vec<String>,
     dir: tempfile::TempDir,
+    /// The TLS port and its certificates, when the server has one.
+    tls: Option<(u16, crate::pki::TestPki)>,
 }
 
 impl RedisServer {
@@ -73,6 +75,15 @@ impl RedisServer {
     /// When the server is not installed (naming the install) or does not
     /// answer `PING` within 30 s (with its log).
     pub fn start_with(flavor: Flavor, extra: &[&str]) -> RedisServer {
+        let args = extra.iter().map(|s| (*s).to_owned()).collect();
+        RedisServer::launched(flavor, args, None)
+    }
+
+    fn launched(
+        flavor: Flavor,
+        args: Vec<String>,
+        tls: Option<(u16, crate::pki::TestPki)>,
+    ) -> RedisServer {
         let binary = flavor.binary();
         assert!(
             binary.exists(),
@@ -87,11 +98,71 @@ impl RedisServer {
             child: None,
             port: free_port(),
             flavor,
-            args: extra.iter().map(|s| (*s).to_owned()).collect(),
+            args,
             dir,
+            tls,
         };
         server.launch();
         server
+    }
+
+    /// A durable Debian `redis-server` with a TLS port beside its plaintext
+    /// one (which the harness's own commands use), its certificate made at
+    /// test time for `127.0.0.1` ([`TestPki`](crate::pki::TestPki)); with
+    /// `client_certificates`, the TLS port requires a client certificate
+    /// signed by the same CA (`tls-auth-clients yes`). Valkey from PyPI is
+    /// built without TLS.
+    ///
+    /// # Panics
+    /// As [`RedisServer::start_with`].
+    pub fn start_tls(client_certificates: bool) -> RedisServer {
+        let pki = crate::pki::TestPki::new();
+        let tls_port = free_port();
+        let (cert, key) = pki.server();
+        let args = vec![
+            "--tls-port".to_owned(),
+            tls_port.to_string(),
+            "--tls-cert-file".to_owned(),
+            cert.display().to_string(),
+            "--tls-key-file".to_owned(),
+            key.display().to_string(),
+            "--tls-ca-cert-file".to_owned(),
+            pki.ca().display().to_string(),
+            "--tls-auth-clients".to_owned(),
+            if client_certificates { "yes" } else { "no" }.to_owned(),
+        ];
+        RedisServer::launched(Flavor::Redis, args, Some((tls_port, pki)))
+    }
+
+    /// `rediss://127.0.0.1:TLS_PORT` of a [`RedisServer::start_tls`] server.
+    ///
+    /// # Panics
+    /// When the server has no TLS port.
+    pub fn tls_url(&self) -> String {
+        format!("rediss://127.0.0.1:{}", self.tls_port())
+    }
+
+    /// The TLS port.
+    ///
+    /// # Panics
+    /// When the server has no TLS port.
+    pub fn tls_port(&self) -> u16 {
+        self.tls
+            .as_ref()
+            .expect("a server started with start_tls")
+            .0
+    }
+
+    /// The certificates of a [`RedisServer::start_tls`] server.
+    ///
+    /// # Panics
+    /// When the server has no TLS port.
+    pub fn pki(&self) -> &crate::pki::TestPki {
+        &self
+            .tls
+            .as_ref()
+            .expect("a server started with start_tls")
+            .1
     }
 
     fn launch(&mut self) {

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use wardlock_backend::handoff::LocalHandoff;
 use wardlock_backend::secret::Secret;
+use wardlock_backend::tls::TlsFiles;
 
 /// The session timeout when none is given: how long after a host goes
 /// silent its session key expires on the server.
@@ -26,6 +27,7 @@ pub struct ValkeyConfig {
     pub(crate) local_handoff: LocalHandoff,
     pub(crate) password: Option<Secret>,
     pub(crate) accept_unsafe: bool,
+    pub(crate) tls: Option<TlsFiles>,
 }
 
 impl ValkeyConfig {
@@ -43,6 +45,7 @@ impl ValkeyConfig {
             local_handoff: LocalHandoff::default(),
             password: None,
             accept_unsafe: false,
+            tls: None,
         }
     }
 
@@ -73,6 +76,20 @@ impl ValkeyConfig {
         self
     }
 
+    /// TLS files for a `rediss://` URL: the CA the server's certificate must
+    /// chain to (and name the URL's host), and a client certificate for a
+    /// server that asks for one (`tls-auth-clients yes`). Without them a
+    /// `rediss://` URL trusts the system's CA certificates.
+    pub fn tls(mut self, tls: Option<TlsFiles>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Whether the URL asks for TLS (`rediss://`, `valkeys://`).
+    pub fn uses_tls(&self) -> bool {
+        matches!(scheme(&self.url), "rediss" | "valkeys")
+    }
+
     /// Runs on a server whose settings cannot keep locks safe (an eviction
     /// policy, no persistence): the host says so at start and in
     /// `/healthz`. Off by default: such a server is refused.
@@ -101,11 +118,17 @@ impl ValkeyConfig {
     /// # Errors
     /// [`ConfigError`] naming what is wrong.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let scheme = self.url.split("://").next().unwrap_or("");
-        match scheme {
-            "redis" | "valkey" => {}
-            "rediss" | "valkeys" => return Err(ConfigError::Tls),
+        match scheme(&self.url) {
+            "redis" | "valkey" => {
+                if self.tls.is_some() {
+                    return Err(ConfigError::TlsWithoutRediss(self.url.clone()));
+                }
+            }
+            "rediss" | "valkeys" => {}
             _ => return Err(ConfigError::Scheme(self.url.clone())),
+        }
+        if self.url.contains("#insecure") {
+            return Err(ConfigError::Insecure);
         }
         if url_password(&self.url) {
             return Err(ConfigError::PasswordInUrl);
@@ -118,6 +141,11 @@ impl ValkeyConfig {
         }
         Ok(())
     }
+}
+
+/// The URL's scheme (`redis`, `rediss`, …), or `""` without one.
+fn scheme(url: &str) -> &str {
+    url.split_once("://").map_or("", |(scheme, _)| scheme)
 }
 
 /// Whether `url` carries a password (`redis://user:secret@host`).
@@ -133,14 +161,21 @@ fn url_password(url: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// Not a `redis://` URL.
-    #[error("--redis {0:?} is not a redis:// URL (redis://[USER@]HOST:PORT[/DB])")]
-    Scheme(String),
-    /// TLS is not served yet.
+    /// Not a `redis://` or `rediss://` URL.
     #[error(
-        "--redis: rediss:// (TLS) is not served by this version of the engine; use redis:// on a trusted network"
+        "--redis {0:?} is not a redis:// or rediss:// URL (redis://[USER@]HOST:PORT[/DB]; rediss:// for TLS)"
     )]
-    Tls,
+    Scheme(String),
+    /// TLS files given for a plaintext URL.
+    #[error(
+        "--redis-tls-ca was given, but --redis {0:?} is a plaintext URL: write rediss:// for TLS"
+    )]
+    TlsWithoutRediss(String),
+    /// `#insecure`: any certificate for any name accepted.
+    #[error(
+        "--redis: the URL's #insecure would accept any server's certificate, so anyone on the path could answer for the server: drop it and give --redis-tls-ca FILE"
+    )]
+    Insecure,
     /// A password written into the URL.
     #[error(
         "--redis: the URL carries a password, where process listings and logs show it; give it with --redis-password-file FILE"
@@ -166,15 +201,24 @@ mod tests {
             ValkeyConfig::new("http://x").validate(),
             Err(ConfigError::Scheme("http://x".into()))
         );
+        assert_eq!(ValkeyConfig::new("rediss://x:1").validate(), Ok(()));
+        assert!(ValkeyConfig::new("rediss://x:1").uses_tls());
+        assert!(!ok.uses_tls());
         assert_eq!(
-            ValkeyConfig::new("rediss://x").validate(),
-            Err(ConfigError::Tls)
+            ValkeyConfig::new("redis://x:1")
+                .tls(Some(TlsFiles::new("--redis-tls", "ca.pem")))
+                .validate(),
+            Err(ConfigError::TlsWithoutRediss("redis://x:1".into()))
         );
         assert_eq!(
             ValkeyConfig::new("redis://u:p@x:1/0").validate(),
             Err(ConfigError::PasswordInUrl)
         );
         assert_eq!(ValkeyConfig::new("redis://u@x:1/0").validate(), Ok(()));
+        assert_eq!(
+            ValkeyConfig::new("rediss://x:1/#insecure").validate(),
+            Err(ConfigError::Insecure)
+        );
         assert!(ok.clone().root("wardlock").validate().is_err());
         assert!(ok.clone().root("/w/").validate().is_err());
         assert!(

@@ -22,6 +22,10 @@
 //!   wardlock exclude each other.
 //! - Host-local hand-off (`wardlock_backend::handoff`): a host queues one
 //!   member per lock and passes the grant among its guests in memory.
+//! - **TLS and users** (`tls`): `rediss://` with the server's certificate
+//!   and name verified ([`ValkeyConfig::tls`]), an ACL user in the URL and
+//!   its password from a file ([`ValkeyConfig::password`]); a failed
+//!   handshake is explained (which file to check).
 //!
 //! ```no_run
 //! use wardlock_backend::name::LockName;
@@ -58,6 +62,7 @@ mod safety;
 mod scripts;
 mod session;
 mod stamped;
+mod tls;
 mod wake;
 
 use std::sync::{Arc, Mutex, MutexGuard};

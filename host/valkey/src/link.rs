@@ -34,6 +34,8 @@ pub(crate) struct Link {
 
 /// The server, as the backend reaches it.
 pub(crate) struct Server {
+    /// For explaining a failed connect (`tls::explain`).
+    config: ValkeyConfig,
     client: Client,
     layout: Layout,
     session_timeout: Duration,
@@ -57,9 +59,9 @@ impl Server {
                 .set_password(password.expose());
             info = info.set_redis_settings(settings);
         }
-        let client = Client::open(info)
-            .map_err(|e| BackendError::InvalidConfig(format!("--redis {}: {e}", config.url)))?;
+        let client = crate::tls::client(info, config)?;
         Ok(Server {
+            config: config.clone(),
             client,
             layout: Layout::new(&config.root),
             session_timeout: config.session_timeout,
@@ -168,11 +170,17 @@ impl Server {
         let settings = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(bound))
             .set_response_timeout(Some(self.session_timeout * 2));
-        let mut conn = self
+        let mut conn = match self
             .client
             .get_multiplexed_async_connection_with_config(&settings)
             .await
-            .map_err(|e| classify(&e, "connect"))?;
+        {
+            Ok(conn) => conn,
+            Err(e) => {
+                let error = classify(&e, "connect");
+                return Err(crate::tls::explain(&self.config, &self.client, error).await);
+            }
+        };
         let info: String = redis::cmd("INFO")
             .arg("everything")
             .query_async(&mut conn)

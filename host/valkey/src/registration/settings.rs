@@ -10,10 +10,19 @@ pub(super) const SETTINGS: &[Setting] = &[
     Setting::new("url", "redis", SettingKind::Text)
         .value_name("URL")
         .chooses()
-        .help("Valkey or Redis URL, redis://[USER@]HOST:PORT[/DB]: chooses the Valkey/Redis engine. Lock NAME holds the key ROOT/NAME while granted (what redis-py's Lock('ROOT/NAME') takes); the server must use maxmemory-policy noeviction and persist its data, or it is refused. The password comes from --redis-password-file, never the URL."),
+        .help("Valkey or Redis URL, redis://[USER@]HOST:PORT[/DB] (rediss:// for TLS): chooses the Valkey/Redis engine. Lock NAME holds the key ROOT/NAME while granted (what redis-py's Lock('ROOT/NAME') takes); the server must use maxmemory-policy noeviction and persist its data, or it is refused. The password comes from --redis-password-file, never the URL."),
     Setting::new("password_file", "redis-password-file", SettingKind::Path)
         .value_name("FILE")
         .help("A file holding the password of the URL's user (or of the default user), one line."),
+    Setting::new("tls_ca", "redis-tls-ca", SettingKind::Path)
+        .value_name("FILE")
+        .help("With a rediss:// URL: trust the server certificates this CA file (PEM) signed, instead of the system's CA certificates."),
+    Setting::new("tls_cert", "redis-tls-cert", SettingKind::Path)
+        .value_name("FILE")
+        .help("A client certificate (PEM), for servers that ask for one (tls-auth-clients yes); with --redis-tls-key."),
+    Setting::new("tls_key", "redis-tls-key", SettingKind::Path)
+        .value_name("FILE")
+        .help("The client certificate's private key (PEM)."),
     Setting::new("accept_unsafe", "redis-accept-unsafe", SettingKind::Switch)
         .help("Run on a server whose settings cannot keep locks safe (an eviction policy that may drop a lock key, no persistence so tokens go backwards after a restart): the host says so at start. Without it such a server is refused."),
 ];
@@ -34,7 +43,8 @@ pub(super) fn config(settings: &Settings) -> Result<ValkeyConfig, Mistake> {
         .session_timeout(settings.session_timeout()?)
         .local_handoff(handoff)
         .password(settings.secret_file("password_file")?)
-        .accept_unsafe(settings.switch("accept_unsafe")?);
+        .accept_unsafe(settings.switch("accept_unsafe")?)
+        .tls(settings.tls()?);
     let root = settings.root()?;
     if !root.is_empty() {
         config = config.root(root);
@@ -42,6 +52,7 @@ pub(super) fn config(settings: &Settings) -> Result<ValkeyConfig, Mistake> {
     config.validate().map_err(|why| {
         let key = match why {
             crate::ConfigError::Root(_) => "root",
+            crate::ConfigError::TlsWithoutRediss(_) => "tls_ca",
             _ => "url",
         };
         settings.mistake(key, why.to_string())
