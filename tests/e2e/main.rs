@@ -73,5 +73,6 @@ mod serve;
 mod singleton;
 mod valkey;
 mod valkey_security;
+mod valkey_sentinel;
 mod zookeeper;
 mod zookeeper_guarded;

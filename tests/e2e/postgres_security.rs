@@ -4,7 +4,6 @@
 //! password in the URL; and it works over TLS with `sslmode=verify-full`
 //! and a client certificate, and through PgBouncer in session pooling.
 
-
 use wardlock_host::{LockBackend, Mode};
 use wardlock_postgres::{PostgresBackend, PostgresConfig};
 use wardlock_tests::postgres::{PgBouncer, PgOptions, PgServer, TlsOptions};

@@ -466,6 +466,58 @@ async fn a_restarted_server_ends_every_grant_and_tokens_keep_rising() {
     holder_host.shutdown().await;
 }
 
+/// A server that comes back with nothing (its data lost, as a replica
+/// promoted before its first sync would be): a host that was on it before
+/// finds the root unrecorded on another server process, so the holder is
+/// told `lost` before anyone is granted, and the next token is above every
+/// token before (the counter moved past the host's highest and the
+/// server's clock floor), where a counter starting again from nothing
+/// would have given the same token twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_back_with_no_data_does_not_take_tokens_back() {
+    let mut server = RedisServer::start(Flavor::Redis);
+    let timeout = Duration::from_secs(2);
+    let holder_host = host(&server.url(), timeout).await;
+    let holder: Arc<dyn wardlock_host::LockSession> = holder_host.open_session("holder").into();
+    let lock = name("wiped");
+    let before = holder
+        .acquire(&lock, Mode::Exclusive, None)
+        .await
+        .expect("hold");
+    server.restart_wiped();
+    let lost_at = wardlock_tests::loss::lost_at(
+        holder.as_ref(),
+        before.id,
+        GrantStatus::Held,
+        TEST_WAIT_LIMIT,
+    )
+    .await;
+    let other = host(&server.url(), timeout).await;
+    let waiter = other.open_session("waiter");
+    let granted = waiter
+        .acquire(&lock, Mode::Exclusive, Some(TEST_WAIT_LIMIT))
+        .await
+        .expect("granted on the wiped server");
+    // The holder's host found the root moved when it reconnected (which
+    // is when it told the holder `lost`): nothing is granted for a session
+    // timeout after that.
+    let settled = Instant::now() - lost_at;
+    assert!(
+        settled >= timeout - Duration::from_millis(300),
+        "granted {settled:?} after the holder was told lost"
+    );
+    assert!(
+        granted.token > before.token,
+        "token {} after {}: the counter started again",
+        granted.token,
+        before.token
+    );
+    waiter.release(granted.id).expect("release");
+    drop((holder, waiter));
+    other.shutdown().await;
+    holder_host.shutdown().await;
+}
+
 /// Two hosts (`wardlock run --redis`, 8 counter instances each, with
 /// hand-off on and off) count one file exactly: 400, on Redis and Valkey.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,6 @@
 //! without rights are each refused within 5 s, naming the cause and what to
 //! check, never the password.
 
-
 use wardlock_backend::tls::TlsFiles;
 use wardlock_host::secret::Secret;
 use wardlock_host::{LockBackend, Mode};

@@ -45,6 +45,7 @@ pub mod pki;
 pub mod postgres;
 pub mod probe;
 pub mod proxy;
+pub mod redis_sentinel;
 pub mod redis_server;
 pub mod refusal;
 pub mod serve;

@@ -29,7 +29,7 @@ impl Flavor {
     /// Both, for tests that run on each.
     pub const ALL: [Flavor; 2] = [Flavor::Redis, Flavor::Valkey];
 
-    fn binary(self) -> PathBuf {
+    pub(crate) fn binary(self) -> PathBuf {
         match self {
             Flavor::Redis => PathBuf::from("/usr/bin/redis-server"),
             Flavor::Valkey => {
@@ -275,6 +275,18 @@ impl RedisServer {
     /// port and data: a restart that keeps what the AOF holds.
     pub fn restart(&mut self) {
         self.kill();
+        self.launch();
+    }
+
+    /// Kills the server and starts it again on the same port with no data
+    /// (its AOF deleted): a server that lost everything, as a replica
+    /// promoted before its first sync would be.
+    pub fn restart_wiped(&mut self) {
+        self.kill();
+        let aof = self.dir.path().join("appendonlydir");
+        if aof.exists() {
+            std::fs::remove_dir_all(&aof).expect("delete the AOF");
+        }
         self.launch();
     }
 

@@ -14,6 +14,12 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// the key redis-py's `Lock('/wardlock/NAME')` takes.
 pub const DEFAULT_ROOT: &str = "/wardlock";
 
+/// How much longer than a session timeout a wait outlasts an outage when
+/// the primary is found through Sentinel: long enough for a failover (the
+/// Sentinels' `down-after-milliseconds`, their vote, the promotion) at its
+/// usual settings. A waiter holds nothing, so waiting on is safe.
+pub const SENTINEL_FAILOVER_ALLOWANCE: Duration = Duration::from_secs(15);
+
 /// The shortest session timeout: the heartbeat runs every tenth of it, and a
 /// server's expiry is only as fine as a millisecond.
 const MIN_SESSION_TIMEOUT: Duration = Duration::from_millis(500);
@@ -28,6 +34,9 @@ pub struct ValkeyConfig {
     pub(crate) password: Option<Secret>,
     pub(crate) accept_unsafe: bool,
     pub(crate) tls: Option<TlsFiles>,
+    /// The Sentinels (`HOST:PORT` each) and the name they monitor the
+    /// primary under.
+    pub(crate) sentinel: Option<(Vec<String>, String)>,
 }
 
 impl ValkeyConfig {
@@ -46,6 +55,7 @@ impl ValkeyConfig {
             password: None,
             accept_unsafe: false,
             tls: None,
+            sentinel: None,
         }
     }
 
@@ -83,6 +93,28 @@ impl ValkeyConfig {
     pub fn tls(mut self, tls: Option<TlsFiles>) -> Self {
         self.tls = tls;
         self
+    }
+
+    /// Finds the primary through Valkey/Redis Sentinel: `sentinels`
+    /// (`HOST:PORT` each) monitor it as `master`. The URL then gives the
+    /// scheme, the user and the database; its host and port are not used.
+    /// A host connects to the primary a majority of the Sentinels names, and
+    /// a renewal of its session counts only while a majority still names
+    /// it: after a failover every grant is `lost`, and the new primary
+    /// grants nothing for a session timeout.
+    pub fn sentinel(mut self, sentinels: Vec<String>, master: impl Into<String>) -> Self {
+        self.sentinel = Some((sentinels, master.into()));
+        self
+    }
+
+    /// How long a wait outlasts an outage before it fails `unavailable`:
+    /// a session timeout, plus [`SENTINEL_FAILOVER_ALLOWANCE`] with
+    /// Sentinel.
+    pub(crate) fn outage_allowance(&self) -> Duration {
+        match self.sentinel {
+            None => self.session_timeout,
+            Some(_) => self.session_timeout + SENTINEL_FAILOVER_ALLOWANCE,
+        }
     }
 
     /// Whether the URL asks for TLS (`rediss://`, `valkeys://`).
@@ -133,6 +165,28 @@ impl ValkeyConfig {
         if url_password(&self.url) {
             return Err(ConfigError::PasswordInUrl);
         }
+        if let Some((sentinels, master)) = &self.sentinel {
+            if master.is_empty() {
+                return Err(ConfigError::Sentinel(
+                    "--redis-sentinel-master NAME: the name the Sentinels monitor the primary under is empty".into(),
+                ));
+            }
+            if sentinels.is_empty() {
+                return Err(ConfigError::Sentinel(
+                    "--redis-sentinel names no Sentinel".into(),
+                ));
+            }
+            for address in sentinels {
+                let valid = address
+                    .rsplit_once(':')
+                    .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+                if !valid {
+                    return Err(ConfigError::Sentinel(format!(
+                        "--redis-sentinel {address:?} is not HOST:PORT"
+                    )));
+                }
+            }
+        }
         if !self.root.starts_with('/') || self.root.len() < 2 || self.root.ends_with('/') {
             return Err(ConfigError::Root(self.root.clone()));
         }
@@ -181,6 +235,9 @@ pub enum ConfigError {
         "--redis: the URL carries a password, where process listings and logs show it; give it with --redis-password-file FILE"
     )]
     PasswordInUrl,
+    /// Sentinel settings that cannot work (the sentence says which).
+    #[error("{0}")]
+    Sentinel(String),
     /// A root that is not an absolute path.
     #[error("--root {0:?}: the root must start with '/' and not end with one (e.g. /wardlock)")]
     Root(String),
@@ -220,6 +277,25 @@ mod tests {
             Err(ConfigError::Insecure)
         );
         assert!(ok.clone().root("wardlock").validate().is_err());
+        let sentinels = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect();
+        assert_eq!(
+            ok.clone()
+                .sentinel(sentinels(&["s1:26379", "10.0.0.2:26379"]), "mymaster")
+                .validate(),
+            Ok(())
+        );
+        assert!(
+            ok.clone()
+                .sentinel(sentinels(&["s1"]), "m")
+                .validate()
+                .is_err()
+        );
+        assert!(
+            ok.clone()
+                .sentinel(sentinels(&["s1:1"]), "")
+                .validate()
+                .is_err()
+        );
         assert!(ok.clone().root("/w/").validate().is_err());
         assert!(
             ok.session_timeout(Duration::from_millis(100))

@@ -22,6 +22,9 @@
 //!   wardlock exclude each other.
 //! - Host-local hand-off (`wardlock_backend::handoff`): a host queues one
 //!   member per lock and passes the grant among its guests in memory.
+//! - **Sentinel** (`sentinel`, [`ValkeyConfig::sentinel`]): the primary a
+//!   majority of the Sentinels names, and a renewal counts only while a
+//!   majority still names it; a failover ends every grant.
 //! - **TLS and users** (`tls`): `rediss://` with the server's certificate
 //!   and name verified ([`ValkeyConfig::tls`]), an ACL user in the URL and
 //!   its password from a file ([`ValkeyConfig::password`]); a failed
@@ -60,6 +63,7 @@ mod recipe;
 mod registration;
 mod safety;
 mod scripts;
+mod sentinel;
 mod session;
 mod stamped;
 mod tls;
@@ -71,7 +75,9 @@ use wardlock_backend::handoff::LocalLocks;
 use wardlock_backend::name::LockName;
 use wardlock_backend::{BackendError, Health, LockBackend, LockSession};
 
-pub use config::{ConfigError, DEFAULT_ROOT, DEFAULT_SESSION_TIMEOUT, ValkeyConfig};
+pub use config::{
+    ConfigError, DEFAULT_ROOT, DEFAULT_SESSION_TIMEOUT, SENTINEL_FAILOVER_ALLOWANCE, ValkeyConfig,
+};
 pub use link::TOKEN_JUMP;
 pub use registration::REDIS_ENGINE;
 
@@ -131,11 +137,7 @@ impl ValkeyBackend {
         let server = Arc::new(Server::new(&config)?);
         let layout = Layout::new(&config.root);
         let host = uuid::Uuid::new_v4().simple().to_string()[..16].to_owned();
-        let wake = Wake::start(
-            server.client().clone(),
-            layout.wake_channel(&host),
-            &runtime,
-        );
+        let wake = Wake::start(server.clone(), layout.wake_channel(&host), &runtime);
         let owner = format!(
             "wardlock host {host} (pid {}) on {}",
             std::process::id(),

@@ -5,6 +5,7 @@
 //! restart, a failover) ends those sessions (see `session`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use crate::config::ValkeyConfig;
 use crate::layout::Layout;
 use crate::safety::{self, Answers, ServerFacts};
 use crate::scripts;
+use crate::sentinel::{Sentinels, Verdict, at_address};
 
 /// How far tokens jump when a root moves to another server process: past
 /// whatever grants the old one made that the new one never heard of.
@@ -30,13 +32,28 @@ pub(crate) struct Link {
     pub(crate) facts: Arc<ServerFacts>,
     /// Counts connections, so a failure drops only the one it happened on.
     serial: u64,
+    /// With Sentinel, the primary's `HOST`, `PORT` as the Sentinels named it.
+    pub(crate) primary: Option<(String, u16)>,
+}
+
+/// Whether a connection still reaches the primary ([`Server::confirm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Confirmation {
+    /// It does (or there is no Sentinel to ask).
+    Primary,
+    /// A majority of the Sentinels names another server: a failover.
+    Replaced,
+    /// No majority answers either way.
+    Unknown,
 }
 
 /// The server, as the backend reaches it.
 pub(crate) struct Server {
-    /// For explaining a failed connect (`tls::explain`).
+    /// For explaining a failed connect (`tls::explain`) and building the
+    /// client of the primary the Sentinels name.
     config: ValkeyConfig,
-    client: Client,
+    client: Mutex<Client>,
+    sentinels: Option<Sentinels>,
     layout: Layout,
     session_timeout: Duration,
     accept_unsafe: bool,
@@ -44,36 +61,69 @@ pub(crate) struct Server {
     serial: Mutex<u64>,
     /// The facts of the last connection, for health and logs.
     last_facts: Mutex<Option<Arc<ServerFacts>>>,
+    /// The highest token this host was given: what a server that lost the
+    /// root's counter (a promoted replica behind its primary) is moved past.
+    highest_token: AtomicU64,
 }
 
 impl Server {
     /// # Errors
     /// `InvalidConfig` for a URL the client cannot read.
     pub(crate) fn new(config: &ValkeyConfig) -> Result<Self, BackendError> {
-        let mut info = redis::IntoConnectionInfo::into_connection_info(config.url.as_str())
-            .map_err(|e| BackendError::InvalidConfig(format!("--redis {}: {e}", config.url)))?;
-        if let Some(password) = &config.password {
-            let settings = info
-                .redis_settings()
-                .clone()
-                .set_password(password.expose());
-            info = info.set_redis_settings(settings);
-        }
-        let client = crate::tls::client(info, config)?;
+        let client = client_for(config, &config.url)?;
+        let sentinels = config.sentinel.as_ref().map(|(addresses, master)| {
+            Sentinels::new(
+                addresses.clone(),
+                master.clone(),
+                connect_bound(config.session_timeout),
+            )
+        });
         Ok(Server {
             config: config.clone(),
-            client,
+            client: Mutex::new(client),
+            sentinels,
             layout: Layout::new(&config.root),
             session_timeout: config.session_timeout,
             accept_unsafe: config.accept_unsafe,
             current: tokio::sync::Mutex::new(None),
             serial: Mutex::new(0),
             last_facts: Mutex::new(None),
+            highest_token: AtomicU64::new(0),
         })
     }
 
-    pub(crate) fn client(&self) -> &Client {
-        &self.client
+    /// The client of the server connected to last (with Sentinel: the
+    /// primary a majority named at the last connect).
+    pub(crate) fn client(&self) -> Client {
+        self.client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether `link` still reaches the primary: always without Sentinel;
+    /// with it, what a majority of the Sentinels names now.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only asks the Sentinels.
+    pub(crate) async fn confirm(&self, link: &Link) -> Confirmation {
+        let (Some(sentinels), Some(address)) = (&self.sentinels, &link.primary) else {
+            return Confirmation::Primary;
+        };
+        match sentinels.primary().await {
+            Verdict::Primary(host, port)
+                if (host.as_str(), port) == (address.0.as_str(), address.1) =>
+            {
+                Confirmation::Primary
+            }
+            Verdict::Primary(..) => Confirmation::Replaced,
+            Verdict::Undecided(_) => Confirmation::Unknown,
+        }
+    }
+
+    /// Notes a token the server gave this host.
+    pub(crate) fn saw_token(&self, token: u64) {
+        self.highest_token.fetch_max(token, Ordering::SeqCst);
     }
 
     /// The facts of the last server connected to, if any.
@@ -160,7 +210,18 @@ impl Server {
     }
 
     async fn connect(&self) -> Result<Link, BackendError> {
-        let bound = (self.session_timeout / 5).max(Duration::from_millis(100));
+        let bound = connect_bound(self.session_timeout);
+        let primary = match &self.sentinels {
+            None => None,
+            Some(sentinels) => {
+                let (host, port) = sentinels.require_primary().await?;
+                let url = at_address(&self.config.url, &host, port);
+                *self.client.lock().unwrap_or_else(|e| e.into_inner()) =
+                    client_for(&self.config, &url)?;
+                Some((host, port))
+            }
+        };
+        let client = self.client();
         // A reply is waited for up to two session timeouts: what a host
         // claims rests on the session clock (the heartbeat bounds its own
         // renewals), not on this bound, which only ends a request on a dead
@@ -170,15 +231,14 @@ impl Server {
         let settings = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(bound))
             .set_response_timeout(Some(self.session_timeout * 2));
-        let mut conn = match self
-            .client
+        let mut conn = match client
             .get_multiplexed_async_connection_with_config(&settings)
             .await
         {
             Ok(conn) => conn,
             Err(e) => {
                 let error = classify(&e, "connect");
-                return Err(crate::tls::explain(&self.config, &self.client, error).await);
+                return Err(crate::tls::explain(&self.config, &client, error).await);
             }
         };
         let info: String = redis::cmd("INFO")
@@ -208,6 +268,12 @@ impl Server {
             .arg(&facts.run_id)
             .arg(millis(self.session_timeout))
             .arg(TOKEN_JUMP)
+            .arg(if self.sentinels.is_some() { "1" } else { "0" })
+            .arg(
+                self.facts()
+                    .map_or_else(String::new, |facts| facts.run_id.clone()),
+            )
+            .arg(self.highest_token.load(Ordering::SeqCst))
             .invoke_async(&mut conn)
             .await
             .map_err(|e| classify(&e, "note the server"))?;
@@ -229,8 +295,33 @@ impl Server {
             conn,
             facts,
             serial,
+            primary,
         })
     }
+}
+
+/// How long a connect (or a question to a Sentinel) may take: a fifth of
+/// the session timeout, at least 100 ms.
+fn connect_bound(session_timeout: Duration) -> Duration {
+    (session_timeout / 5).max(Duration::from_millis(100))
+}
+
+/// A client for `url` with `config`'s password and TLS files.
+///
+/// # Errors
+/// `InvalidConfig` for a URL the client cannot read, or TLS files that
+/// cannot be used.
+fn client_for(config: &ValkeyConfig, url: &str) -> Result<Client, BackendError> {
+    let mut info = redis::IntoConnectionInfo::into_connection_info(url)
+        .map_err(|e| BackendError::InvalidConfig(format!("--redis {}: {e}", config.url)))?;
+    if let Some(password) = &config.password {
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_password(password.expose());
+        info = info.set_redis_settings(settings);
+    }
+    crate::tls::client(info, config)
 }
 
 /// `appendonly` and `save`, or `None` where `CONFIG` is refused.

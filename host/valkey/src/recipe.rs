@@ -69,7 +69,8 @@ enum Look {
 ///
 /// # Errors
 /// `Timeout` past the request's deadline; `Unavailable` when the server
-/// could not be reached for a whole session timeout; `Refused` as the
+/// could not be reached for a whole session timeout (with Sentinel, plus
+/// [`SENTINEL_FAILOVER_ALLOWANCE`](crate::SENTINEL_FAILOVER_ALLOWANCE)); `Refused` as the
 /// connection.
 ///
 /// # Cancellation safety
@@ -79,7 +80,7 @@ pub(crate) async fn acquire(
     request: NodeRequest,
 ) -> Result<Option<OwnedNode>, BackendError> {
     let (name, mode, deadline) = (&request.name, request.mode, request.deadline);
-    let mut outage = Outage::new(shared.config.session_timeout);
+    let mut outage = Outage::new(shared.config.outage_allowance());
     loop {
         let session = match until(deadline, shared.session()).await? {
             Ok(session) => session,
@@ -218,6 +219,7 @@ async fn enqueue(
     match answer.as_slice() {
         [what, token, member] if text(what) == "queued" => {
             let token = integer(token).ok_or_else(|| odd("ENQUEUE's token"))?;
+            shared.server.saw_token(token);
             let member = text(member);
             session.track(&member, name);
             Ok(Some((token, member)))

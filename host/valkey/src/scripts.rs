@@ -281,22 +281,37 @@ return {'committed'}
 
 /// Notes the server a root is served by. KEYS: server key, settle key,
 /// token counter, revision counter, key-value version counter. ARGV: root,
-/// run id, session timeout (ms), jump.
+/// run id, session timeout (ms), jump, `1` when the primary was found
+/// through Sentinel, the run id this host connected to last (or empty), the
+/// highest token this host has seen.
+///
 /// When the root was last served by another server (a restart, a
 /// failover), every session of the old one is over: no grant for a
-/// session timeout (the settle key), and the token counter jumps past
-/// whatever the new server may have lost. Answers 1 then, else 0.
+/// session timeout (the settle key), and each counter moves past whatever
+/// the new server may have lost: to at least its old value plus the jump,
+/// the server's clock in milliseconds × 16 (a floor no earlier move can
+/// have passed at fewer than 16 grants a millisecond), and, for tokens, the
+/// highest this host saw plus the jump. A root the server has no record of
+/// counts as moved too when it may be a promoted replica that never
+/// received the root (Sentinel), or when this host was on another server
+/// before: only a root new to every host starts from nothing. Answers 1
+/// when moved, else 0.
 pub(crate) static IDENTIFY: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local seen = redis.call('GET', KEYS[1])
 if seen == ARGV[2] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
-if not seen then return 0 end
-redis.call('SET', KEYS[2], seen, 'PX', ARGV[3])
-redis.call('INCRBY', KEYS[3], ARGV[4])
-redis.call('INCRBY', KEYS[4], ARGV[4])
-redis.call('INCRBY', KEYS[5], ARGV[4])
+if not seen and ARGV[5] ~= '1' and (ARGV[6] == '' or ARGV[6] == ARGV[2]) then return 0 end
+redis.call('SET', KEYS[2], seen or 'unrecorded', 'PX', ARGV[3])
+local now = redis.call('TIME')
+local floor = tonumber(now[1]) * 16000 + math.floor(tonumber(now[2]) / 62.5)
+local jump = tonumber(ARGV[4])
+for i = 3, 5 do
+  local value = tonumber(redis.call('GET', KEYS[i]) or '0') + jump
+  if i == 3 then value = math.max(value, tonumber(ARGV[7]) + jump) end
+  redis.call('SET', KEYS[i], string.format('%d', math.max(value, floor)))
+end
 return 1
 "#,
     )

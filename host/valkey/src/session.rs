@@ -21,7 +21,7 @@ use wardlock_backend::name::LockName;
 
 use crate::Shared;
 use crate::layout::Layout;
-use crate::link::{Link, Server, millis};
+use crate::link::{Confirmation, Link, Server, millis};
 use crate::scripts;
 
 /// One generation of the host's session.
@@ -189,6 +189,11 @@ impl Shared {
                 "open a session",
             )
             .await?;
+        if primary_confirmed(&self.server, &link).await.is_err() {
+            return Err(wardlock_backend::BackendError::Unavailable(
+                "Valkey/Redis: a majority of the Sentinels no longer names the server connected to as the primary".into(),
+            ));
+        }
         if !self.wake.subscribed(timeout).await {
             return Err(wardlock_backend::BackendError::Unavailable(
                 "Valkey/Redis: the host's wake-up channel could not be subscribed".into(),
@@ -212,6 +217,20 @@ impl Shared {
         self.runtime.spawn(monitor(Arc::downgrade(&session)));
         *self.current() = Some(session.clone());
         Ok(session)
+    }
+}
+
+/// With Sentinel, whether a majority still names `link`'s server the
+/// primary (a session opened there counts from its `SET` only then); a
+/// link to a replaced primary is forgotten.
+async fn primary_confirmed(server: &Server, link: &Link) -> Result<(), ()> {
+    match server.confirm(link).await {
+        Confirmation::Primary => Ok(()),
+        Confirmation::Replaced => {
+            server.failed(link).await;
+            Err(())
+        }
+        Confirmation::Unknown => Err(()),
     }
 }
 
@@ -280,7 +299,16 @@ async fn renew(shared: &Shared, session: &HostSession) -> Renewal {
         )
         .await;
     match answer {
-        Ok(1) => Renewal::Renewed,
+        // With Sentinel, a renewal counts only while a majority still names
+        // this server the primary (see `sentinel`).
+        Ok(1) => match shared.server.confirm(&link).await {
+            Confirmation::Primary => Renewal::Renewed,
+            Confirmation::Replaced => {
+                shared.server.failed(&link).await;
+                Renewal::Gone("a majority of the Sentinels names another primary (a failover)")
+            }
+            Confirmation::Unknown => Renewal::Failed,
+        },
         Ok(_) => Renewal::Gone("its key expired on the server"),
         Err(_) => Renewal::Failed,
     }

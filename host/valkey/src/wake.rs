@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::Client;
 use tokio::sync::{Notify, watch};
+
+use crate::link::Server;
 
 /// What one waiter waits to be told.
 pub(crate) struct Registration {
@@ -49,7 +50,7 @@ impl Wake {
     /// A subscription to `channel`, kept by a task on `runtime` until
     /// [`Wake::close`].
     pub(crate) fn start(
-        client: Client,
+        server: Arc<Server>,
         channel: String,
         runtime: &tokio::runtime::Handle,
     ) -> Arc<Self> {
@@ -58,7 +59,7 @@ impl Wake {
             epoch: watch::Sender::new(0),
             closed: watch::Sender::new(false),
         });
-        runtime.spawn(listen(Arc::downgrade(&wake), client, channel));
+        runtime.spawn(listen(Arc::downgrade(&wake), server, channel));
         wake
     }
 
@@ -108,14 +109,17 @@ impl Wake {
 
 /// Subscribes, delivers, and subscribes again after a failure, until the
 /// backend is gone.
-async fn listen(wake: Weak<Wake>, client: Client, channel: String) {
+/// It subscribes on the server the host's connection reaches (with
+/// Sentinel, the primary named at its last connect).
+async fn listen(wake: Weak<Wake>, server: Arc<Server>, channel: String) {
     let Some(mut closed) = wake.upgrade().map(|w| w.closed.subscribe()) else {
         return;
     };
     let mut pause = Duration::from_millis(50);
     loop {
         let session = async {
-            let mut pubsub = client.get_async_pubsub().await.ok()?;
+            server.link().await.ok()?;
+            let mut pubsub = server.client().get_async_pubsub().await.ok()?;
             pubsub.subscribe(&channel).await.ok()?;
             wake.upgrade()?.epoch.send_modify(|e| *e += 1);
             let mut messages = pubsub.into_on_message();

@@ -23,6 +23,12 @@ pub(super) const SETTINGS: &[Setting] = &[
     Setting::new("tls_key", "redis-tls-key", SettingKind::Path)
         .value_name("FILE")
         .help("The client certificate's private key (PEM)."),
+    Setting::new("sentinel", "redis-sentinel", SettingKind::Text)
+        .value_name("HOST:PORT,…")
+        .help("Find the primary through these Sentinels (with --redis-sentinel-master): the host connects to the primary a majority of them names, and counts a session renewal only while a majority still names it. The --redis URL then gives the scheme, user and database; its host and port are not used."),
+    Setting::new("sentinel_master", "redis-sentinel-master", SettingKind::Text)
+        .value_name("NAME")
+        .help("The name the Sentinels monitor the primary under (their `sentinel monitor NAME …`)."),
     Setting::new("accept_unsafe", "redis-accept-unsafe", SettingKind::Switch)
         .help("Run on a server whose settings cannot keep locks safe (an eviction policy that may drop a lock key, no persistence so tokens go backwards after a restart): the host says so at start. Without it such a server is refused."),
 ];
@@ -45,6 +51,28 @@ pub(super) fn config(settings: &Settings) -> Result<ValkeyConfig, Mistake> {
         .password(settings.secret_file("password_file")?)
         .accept_unsafe(settings.switch("accept_unsafe")?)
         .tls(settings.tls()?);
+    match (
+        settings.text("sentinel")?,
+        settings.text("sentinel_master")?,
+    ) {
+        (None, None) => {}
+        (Some(list), Some(master)) => {
+            let sentinels = list.split(',').map(|s| s.trim().to_owned()).collect();
+            config = config.sentinel(sentinels, master);
+        }
+        (Some(_), None) => {
+            return Err(settings.mistake(
+                "sentinel_master",
+                "--redis-sentinel needs --redis-sentinel-master NAME (the name the Sentinels monitor the primary under)",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(settings.mistake(
+                "sentinel",
+                "--redis-sentinel-master needs --redis-sentinel HOST:PORT,… (the Sentinels to ask)",
+            ));
+        }
+    }
     let root = settings.root()?;
     if !root.is_empty() {
         config = config.root(root);
@@ -53,6 +81,7 @@ pub(super) fn config(settings: &Settings) -> Result<ValkeyConfig, Mistake> {
         let key = match why {
             crate::ConfigError::Root(_) => "root",
             crate::ConfigError::TlsWithoutRediss(_) => "tls_ca",
+            crate::ConfigError::Sentinel(_) => "sentinel",
             _ => "url",
         };
         settings.mistake(key, why.to_string())
