@@ -88,7 +88,8 @@ async fn valkey_backend_conforms() {
 
 /// An eviction policy other than `noeviction`, or no persistence at all, is
 /// refused at connect, naming the setting and why; `accept_unsafe` runs
-/// anyway and reports what it accepted. A replica is refused even then.
+/// anyway and reports what it accepted (and `wardlock serve` in
+/// `/healthz`). A replica is refused even then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsafe_server_settings_are_refused_naming_them() {
     let evicting = RedisServer::start_with(Flavor::Redis, &["--maxmemory-policy", "allkeys-lru"]);
@@ -106,7 +107,38 @@ async fn unsafe_server_settings_are_refused_naming_them() {
     let (product, settings) = accepted.server().expect("connected");
     assert!(product.starts_with("redis 7."), "{product}");
     assert_eq!(settings.len(), 1, "{settings:?}");
+    let warnings = accepted.warnings();
+    assert!(
+        warnings.len() == 1 && warnings[0].contains("maxmemory-policy"),
+        "{warnings:?}"
+    );
     accepted.shutdown().await;
+    // `wardlock serve` says so in /healthz, under the backend's health.
+    let url = evicting.url();
+    let serve = wardlock_tests::serve::Server::start_live(&[
+        "--redis",
+        &url,
+        "--redis-accept-unsafe",
+        wardlock_tests::Guest::HttpCounter.path(),
+    ])
+    .await;
+    let started = Instant::now();
+    let health = loop {
+        let answer = wardlock_tests::serve::get(&serve.admin, "/healthz")
+            .await
+            .expect("/healthz");
+        if answer.status == 200 {
+            break answer.body;
+        }
+        assert!(started.elapsed() < TEST_WAIT_LIMIT, "{}", answer.body);
+        // A reading, not an event: look again soon.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        health.contains("warning:") && health.contains("maxmemory-policy is allkeys-lru"),
+        "{health}"
+    );
+    drop(serve);
 
     let forgetful = RedisServer::start_with(Flavor::Valkey, &["--appendonly", "no", "--save", ""]);
     let refused = ValkeyBackend::connect(ValkeyConfig::new(forgetful.url()))

@@ -175,6 +175,15 @@ pub trait LockBackend: Send + Sync + 'static {
         Health::Connected
     }
 
+    /// What the operator accepted that cannot keep locks safe (a server
+    /// setting an engine would otherwise refuse), one sentence each: `/healthz`
+    /// lists them under the backend's health, so nobody forgets a flag
+    /// such as `--redis-accept-unsafe` is in force. Empty (the default) for
+    /// an engine that runs only on safe settings.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Ends the backend for good, at host shutdown, after every session is
     /// gone: finishes releases still in flight (bounded), then closes the
     /// connection to the lock service so whatever remains is freed at once.

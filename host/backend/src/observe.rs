@@ -329,6 +329,10 @@ impl<B: BackendObserver> LockBackend for ObservedBackend<B> {
         self.inner.health()
     }
 
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
+    }
+
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         self.inner.shutdown()
     }

@@ -269,6 +269,23 @@ impl LockBackend for ValkeyBackend {
         wardlock_backend::liveness::backend_health(session, false)
     }
 
+    /// The unsafe settings of the server connected to last, accepted with
+    /// [`ValkeyConfig::accept_unsafe`].
+    fn warnings(&self) -> Vec<String> {
+        self.server()
+            .map(|(server, accepted)| {
+                accepted
+                    .into_iter()
+                    .map(|setting| {
+                        format!(
+                            "{server} runs on an unsafe setting (--redis-accept-unsafe): {setting}"
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         self.shared.local_locks.drop_caches();
         Box::pin(async move {

@@ -108,7 +108,7 @@ impl AdminState {
     /// Updates the session-state gauge of every backend (by its label; an
     /// in-process backend is always connected); returns each backend's label,
     /// kind and health.
-    fn refresh(&self) -> Vec<(String, &'static str, Health)> {
+    fn refresh(&self) -> Vec<(String, &'static str, Health, Vec<String>)> {
         let mut health = Vec::new();
         for (label, backend) in &self.backends {
             let state = backend.health();
@@ -120,7 +120,7 @@ impl AdminState {
             if let Some(metrics) = &self.metrics {
                 metrics.set_session_state(label, value);
             }
-            health.push((label.clone(), backend.kind(), state));
+            health.push((label.clone(), backend.kind(), state, backend.warnings()));
         }
         health
     }
@@ -159,12 +159,15 @@ impl AdminState {
             ("/readyz" | "/healthz", _, _) => {
                 let health = self.refresh();
                 let mut text = String::new();
-                for (label, kind, state) in &health {
+                for (label, kind, state, warnings) in &health {
                     text.push_str(&format!("{label} ({kind}): {state:?}\n"));
+                    for warning in warnings {
+                        text.push_str(&format!("  warning: {warning}\n"));
+                    }
                 }
                 let healthy = health
                     .iter()
-                    .all(|(_, _, state)| *state == Health::Connected);
+                    .all(|(_, _, state, _)| *state == Health::Connected);
                 respond(if healthy { 200 } else { 503 }, text)
             }
             ("/api/locks", _, Some(locks)) => {
