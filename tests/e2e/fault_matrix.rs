@@ -14,7 +14,10 @@
 //!   caching as the command line runs it (one server for all cells),
 //!   PostgreSQL (one server for all cells; `session-expiry` is the holder's
 //!   backend terminated with `pg_terminate_backend`; it has no semaphores, so
-//!   no `acquire-permit` cells);
+//!   no `acquire-permit` cells), Valkey/Redis (one `redis-server` for all
+//!   cells, 2 s sessions; `session-expiry` is the holder's host cut off by a
+//!   proxy that stops forwarding, so its session key expires; no
+//!   semaphores);
 //! - paths: `acquire`, `acquire-permit`, `acquire-many`, `acquire-async`
 //!   (through `lockctl2`, the 0.2.0 probe guest); and `key-value` under
 //!   `session-expiry`: a `wasi:keyvalue` context fenced by the holder's lock
@@ -47,8 +50,10 @@ use wardlock_tests::history_log::{self, HistoryLog};
 use wardlock_tests::postgres::PgServer;
 use wardlock_tests::probe::{HandoffProbe, MemoryProbe, Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
+use wardlock_tests::redis_server::{Flavor, RedisServer};
 use wardlock_tests::zookeeper::{ZkServer, expire_session};
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, lines, name, runner_with, spawn_run};
+use wardlock_valkey::{ValkeyBackend, ValkeyConfig};
 use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
 const ROOT: &str = "/wardlock";
@@ -74,6 +79,7 @@ enum Engine {
     /// Hand-off with lock caching, as `wardlock run` and `serve` default to.
     Cached,
     Postgres,
+    Valkey,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,12 +97,13 @@ const FAULTS: [Fault; 5] = [
     Fault::SessionExpiry,
     Fault::SlowServer,
 ];
-const ENGINES: [Engine; 5] = [
+const ENGINES: [Engine; 6] = [
     Engine::Memory,
     Engine::ZooKeeper,
     Engine::Handoff,
     Engine::Cached,
     Engine::Postgres,
+    Engine::Valkey,
 ];
 const PATHS: [Path; 4] = [Path::Lock, Path::Permit, Path::Many, Path::Async];
 
@@ -178,6 +185,7 @@ impl Path {
 struct World {
     zk: ZkServer,
     pg: PgServer,
+    redis: RedisServer,
 }
 
 /// One cell's hosts: the holder's (direct, through a proxy on ZooKeeper) and
@@ -192,6 +200,9 @@ struct Hosts {
     holder_zk: Option<(ZooKeeperBackend, Proxy)>,
     /// On Postgres: the holder's backend is terminated by key.
     postgres: bool,
+    /// On Valkey/Redis: the holder's proxy, partitioned to expire its
+    /// session.
+    holder_valkey: Option<Proxy>,
     waiter_proxy: Option<Proxy>,
     probe: Arc<dyn Probe>,
     /// The cell's lock's history: both hosts' sessions are tapped.
@@ -217,6 +228,7 @@ impl World {
                 memory: Some(memory.clone()),
                 holder_zk: None,
                 postgres: false,
+                holder_valkey: None,
                 waiter_proxy: None,
                 probe: Arc::new(MemoryProbe(memory)),
                 log: HistoryLog::new(),
@@ -240,10 +252,14 @@ impl World {
                 memory: None,
                 holder_zk: None,
                 postgres: true,
+                holder_valkey: None,
                 waiter_proxy: Some(waiter_proxy),
                 probe: Arc::new(HandoffProbe(holder)),
                 log: HistoryLog::new(),
             };
+        }
+        if engine == Engine::Valkey {
+            return self.valkey_hosts().await;
         }
         let holder_proxy = Proxy::start(self.zk.address()).await;
         let holder = ZooKeeperBackend::connect(
@@ -271,8 +287,43 @@ impl World {
             memory: None,
             holder_zk: Some((holder, holder_proxy)),
             postgres: false,
+            holder_valkey: None,
             waiter_proxy: Some(waiter_proxy),
             probe: Arc::new(ZkProbe::connect(&self.zk.address(), ROOT).await),
+            log: HistoryLog::new(),
+        }
+    }
+}
+
+impl World {
+    /// Valkey/Redis hosts, each through a proxy of its own (2 s sessions):
+    /// the holder's is partitioned to expire its session, the waiter's
+    /// slowed for `slow-server`.
+    async fn valkey_hosts(&self) -> Hosts {
+        let host = |proxy: &Proxy| {
+            ValkeyConfig::new(format!("redis://{}", proxy.address()))
+                .session_timeout(Duration::from_secs(2))
+        };
+        let holder_proxy = Proxy::start(format!("127.0.0.1:{}", self.redis.port())).await;
+        let holder = Arc::new(
+            ValkeyBackend::connect(host(&holder_proxy))
+                .await
+                .expect("holder host"),
+        );
+        let waiter_proxy = Proxy::start(format!("127.0.0.1:{}", self.redis.port())).await;
+        let waiter = ValkeyBackend::connect(host(&waiter_proxy))
+            .await
+            .expect("waiter host");
+        Hosts {
+            native: holder.clone(),
+            holder: holder.clone(),
+            waiter: Arc::new(waiter),
+            memory: None,
+            holder_zk: None,
+            postgres: false,
+            holder_valkey: Some(holder_proxy),
+            waiter_proxy: Some(waiter_proxy),
+            probe: Arc::new(HandoffProbe(holder)),
             log: HistoryLog::new(),
         }
     }
@@ -329,7 +380,8 @@ impl Hosts {
     }
 
     /// Expires the holder's session (memory: injected; Postgres: its
-    /// backend holding `lock` terminated).
+    /// backend holding `lock` terminated; Valkey/Redis: its host cut off
+    /// by a proxy that stops forwarding, so its session key expires).
     async fn expire_holder(&self, world: &World, lock: &str) {
         if self.postgres {
             let key = advisory_key(&name(lock));
@@ -342,6 +394,9 @@ impl Hosts {
         }
         if let Some((holder, proxy)) = &self.holder_zk {
             expire_session(holder, proxy, &world.zk).await;
+        }
+        if let Some(proxy) = &self.holder_valkey {
+            proxy.partition(true);
         }
     }
 }
@@ -578,6 +633,7 @@ async fn fault_matrix() {
     let world = World {
         zk: ZkServer::start(),
         pg: PgServer::start(),
+        redis: RedisServer::start(Flavor::Redis),
     };
     let mut failures = Vec::new();
     println!("| fault | engine | path | passed |");
@@ -585,7 +641,7 @@ async fn fault_matrix() {
     for fault in FAULTS {
         for engine in ENGINES {
             for path in PATHS {
-                if engine == Engine::Postgres && path == Path::Permit {
+                if matches!(engine, Engine::Postgres | Engine::Valkey) && path == Path::Permit {
                     println!("| {fault:?} | {engine:?} | {path:?} | n/a (no semaphores) |");
                     continue;
                 }

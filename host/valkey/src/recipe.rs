@@ -90,7 +90,8 @@ pub(crate) async fn acquire(
                 continue;
             }
         };
-        let (token, member) = match until(deadline, enqueue(&shared, &session, name, mode)).await? {
+        let queued = enqueue_detached(&shared, &session, name, mode);
+        let (token, member) = match until(deadline, queued).await? {
             Ok(Some(queued)) => queued,
             Ok(None) => {
                 session.end();
@@ -190,6 +191,37 @@ impl Outage {
     fn clear(&mut self) {
         self.since = None;
     }
+}
+
+/// [`enqueue`] in a task of its own, so that a wait dropped (or timed
+/// out) while the script is in flight cannot leave its member queued: the
+/// task removes a member nobody is there to receive. A member left behind
+/// heads its queue once granted and blocks the lock for as long as the
+/// host lives (the fault matrix's deadline race on Valkey found it: a
+/// 200 ms wait through a slow proxy dropped mid-ENQUEUE).
+///
+/// # Cancellation safety
+/// Cancel safe: dropping the future leaves nothing queued.
+async fn enqueue_detached(
+    shared: &Arc<Shared>,
+    session: &Arc<HostSession>,
+    name: &LockName,
+    mode: Mode,
+) -> Result<Option<(u64, String)>, BackendError> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let (shared, session, name) = (shared.clone(), session.clone(), name.clone());
+    let runtime = shared.runtime.clone();
+    runtime.spawn(async move {
+        let queued = enqueue(&shared, &session, &name, mode).await;
+        if let Err(Ok(Some((_, member)))) = sender.send(queued) {
+            remove(&shared, &name, &member).await;
+        }
+    });
+    receiver.await.unwrap_or_else(|_| {
+        Err(BackendError::Unavailable(
+            "Valkey/Redis: the host stopped while queueing".into(),
+        ))
+    })
 }
 
 /// Queues a member: `(token, member)`, or `None` when the session key is
