@@ -4,7 +4,8 @@
 //! host (SIGSTOP) inside its read-to-write window past its 2 s session,
 //! until another host has written, and kills one holder's host in the run
 //! (`wardlock_tests::lock_set`). On real ZooKeeper and etcd servers (one of
-//! each, shared by the four cases, which run at once):
+//! each, shared by the four cases, which run at once), and on a Redis server
+//! (its two cases in a test of their own):
 //!
 //! - `plain` (a shared file, nothing fences the write): the resumed holder
 //!   writes its stale set over the next holder's, so acknowledged adds are
@@ -17,6 +18,7 @@
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::lock_set::history::Variant;
 use wardlock_tests::lock_set::{Scenario, Totals, run_rounds};
+use wardlock_tests::redis_server::{Flavor, RedisServer};
 use wardlock_tests::zookeeper::ZkServer;
 
 /// Rounds per engine and variant: two faults each, so four faults per case
@@ -97,4 +99,18 @@ async fn guarded_sets_lose_no_acknowledged_add_under_pauses_and_plain_ones_do() 
     assert_guarded("etcd guarded", &etcd_guarded);
     assert_plain("zookeeper plain", &zk_plain);
     assert_plain("etcd plain", &etcd_plain);
+}
+
+/// The same nemesis on Valkey/Redis (issue 51): a `redis-server` with AOF,
+/// the plain and guarded cases at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guarded_sets_on_valkey_lose_no_acknowledged_add_under_pauses() {
+    let server = RedisServer::start(Flavor::Redis);
+    let redis = || vec!["--redis".to_owned(), server.url()];
+    let (plain, guarded) = tokio::join!(
+        case(redis(), "redis", Variant::Plain),
+        case(redis(), "redis", Variant::Guarded),
+    );
+    assert_guarded("redis guarded", &guarded);
+    assert_plain("redis plain", &plain);
 }
