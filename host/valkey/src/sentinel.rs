@@ -11,14 +11,15 @@
 //! renewal does not count, and the host's clock ends the session in time.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::future::join_all;
+use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client};
 use wardlock_backend::BackendError;
 
 /// The Sentinels of one monitored primary.
-#[derive(Debug, Clone)]
 pub(crate) struct Sentinels {
     /// `HOST:PORT` of each Sentinel.
     addresses: Vec<String>,
@@ -26,6 +27,9 @@ pub(crate) struct Sentinels {
     master: String,
     /// How long one question to one Sentinel may take.
     bound: Duration,
+    /// An open connection to each Sentinel that answered last time: every
+    /// heartbeat asks them all, so connections are kept, not made anew.
+    connections: Mutex<HashMap<String, MultiplexedConnection>>,
 }
 
 /// What the Sentinels said.
@@ -43,6 +47,7 @@ impl Sentinels {
             addresses,
             master,
             bound,
+            connections: Mutex::new(HashMap::new()),
         }
     }
 
@@ -95,22 +100,39 @@ impl Sentinels {
         }
     }
 
-    /// One Sentinel's answer to `SENTINEL GET-MASTER-ADDR-BY-NAME`.
+    fn connections(&self) -> std::sync::MutexGuard<'_, HashMap<String, MultiplexedConnection>> {
+        self.connections.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One Sentinel's answer to `SENTINEL GET-MASTER-ADDR-BY-NAME`, on its
+    /// kept connection or a new one (forgotten when it fails).
     async fn ask(&self, address: &str) -> Result<Option<(String, u16)>, String> {
-        let client = Client::open(format!("redis://{address}")).map_err(|e| e.to_string())?;
-        let settings = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.bound))
-            .set_response_timeout(Some(self.bound));
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(&settings)
-            .await
-            .map_err(|e| format!("unreachable ({e})"))?;
+        let kept = self.connections().get(address).cloned();
+        let mut conn = match kept {
+            Some(conn) => conn,
+            None => {
+                let client =
+                    Client::open(format!("redis://{address}")).map_err(|e| e.to_string())?;
+                let settings = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(self.bound))
+                    .set_response_timeout(Some(self.bound));
+                let conn = client
+                    .get_multiplexed_async_connection_with_config(&settings)
+                    .await
+                    .map_err(|e| format!("unreachable ({e})"))?;
+                self.connections().insert(address.to_owned(), conn.clone());
+                conn
+            }
+        };
         let answer: Option<(String, String)> = redis::cmd("SENTINEL")
             .arg("GET-MASTER-ADDR-BY-NAME")
             .arg(&self.master)
             .query_async(&mut conn)
             .await
-            .map_err(|e| format!("no answer ({e})"))?;
+            .map_err(|e| {
+                self.connections().remove(address);
+                format!("no answer ({e})")
+            })?;
         match answer {
             None => Ok(None),
             Some((host, port)) => port
