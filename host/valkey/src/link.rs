@@ -55,8 +55,6 @@ pub(crate) struct Server {
     client: Mutex<Client>,
     sentinels: Option<Sentinels>,
     layout: Layout,
-    session_timeout: Duration,
-    accept_unsafe: bool,
     current: tokio::sync::Mutex<Option<Link>>,
     serial: Mutex<u64>,
     /// The facts of the last connection, for health and logs.
@@ -83,8 +81,6 @@ impl Server {
             client: Mutex::new(client),
             sentinels,
             layout: Layout::new(&config.root),
-            session_timeout: config.session_timeout,
-            accept_unsafe: config.accept_unsafe,
             current: tokio::sync::Mutex::new(None),
             serial: Mutex::new(0),
             last_facts: Mutex::new(None),
@@ -102,7 +98,9 @@ impl Server {
     }
 
     /// Whether `link` still reaches the primary: always without Sentinel;
-    /// with it, what a majority of the Sentinels names now.
+    /// with it, what a majority of the Sentinels names now. A link to a
+    /// replaced primary is forgotten (the next [`Server::link`] connects to
+    /// the one they name).
     ///
     /// # Cancellation safety
     /// Cancel safe: it only asks the Sentinels.
@@ -116,7 +114,10 @@ impl Server {
             {
                 Confirmation::Primary
             }
-            Verdict::Primary(..) => Confirmation::Replaced,
+            Verdict::Primary(..) => {
+                self.failed(link).await;
+                Confirmation::Replaced
+            }
             Verdict::Undecided(_) => Confirmation::Unknown,
         }
     }
@@ -210,7 +211,7 @@ impl Server {
     }
 
     async fn connect(&self) -> Result<Link, BackendError> {
-        let bound = connect_bound(self.session_timeout);
+        let bound = connect_bound(self.config.session_timeout);
         let primary = match &self.sentinels {
             None => None,
             Some(sentinels) => {
@@ -230,7 +231,7 @@ impl Server {
         // already on the socket.
         let settings = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(bound))
-            .set_response_timeout(Some(self.session_timeout * 2));
+            .set_response_timeout(Some(self.config.session_timeout * 2));
         let mut conn = match client
             .get_multiplexed_async_connection_with_config(&settings)
             .await
@@ -252,7 +253,7 @@ impl Server {
                 info: &info,
                 config: config.as_ref(),
             },
-            self.accept_unsafe,
+            self.config.accept_unsafe,
         )
         .map_err(BackendError::Refused)?;
         for warning in &facts.unsafe_settings {
@@ -266,7 +267,7 @@ impl Server {
             .key(self.layout.kv_version_key())
             .arg(self.layout.root())
             .arg(&facts.run_id)
-            .arg(millis(self.session_timeout))
+            .arg(millis(self.config.session_timeout))
             .arg(TOKEN_JUMP)
             .arg(if self.sentinels.is_some() { "1" } else { "0" })
             .arg(

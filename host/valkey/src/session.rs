@@ -189,7 +189,9 @@ impl Shared {
                 "open a session",
             )
             .await?;
-        if primary_confirmed(&self.server, &link).await.is_err() {
+        // With Sentinel, a session opened there counts from its `SET` only
+        // while a majority still names the server the primary.
+        if self.server.confirm(&link).await != Confirmation::Primary {
             return Err(wardlock_backend::BackendError::Unavailable(
                 "Valkey/Redis: a majority of the Sentinels no longer names the server connected to as the primary".into(),
             ));
@@ -217,20 +219,6 @@ impl Shared {
         self.runtime.spawn(monitor(Arc::downgrade(&session)));
         *self.current() = Some(session.clone());
         Ok(session)
-    }
-}
-
-/// With Sentinel, whether a majority still names `link`'s server the
-/// primary (a session opened there counts from its `SET` only then); a
-/// link to a replaced primary is forgotten.
-async fn primary_confirmed(server: &Server, link: &Link) -> Result<(), ()> {
-    match server.confirm(link).await {
-        Confirmation::Primary => Ok(()),
-        Confirmation::Replaced => {
-            server.failed(link).await;
-            Err(())
-        }
-        Confirmation::Unknown => Err(()),
     }
 }
 
@@ -304,7 +292,6 @@ async fn renew(shared: &Shared, session: &HostSession) -> Renewal {
         Ok(1) => match shared.server.confirm(&link).await {
             Confirmation::Primary => Renewal::Renewed,
             Confirmation::Replaced => {
-                shared.server.failed(&link).await;
                 Renewal::Gone("a majority of the Sentinels names another primary (a failover)")
             }
             Confirmation::Unknown => Renewal::Failed,
