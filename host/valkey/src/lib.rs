@@ -289,11 +289,16 @@ impl LockBackend for ValkeyBackend {
     fn shutdown(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         self.shared.local_locks.drop_caches();
         Box::pin(async move {
-            // Dropping the session deletes its key: its members are dead at
-            // once, and the next waiter of each lock is told at its next look.
+            // Closing the session removes its members and deletes its key:
+            // the next waiter of each lock is told now. Awaited (bounded), so
+            // a host that exits right after frees its locks at once instead
+            // of a session timeout later (a background removal could be cut
+            // short by the exit).
             let session = self.shared.current().take();
             if let Some(session) = session {
                 session.end();
+                let bound = self.shared.config.session_timeout;
+                let _ = tokio::time::timeout(bound, session.close()).await;
             }
             self.shared.wake.close();
         })
