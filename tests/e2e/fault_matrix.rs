@@ -379,6 +379,38 @@ impl Hosts {
         }
     }
 
+    /// Returns once the waiter's host waits for `lock` on the server
+    /// (PostgreSQL: a `pg_locks` row not granted), so the cell expires a
+    /// holder that someone waits behind. Without it the expiry could come
+    /// first, and the waiter's first try find the lock free: a try that
+    /// follows a terminated backend is granted at once, with nothing to say
+    /// a holder ended a moment before (the waits' hold-back, `confirm` in
+    /// the engine's `recipe.rs`, needs the processes queued ahead), and a
+    /// CI run saw the waiter granted before the terminated holder's host
+    /// had read its FATAL (`SessionExpiry × Postgres × Many`: "held the
+    /// lock at once, neither told lost"). docs/postgres.md says so. The
+    /// other engines need no wait: an expired session's nodes outlive the
+    /// holder's clock (memory, Valkey/Redis) or the overlap is allowed
+    /// (a ZooKeeper session closed from outside, [`checked`]).
+    async fn waiter_queued(&self, world: &World, lock: &str) {
+        if !self.postgres {
+            return;
+        }
+        let key = advisory_key(&name(lock));
+        let started = tokio::time::Instant::now();
+        loop {
+            let locks = tokio::task::block_in_place(|| world.pg.advisory_locks());
+            if locks.iter().any(|l| l.key == key && !l.granted) {
+                return;
+            }
+            assert!(
+                started.elapsed() < TEST_WAIT_LIMIT,
+                "{lock}: the waiter never waited on the server: {locks:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Expires the holder's session (memory: injected; Postgres: its
     /// backend holding `lock` terminated; Valkey/Redis: its host cut off
     /// by a proxy that stops forwarding, so its session key expires).
@@ -510,6 +542,7 @@ async fn session_expiry(
         let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
         spawn_run(&runner, 0, &commands)
     };
+    hosts.waiter_queued(world, lock).await;
     hosts.expire_holder(world, lock).await;
     let waiter = waiter.await.expect("waiter task");
     match path.waits(&waiter).as_slice() {
