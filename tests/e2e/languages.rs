@@ -462,13 +462,13 @@ async fn rust_sdk_without_default_features_imports_0_1_0_alone() {
 /// Builds the standalone app (see [`standalone_app`]) and returns its
 /// component's path, asserting the build succeeded.
 fn standalone_build(features: &str, main_rs: &str) -> std::path::PathBuf {
-    let (output, target) = standalone_app("build", features, main_rs);
+    let (output, component) = standalone_app("build", features, main_rs);
     assert!(
         output.status.success(),
         "the SDK copied alone does not build: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    target.join("wasm32-wasip2/debug/app.wasm")
+    component
 }
 
 /// Runs the standalone app on a memory engine: its `wardlock:lock/locks`
@@ -518,7 +518,8 @@ fn a_rust_subscription_cannot_outlive_its_guard() {
 /// Runs `cargo COMMAND` for wasm32-wasip2 on an app whose `main.rs` is
 /// `main_rs`, depending on a copy of `guest-sdk/` (with `features` added to
 /// the dependency, e.g. `, default-features = false`), both in a temporary
-/// directory outside the repository; its output and target dir.
+/// directory outside the repository; its output and its component's path
+/// (once built).
 fn standalone_app(
     command: &str,
     features: &str,
@@ -530,26 +531,32 @@ fn standalone_app(
         &root.join("guest-sdk"),
         &outside.path().join("wardlock-guest"),
     );
+    // One app name per command and set of features: the apps share one
+    // target dir, where each one's component is named after it.
+    let flavour = if features.is_empty() {
+        "default"
+    } else {
+        "custom"
+    };
+    let package = format!("app-{command}-{flavour}");
     let app = outside.path().join("app");
     std::fs::create_dir_all(app.join("src")).expect("app dir");
     std::fs::write(
         app.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+            "[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
              [dependencies]\nwardlock-guest = {{ path = \"../wardlock-guest\"{features} }}\n\n\
              [workspace]\n"
         ),
     )
     .expect("Cargo.toml");
     std::fs::write(app.join("src/main.rs"), main_rs).expect("main.rs");
-    // Its own target dir per set of features (tests build in parallel),
-    // kept between runs under the repository's target/.
-    let flavour = if features.is_empty() {
-        "default"
-    } else {
-        "custom"
-    };
-    let target = root.join("target/standalone-sdk").join(flavour);
+    // One target dir for every standalone app, kept between runs under the
+    // repository's target/: the SDK's dependencies (wit-bindgen's macro and
+    // its parsers, compiled for the host) are compiled once for the three
+    // tests, not once per set of features (a check and two builds in two
+    // dirs took 84 + 44 s of CI; cargo's lock on the dir runs them in turn).
+    let target = root.join("target/standalone-sdk");
     let output =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args([
@@ -566,7 +573,8 @@ fn standalone_app(
             .env_remove("CARGO_BUILD_TARGET")
             .output()
             .expect("run cargo");
-    (output, target)
+    let component = target.join(format!("wasm32-wasip2/debug/{package}.wasm"));
+    (output, component)
 }
 
 /// Copies the files of `from` into `to`, recursively.

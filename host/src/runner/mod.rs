@@ -9,6 +9,7 @@
 //! dropped and every lock it held or waited for is released at once.
 
 mod command;
+mod compile_lock;
 mod config;
 mod declared;
 mod epoch;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use wasmtime::component::Component;
 use wasmtime::{Engine, Precompiled};
 
+use super::compile_lock::CompileLock;
 use super::epoch::EpochTicker;
 use super::error::{LoadFailure, RunnerError, first_line};
 
@@ -72,6 +73,10 @@ pub fn request_pool(requests: u32, max_memory_size: usize) -> wasmtime::PoolingA
 #[derive(Clone)]
 pub struct Runtime {
     engine: Engine,
+    /// The compilation cache's directory, when the runtime has one: where
+    /// processes sharing it take turns compiling a component
+    /// ([`CompileLock`]).
+    cache_dir: Option<PathBuf>,
     _ticker: Arc<EpochTicker>,
 }
 
@@ -106,10 +111,12 @@ impl Runtime {
     /// [`RunnerError::Engine`] when wasmtime rejects the configuration.
     pub fn with_options(options: RuntimeOptions) -> Result<Self, RunnerError> {
         let mut config = code_config();
+        let mut cache_dir = None;
         if let CompileCache::Dir(dir) = &options.cache {
             match open_cache(dir) {
-                Ok(cache) => {
+                Ok((cache, dir)) => {
                     config.cache(Some(cache));
+                    cache_dir = Some(dir);
                 }
                 Err(why) => tracing::warn!(
                     "compilation cache disabled, compiling every run: cannot use {}: {why}",
@@ -124,6 +131,7 @@ impl Runtime {
         let ticker = EpochTicker::start(&engine).map_err(|e| RunnerError::Engine(e.into()))?;
         Ok(Runtime {
             engine,
+            cache_dir,
             _ticker: Arc::new(ticker),
         })
     }
@@ -170,6 +178,12 @@ impl Runtime {
         match kind {
             None => {
                 let bytes = std::fs::read(path).map_err(|e| load_error(e.into()))?;
+                // Another process compiling the same file through the same
+                // cache finishes first; this one then loads its entry.
+                let _turn = self
+                    .cache_dir
+                    .as_deref()
+                    .and_then(|dir| CompileLock::acquire(dir, path));
                 Component::new(&self.engine, &bytes)
                     .map_err(|e| load_error(LoadFailure::invalid(&e)))
             }
@@ -233,16 +247,18 @@ fn code_config() -> wasmtime::Config {
 }
 
 /// wasmtime's cache in `dir`, after checking that the directory can be created
-/// and written (wasmtime itself would fail silently on every write).
-fn open_cache(dir: &Path) -> Result<wasmtime::Cache, String> {
+/// and written (wasmtime itself would fail silently on every write), and the
+/// directory's absolute path.
+fn open_cache(dir: &Path) -> Result<(wasmtime::Cache, PathBuf), String> {
     let dir = std::path::absolute(dir).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let probe = dir.join(format!(".write-test-{}", std::process::id()));
     std::fs::write(&probe, b"").map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&probe);
     let mut config = wasmtime::CacheConfig::new();
-    config.with_directory(dir);
-    wasmtime::Cache::new(config).map_err(|e| first_line(&e.to_string()))
+    config.with_directory(&dir);
+    let cache = wasmtime::Cache::new(config).map_err(|e| first_line(&e.to_string()))?;
+    Ok((cache, dir))
 }
 
 #[cfg(test)]
