@@ -397,18 +397,10 @@ impl Hosts {
             return;
         }
         let key = advisory_key(&name(lock));
-        let started = tokio::time::Instant::now();
-        loop {
-            let locks = tokio::task::block_in_place(|| world.pg.advisory_locks());
-            if locks.iter().any(|l| l.key == key && !l.granted) {
-                return;
-            }
-            assert!(
-                started.elapsed() < TEST_WAIT_LIMIT,
-                "{lock}: the waiter never waited on the server: {locks:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        crate::postgres::wait_for(&world.pg, |locks| {
+            locks.iter().any(|l| l.key == key && !l.granted)
+        })
+        .await;
     }
 
     /// Expires the holder's session (memory: injected; Postgres: its

@@ -41,6 +41,9 @@ pub(crate) struct HostSession {
     /// The members queued in this session and not removed yet, with their
     /// locks: what closing it removes (telling each one's next waiter).
     members: Mutex<HashMap<String, LockName>>,
+    /// Whether [`HostSession::close`] ran: its removal is not repeated on
+    /// drop (only members queued since, if any, are removed then).
+    closed: AtomicBool,
 }
 
 impl HostSession {
@@ -87,9 +90,7 @@ impl HostSession {
     pub(crate) fn untrack(&self, member: &str) {
         self.members().remove(member);
     }
-}
 
-impl HostSession {
     /// Removes what the session still queued (each lock's next waiter is
     /// told) and deletes its key, now: what a host shutting down awaits, so
     /// other hosts get its locks before the process exits rather than when
@@ -100,17 +101,24 @@ impl HostSession {
     /// removal is one script); a cancelled close leaves the rest to the key's
     /// expiry.
     pub(crate) async fn close(&self) {
-        self.cleanup().run().await;
+        if let Some(cleanup) = self.cleanup() {
+            cleanup.run().await;
+        }
     }
 
-    /// What closing removes, taken out of the session.
-    fn cleanup(&self) -> Cleanup {
-        Cleanup {
-            members: self.members().drain().collect(),
+    /// What closing removes, taken out of the session; `None` when
+    /// [`HostSession::close`] already took it and nothing was queued since.
+    fn cleanup(&self) -> Option<Cleanup> {
+        let members: Vec<(String, LockName)> = self.members().drain().collect();
+        if self.closed.swap(true, Ordering::Relaxed) && members.is_empty() {
+            return None;
+        }
+        Some(Cleanup {
+            members,
             server: self.server.clone(),
             layout: self.layout.clone(),
             keys: [self.session_key.clone(), self.held_key.clone()],
-        }
+        })
     }
 }
 
@@ -150,8 +158,9 @@ impl Drop for HostSession {
     /// not remove yet is removed in the background, so nothing of it waits
     /// for the key to expire.
     fn drop(&mut self) {
-        let cleanup = self.cleanup();
-        self.runtime.spawn(cleanup.run());
+        if let Some(cleanup) = self.cleanup() {
+            self.runtime.spawn(cleanup.run());
+        }
     }
 }
 
@@ -251,6 +260,7 @@ impl Shared {
             runtime: self.runtime.clone(),
             layout: self.layout.clone(),
             members: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
         });
         self.runtime
             .spawn(heartbeat(Arc::downgrade(self), Arc::downgrade(&session)));
