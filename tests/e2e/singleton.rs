@@ -279,7 +279,15 @@ async fn serve_runs_a_singleton_beside_the_server_on_one_host() {
     );
     let now = wait_for_leader(&servers[standby..=standby], &leading).await;
     assert_eq!(now, 0);
-    let terms = terms(&data.path().join("records"));
+    // The metric says the standby leads once it won; its job writes its
+    // first record a moment later (a CI run read the file in between and
+    // found one term): wait, bounded, for the second term's first record.
+    let records = data.path().join("records");
+    let started = Instant::now();
+    while terms(&records).len() < 2 && started.elapsed() < wardlock_tests::TEST_WAIT_LIMIT {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let terms = terms(&records);
     assert_eq!(terms.len(), 2, "{terms:?}");
     let ((before, _, last), (after, first_beat, _)) = (terms[0], terms[1]);
     assert!(after > before && last < first_beat, "{terms:?}");
