@@ -5,7 +5,7 @@
 //! - [`capability`]: the `wardlock:lock` WIT interface for wasmtime embedders
 //!   ([`add_to_linker`], [`add_to_linker_sync`] for synchronous hosts,
 //!   [`WardlockCtx`], [`WardlockView`]).
-//! - [`keyvalue`]: the standard `wasi:keyvalue` (0.2.0-draft) served from
+//! - [`keyvalue`]: the standard `wasi:keyvalue` (0.2.0-draft and 0.2.0-draft2) served from
 //!   the lock engine, its writes fenced by an instance's declared locks
 //!   ([`keyvalue::add_to_linker`], [`keyvalue::KeyValueCtx`]).
 //! - [`locks`]: the host's lock table (who holds and waits for what, for the

@@ -32,8 +32,9 @@
 //! fault run: no two holds at once unless one was told `lost` first, tokens
 //! rising.
 //!
-//! The short form runs every cell once (CI). The soak form runs each cell N
-//! times and prints the matrix with counts:
+//! Each fault is a test of its own (`fault_matrix::deadline_race_cells`, …), on
+//! servers of its own. The short form runs every cell once (CI). The soak
+//! form runs each cell N times and prints the matrix with counts:
 //! `WARDLOCK_SOAK=N cargo test -p wardlock-tests --test e2e fault_matrix -- --nocapture`.
 
 use std::sync::Arc;
@@ -90,13 +91,6 @@ enum Path {
     Async,
 }
 
-const FAULTS: [Fault; 5] = [
-    Fault::DeadlineRace,
-    Fault::CpuStarved,
-    Fault::HolderTraps,
-    Fault::SessionExpiry,
-    Fault::SlowServer,
-];
 const ENGINES: [Engine; 6] = [
     Engine::Memory,
     Engine::ZooKeeper,
@@ -210,6 +204,15 @@ struct Hosts {
 }
 
 impl World {
+    /// A ZooKeeper, a PostgreSQL and a Redis server, for one test's cells.
+    fn start() -> World {
+        World {
+            zk: ZkServer::start(),
+            pg: PgServer::start(),
+            redis: RedisServer::start(Flavor::Redis),
+        }
+    }
+
     /// The hosts of one cell, their grants of `lock` recorded in one history.
     async fn hosts(&self, engine: Engine, lock: &str) -> Hosts {
         let mut hosts = self.untapped_hosts(engine).await;
@@ -648,41 +651,43 @@ fn checked(hosts: &Hosts, fault: Fault, engine: Engine) -> Result<(), String> {
     Ok(())
 }
 
-/// Every cell, once (or `WARDLOCK_SOAK` times each, printing the counts).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fault_matrix() {
-    let rounds: usize = std::env::var("WARDLOCK_SOAK")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1);
-    let world = World {
-        zk: ZkServer::start(),
-        pg: PgServer::start(),
-        redis: RedisServer::start(Flavor::Redis),
-    };
+/// The cells of `fault`, once each (or `WARDLOCK_SOAK` times each, printing the counts), on
+/// servers of their own: each fault is a test of its own, so the faults run
+/// side by side with other tests and only `cpu-starved` needs the machine
+/// to itself (`.config/nextest.toml`).
+async fn matrix(fault: Fault) {
+    let (rounds, world) = (rounds(), World::start());
     let mut failures = Vec::new();
     println!("| fault | engine | path | passed |");
     println!("| --- | --- | --- | --- |");
-    for fault in FAULTS {
-        for engine in ENGINES {
-            for path in PATHS {
-                if matches!(engine, Engine::Postgres | Engine::Valkey) && path == Path::Permit {
-                    println!("| {fault:?} | {engine:?} | {path:?} | n/a (no semaphores) |");
-                    continue;
-                }
-                let mut passed = 0;
-                for round in 0..rounds {
-                    match cell(&world, fault, engine, path, round).await {
-                        Ok(()) => passed += 1,
-                        Err(why) => {
-                            failures.push(format!("{fault:?} × {engine:?} × {path:?}: {why}"))
-                        }
-                    }
-                }
-                println!("| {fault:?} | {engine:?} | {path:?} | {passed}/{rounds} |");
+    for engine in ENGINES {
+        for path in PATHS {
+            if matches!(engine, Engine::Postgres | Engine::Valkey) && path == Path::Permit {
+                println!("| {fault:?} | {engine:?} | {path:?} | n/a (no semaphores) |");
+                continue;
             }
+            let mut passed = 0;
+            for round in 0..rounds {
+                match cell(&world, fault, engine, path, round).await {
+                    Ok(()) => passed += 1,
+                    Err(why) => failures.push(format!("{fault:?} × {engine:?} × {path:?}: {why}")),
+                }
+            }
+            println!("| {fault:?} | {engine:?} | {path:?} | {passed}/{rounds} |");
         }
     }
+    assert!(
+        failures.is_empty(),
+        "failed cells:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// The key-value cells (`session-expiry`: a holder's fenced write after its
+/// session expired must not commit), once each or `WARDLOCK_SOAK` times.
+async fn key_value_matrix() {
+    let (rounds, world) = (rounds(), World::start());
+    let mut failures = Vec::new();
     for engine in ENGINES {
         let mut passed = 0;
         for round in 0..rounds {
@@ -701,4 +706,42 @@ async fn fault_matrix() {
         "failed cells:\n{}",
         failures.join("\n")
     );
+}
+
+/// How many times each cell runs: `WARDLOCK_SOAK`, or once.
+fn rounds() -> usize {
+    std::env::var("WARDLOCK_SOAK")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadline_race_cells() {
+    matrix(Fault::DeadlineRace).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cpu_starved_cells() {
+    matrix(Fault::CpuStarved).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holder_traps_cells() {
+    matrix(Fault::HolderTraps).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_expiry_cells() {
+    matrix(Fault::SessionExpiry).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_server_cells() {
+    matrix(Fault::SlowServer).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_value_session_expiry_cells() {
+    key_value_matrix().await;
 }

@@ -50,6 +50,7 @@ mod handoff_write_gap;
 mod hostile_names;
 mod interop;
 mod keyvalue;
+mod keyvalue_draft2;
 mod keyvalue_engines;
 mod languages;
 mod lifetime;

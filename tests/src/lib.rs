@@ -110,6 +110,8 @@ guests! {
     PlainCounter = "plain-counter",
     // A wasi:keyvalue guest, no wardlock import (`keyvalue`).
     KvCounter = "kv-counter", HttpKvCounter = "http-kv-counter",
+    // A wasi:keyvalue@0.2.0-draft2 guest (Spin's version: cas and swap), no wardlock import.
+    KvCas = "kv-cas",
     // The 0.2.0 SDK examples (`wardlock_guest::v2`).
     Transfer = "transfer", Throttle = "throttle",
     // Two tasks awaiting locks on wstd's event loop (the SDK's `async` feature).

@@ -43,6 +43,26 @@ pub const COPIES: &[(&str, &str)] = &[
         "wit/keyvalue-0.2.0-draft/world.wit",
     ),
     (
+        "host/wit/keyvalue-0.2.0-draft2/atomic.wit",
+        "wit/keyvalue-0.2.0-draft2/atomic.wit",
+    ),
+    (
+        "host/wit/keyvalue-0.2.0-draft2/batch.wit",
+        "wit/keyvalue-0.2.0-draft2/batch.wit",
+    ),
+    (
+        "host/wit/keyvalue-0.2.0-draft2/store.wit",
+        "wit/keyvalue-0.2.0-draft2/store.wit",
+    ),
+    (
+        "host/wit/keyvalue-0.2.0-draft2/watch.wit",
+        "wit/keyvalue-0.2.0-draft2/watch.wit",
+    ),
+    (
+        "host/wit/keyvalue-0.2.0-draft2/world.wit",
+        "wit/keyvalue-0.2.0-draft2/world.wit",
+    ),
+    (
         "plugins/wit/deps/wardlock-lock-0.2.wit",
         "wit/v0.2/lock.wit",
     ),

@@ -14,6 +14,16 @@ pub struct BucketHandle {
     pub(crate) bucket: Bucket,
 }
 
+/// The `cas` resource (0.2.0-draft2): `key`'s value and engine version
+/// when the handle was made (`None`: absent), which `swap` expects still.
+#[derive(Debug)]
+pub struct CasHandle {
+    pub(crate) bucket: Bucket,
+    pub(crate) key: String,
+    pub(crate) current: Option<Vec<u8>>,
+    pub(crate) version: Option<u64>,
+}
+
 /// Where an instance's key-value calls go.
 enum Sessions {
     /// A session of its own, opened at the first call (an instance that

@@ -19,6 +19,9 @@ pub mod fencing {}
 #[doc = include_str!("../../../docs/guest-sdks.md")]
 pub mod guest_sdks {}
 
+#[doc = include_str!("../../../docs/keyvalue.md")]
+pub mod keyvalue {}
+
 #[doc = include_str!("../../../docs/postgres.md")]
 pub mod postgres {}
 
