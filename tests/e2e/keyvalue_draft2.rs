@@ -2,8 +2,10 @@
 //! that imports nothing of wardlock (`kv-cas`): compare-and-swap that ends
 //! exact with no lock, a stale `swap` that writes nothing and hands back a
 //! fresh handle, signed increments, string cursors, and the declared lock's
-//! fence, on memory; and two hosts' compare-and-swap counts on ZooKeeper,
-//! etcd and PostgreSQL, where `swap` is the engine's own version compare.
+//! fence, on memory; and on ZooKeeper, etcd, PostgreSQL and Valkey/Redis,
+//! where `swap` and `increment` are the engine's own version compare, two
+//! hosts × 4 instances × 100 compare-and-swap additions and as many
+//! increments, each exact, and a stale swap that writes nothing.
 
 use std::sync::Arc;
 
@@ -14,8 +16,10 @@ use wardlock_host::runner::{Outcome, Runner, RunnerConfig};
 use wardlock_postgres::{PostgresBackend, PostgresConfig};
 use wardlock_tests::etcd::EtcdServer;
 use wardlock_tests::postgres::PgServer;
+use wardlock_tests::redis_server::{Flavor, RedisServer};
 use wardlock_tests::zookeeper::{ZkServer, backend_under};
 use wardlock_tests::{Guest, TEST_WAIT_LIMIT, holding_runner, runner_with};
+use wardlock_valkey::{ValkeyBackend, ValkeyConfig};
 
 /// `kv-cas` on `backend`, no declared lock.
 fn runner_on(backend: Arc<dyn LockBackend>) -> Arc<Runner> {
@@ -145,12 +149,15 @@ async fn draft2_increments_swaps_and_cursors_on_memory() {
     );
 }
 
-/// Two hosts (two backends on one server) × 4 instances × 25 compare-and-swap
-/// additions end exact, and a stale swap writes nothing.
+/// Two hosts (two backends on one server) × 4 instances × 100
+/// compare-and-swap additions, and as many increments, each end exact (the
+/// issue's 8 instances × 100), and a stale swap writes nothing.
 async fn two_hosts_compare_and_swap(a: Arc<dyn LockBackend>, b: Arc<dyn LockBackend>) {
     let runners = [runner_on(a), runner_on(b)];
-    side_by_side(&runners, 4, &["cas-add", "n", "25"]).await;
-    assert_eq!(read(&runners[1], "n").await, "200");
+    side_by_side(&runners, 4, &["cas-add", "n", "100"]).await;
+    assert_eq!(read(&runners[1], "n").await, "800");
+    side_by_side(&runners, 4, &["increment", "i", "1", "100"]).await;
+    assert_eq!(read(&runners[0], "i").await, "800");
     a_stale_swap_writes_nothing(&runners[0]).await;
 }
 
@@ -171,6 +178,20 @@ async fn two_hosts_compare_and_swap_exact_on_etcd() {
         connect().await.expect("etcd"),
     );
     two_hosts_compare_and_swap(Arc::new(a), Arc::new(b)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_compare_and_swap_exact_on_valkey() {
+    let server = RedisServer::start(Flavor::Valkey);
+    let connect = || ValkeyBackend::connect(ValkeyConfig::new(server.url()));
+    let (a, b) = (
+        connect().await.expect("valkey"),
+        connect().await.expect("valkey"),
+    );
+    let (a, b) = (Arc::new(a), Arc::new(b));
+    two_hosts_compare_and_swap(a.clone(), b.clone()).await;
+    a.shutdown().await;
+    b.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

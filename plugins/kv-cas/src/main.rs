@@ -6,7 +6,7 @@
 //! ```text
 //! kv-cas cas-add KEY TIMES        add TIMES to KEY, each by cas + swap, retried with the fresh handle cas-failed gives
 //! kv-cas count KEY TIMES          add TIMES to KEY, one get and set each (nothing atomic)
-//! kv-cas increment KEY DELTA      atomics.increment by DELTA (an s64); prints "KEY=<the new value>"
+//! kv-cas increment KEY DELTA [TIMES]  atomics.increment by DELTA (an s64), TIMES times (default 1); prints "KEY=<the last value>"
 //! kv-cas stale-swap KEY           cas on KEY, another write of KEY ("other"), swap "stale": prints what swap answered and KEY after
 //! kv-cas flood N                  write keys f00000.. (N of them), then list every page: "listed K in P pages"
 //! kv-cas read KEY                 prints "KEY=<value>" ("KEY=" when absent)
@@ -35,11 +35,17 @@ fn main() -> ExitCode {
         .and_then(|bucket| match args.as_slice() {
             ["cas-add", key, times] => cas_add(&bucket, key, number(times)?),
             ["count", key, times] => count(&bucket, key, number(times)?),
-            ["increment", key, delta] => {
+            ["increment", key, delta, times @ ..] => {
                 let delta = delta.parse().map_err(|_| format!("{delta:?} is not an s64"))?;
-                let value = atomics::increment(&bucket, key, delta)
-                    .map_err(|e| format!("increment {key:?}: {}", describe(e)))?;
-                println!("{key}={value}");
+                let times = times.first().map_or(Ok(1), |t| number(t))?;
+                let mut value = None;
+                for _ in 0..times {
+                    value = Some(
+                        atomics::increment(&bucket, key, delta)
+                            .map_err(|e| format!("increment {key:?}: {}", describe(e)))?,
+                    );
+                }
+                println!("{key}={}", value.map_or_else(String::new, |v| v.to_string()));
                 Ok(())
             }
             ["stale-swap", key] => stale_swap(&bucket, key),
@@ -48,7 +54,7 @@ fn main() -> ExitCode {
                 println!("{key}={}", text_of(get(&bucket, key)?));
                 Ok(())
             }
-            _ => Err("usage: kv-cas cas-add|count KEY TIMES | increment KEY DELTA | stale-swap KEY | flood N | read KEY".into()),
+            _ => Err("usage: kv-cas cas-add|count KEY TIMES | increment KEY DELTA [TIMES] | stale-swap KEY | flood N | read KEY".into()),
         });
     match done {
         Ok(()) => ExitCode::SUCCESS,
