@@ -161,6 +161,66 @@ async fn unsafe_server_settings_are_refused_naming_them() {
     assert!(refused.to_string().contains("replica"), "{refused}");
 }
 
+/// A cluster-mode server (one node serving every slot): the default root,
+/// which has no hash tag, is refused even with `accept_unsafe`, naming the
+/// tag; a root with one (`/{wl}`) passes the whole conformance kit, and
+/// every key it left maps to one slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_mode_server_takes_a_hash_tagged_root_and_refuses_others() {
+    let cluster = [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ];
+    let server = Arc::new(RedisServer::start_with(Flavor::Redis, &cluster));
+    server.cli(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let started = Instant::now();
+    while !server
+        .cli(&["CLUSTER", "INFO"])
+        .contains("cluster_state:ok")
+    {
+        assert!(
+            started.elapsed() < TEST_WAIT_LIMIT,
+            "the one-node cluster never came up: {}",
+            server.cli(&["CLUSTER", "INFO"])
+        );
+        // A reading, not an event: look again soon.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let refused = ValkeyBackend::connect(ValkeyConfig::new(server.url()).accept_unsafe(true))
+        .await
+        .err()
+        .expect("an untagged root on a cluster is refused");
+    assert!(
+        refused.to_string().contains("cluster mode") && refused.to_string().contains("hash tag"),
+        "{refused}"
+    );
+
+    let config = ValkeyConfig::new(server.url())
+        .root("/{wl}")
+        .session_timeout(Duration::from_secs(10));
+    let backend = Arc::new(ValkeyBackend::connect(config).await.expect("a tagged root"));
+    let dump = server.clone();
+    let subject = Subject::new(backend.clone(), Arc::new(HandoffProbe(backend.clone())))
+        .server_state(move || {
+            let dump = dump.clone();
+            async move { dump.keys("/{wl}/*").join("\n") }
+        });
+    conformance::all(&subject).await;
+    drop(subject);
+    let keys = server.keys("/{wl}/*");
+    assert!(!keys.is_empty(), "the kit left no key (counters stay)");
+    let mut slots: Vec<String> = keys
+        .iter()
+        .map(|key| server.cli(&["CLUSTER", "KEYSLOT", key]).trim().to_owned())
+        .collect();
+    slots.sort();
+    slots.dedup();
+    assert_eq!(slots.len(), 1, "keys in several slots: {keys:?} {slots:?}");
+    backend.shutdown().await;
+}
+
 /// redis-py's `Lock('/wardlock/NAME')` (PyPI `redis`) and wardlock's lock
 /// NAME exclude each other both ways.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,8 @@
 //!   failover), every session of the old one ends, no lock is granted for a
 //!   session timeout, and the counter jumps by 2^32.
 //! - **Refusals** (`safety`): an eviction policy other than `noeviction`,
-//!   no persistence, a replica, cluster mode, old versions; the first two
+//!   no persistence, a replica, cluster mode (unless the root has a hash
+//!   tag whose slot the node serves), old versions; the first two
 //!   may be accepted with [`ValkeyConfig::accept_unsafe`].
 //! - **redis-py interop** (`layout`): lock `NAME` holds the key
 //!   `ROOT/NAME` while granted, so redis-py's `Lock('ROOT/NAME')` and

@@ -248,10 +248,18 @@ impl Server {
             .await
             .map_err(|e| classify(&e, "read INFO"))?;
         let config = read_config(&mut conn).await;
+        let root = self.layout.root();
+        let cluster = if info.contains("cluster_enabled:1") && safety::hash_tag(root).is_some() {
+            Some(root_slot(&mut conn, root).await?)
+        } else {
+            None
+        };
         let facts = safety::judge(
             &Answers {
                 info: &info,
                 config: config.as_ref(),
+                root,
+                cluster,
             },
             self.config.accept_unsafe,
         )
@@ -376,4 +384,33 @@ pub(crate) fn integer(value: &Value) -> Option<u64> {
         Value::Int(n) => u64::try_from(*n).ok(),
         other => text(other).parse().ok(),
     }
+}
+
+/// Which hash slot the root's keys map to on a cluster-mode server, and
+/// whether the node `conn` is on serves it.
+///
+/// # Errors
+/// `Unavailable` when the server does not answer.
+///
+/// # Cancellation safety
+/// Cancel safe: reads.
+async fn root_slot(
+    conn: &mut MultiplexedConnection,
+    root: &str,
+) -> Result<safety::RootSlot, BackendError> {
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(root)
+        .query_async(conn)
+        .await
+        .map_err(|e| classify(&e, "read CLUSTER KEYSLOT"))?;
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query_async(conn)
+        .await
+        .map_err(|e| classify(&e, "read CLUSTER NODES"))?;
+    Ok(safety::RootSlot {
+        slot,
+        served_here: safety::serves(&nodes, slot),
+    })
 }

@@ -26,6 +26,54 @@ pub(crate) struct ServerFacts {
 pub(crate) struct Answers<'a> {
     pub(crate) info: &'a str,
     pub(crate) config: Option<&'a HashMap<String, String>>,
+    /// The root every key of the host starts with.
+    pub(crate) root: &'a str,
+    /// On a cluster-mode server, what it says of the root's slot (read
+    /// only when the root carries a hash tag).
+    pub(crate) cluster: Option<RootSlot>,
+}
+
+/// A cluster-mode server's answer about the root's hash slot: which slot
+/// (`CLUSTER KEYSLOT`) and whether this node serves it (`CLUSTER NODES`,
+/// the `myself` line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RootSlot {
+    pub(crate) slot: i64,
+    pub(crate) served_here: bool,
+}
+
+/// The hash tag of `key` as Redis Cluster reads it: what lies between the
+/// first `{` and the next `}`, when that is not empty. Every key of a root
+/// with a tag maps to the tag's slot, whatever follows.
+pub(crate) fn hash_tag(key: &str) -> Option<&str> {
+    let open = key.find('{')?;
+    let rest = &key[open + 1..];
+    let close = rest.find('}')?;
+    (close > 0).then(|| &rest[..close])
+}
+
+/// Whether the `myself` line of `CLUSTER NODES` lists `slot` among the
+/// slots this node serves (`0-5460`, `5461`; `[…]` entries are slots in
+/// migration, not served).
+pub(crate) fn serves(nodes: &str, slot: i64) -> bool {
+    let Some(myself) = nodes.lines().find(|line| {
+        line.split_whitespace()
+            .nth(2)
+            .is_some_and(|flags| flags.split(',').any(|f| f == "myself"))
+    }) else {
+        return false;
+    };
+    myself
+        .split_whitespace()
+        .skip(8)
+        .filter(|range| !range.starts_with('['))
+        .any(|range| {
+            let (low, high) = range.split_once('-').unwrap_or((range, range));
+            match (low.parse::<i64>(), high.parse::<i64>()) {
+                (Ok(low), Ok(high)) => (low..=high).contains(&slot),
+                _ => false,
+            }
+        })
 }
 
 /// Whether `info` and `config` describe a server that can keep locks safe.
@@ -54,9 +102,31 @@ pub(crate) fn judge(answers: &Answers<'_>, accept_unsafe: bool) -> Result<Server
         ));
     }
     if field("cluster_enabled") == "1" {
-        return Err(
-            "the server runs in cluster mode, where a lock's queue, its session keys and its token counter may live on different nodes and no script can see them together: use a server that is not a cluster".into(),
-        );
+        let root = answers.root;
+        match (hash_tag(root), answers.cluster) {
+            (None, _) => {
+                return Err(format!(
+                    "the server runs in cluster mode, where a lock's queue, its session keys and its token counter may live on different nodes and no script can see them together: give the root a hash tag, so that every key of it maps to one slot (e.g. --root /{{wardlock}}; the root is {root:?}), or use a server that is not a cluster"
+                ));
+            }
+            (Some(_), None) => {
+                return Err(format!(
+                    "the server runs in cluster mode and did not say which node serves the root {root:?}'s slot"
+                ));
+            }
+            (
+                Some(_),
+                Some(RootSlot {
+                    slot,
+                    served_here: false,
+                }),
+            ) => {
+                return Err(format!(
+                    "the server runs in cluster mode and the root {root:?}'s slot {slot} is served by another node: point --redis at the node that serves it"
+                ));
+            }
+            (Some(_), Some(_)) => {}
+        }
     }
     let mut unsafe_settings = Vec::new();
     let policy = field("maxmemory_policy");
@@ -129,9 +199,72 @@ mod tests {
             &Answers {
                 info,
                 config: Some(config),
+                root: "/wardlock",
+                cluster: None,
             },
             accept,
         )
+    }
+
+    const CLUSTER_NODES: &str = "07c3 127.0.0.1:7001@17001 master - 0 1 2 connected 5461-10922\n\
+        e7d1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460 12000 [5461->-07c3]\n";
+
+    #[test]
+    fn a_hash_tag_is_what_lies_in_the_first_braces() {
+        assert_eq!(hash_tag("/{wardlock}/orders"), Some("wardlock"));
+        assert_eq!(hash_tag("/{a}{b}"), Some("a"));
+        assert_eq!(hash_tag("/wardlock"), None);
+        assert_eq!(hash_tag("/{}/x"), None);
+        assert_eq!(hash_tag("/{open"), None);
+    }
+
+    #[test]
+    fn the_myself_line_says_which_slots_this_node_serves() {
+        assert!(serves(CLUSTER_NODES, 0));
+        assert!(serves(CLUSTER_NODES, 5460));
+        assert!(serves(CLUSTER_NODES, 12000));
+        assert!(
+            !serves(CLUSTER_NODES, 5461),
+            "another node's, and migrating"
+        );
+        assert!(!serves(CLUSTER_NODES, 16383));
+        assert!(!serves("", 0));
+    }
+
+    #[test]
+    fn cluster_mode_needs_a_hash_tagged_root_served_here() {
+        let cluster = REDIS.replace("cluster_enabled:0", "cluster_enabled:1");
+        let config = config("yes", "");
+        let at = |root: &'static str, cluster_answer: Option<RootSlot>| {
+            judge(
+                &Answers {
+                    info: &cluster,
+                    config: Some(&config),
+                    root,
+                    cluster: cluster_answer,
+                },
+                false,
+            )
+        };
+        let untagged = at("/wardlock", None).expect_err("no tag");
+        assert!(
+            untagged.contains("hash tag") && untagged.contains("\"/wardlock\""),
+            "{untagged}"
+        );
+        let elsewhere = RootSlot {
+            slot: 3,
+            served_here: false,
+        };
+        let moved = at("/{w}", Some(elsewhere)).expect_err("another node's slot");
+        assert!(
+            moved.contains("slot 3 is served by another node"),
+            "{moved}"
+        );
+        let here = RootSlot {
+            slot: 3,
+            served_here: true,
+        };
+        assert!(at("/{w}", Some(here)).is_ok());
     }
 
     #[test]
@@ -179,7 +312,7 @@ mod tests {
         let cluster = REDIS.replace("cluster_enabled:0", "cluster_enabled:1");
         assert!(
             judged(&cluster, &config("yes", ""), true)
-                .expect_err("cluster")
+                .expect_err("cluster, its root untagged")
                 .contains("cluster mode")
         );
         let old = REDIS.replace("7.0.15", "6.2.14");
