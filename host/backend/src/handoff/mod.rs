@@ -40,6 +40,7 @@
 
 mod local_lock;
 mod node;
+mod reply;
 mod request;
 mod session;
 mod session_grants;
@@ -341,10 +342,9 @@ impl LocalLocks {
             return false;
         };
         let (reply, answer) = oneshot::channel();
-        if task.send(Message::Cached { reply }).is_err() {
-            return false;
-        }
-        answer.await.unwrap_or(false)
+        reply::ask_task(&task, Message::Cached { reply }, answer)
+            .await
+            .unwrap_or(false)
     }
 
     /// Sends `message` to `name`'s task, starting one with `start(task number,
@@ -448,10 +448,9 @@ impl LocalLocks {
             return 0;
         };
         let (reply, answer) = oneshot::channel();
-        if task.send(Message::Count { reply }).is_err() {
-            return 0;
-        }
-        answer.await.unwrap_or(0)
+        reply::ask_task(&task, Message::Count { reply }, answer)
+            .await
+            .unwrap_or(0)
     }
 
     /// Called by task `task` of `name` when it has nothing left to do: true when

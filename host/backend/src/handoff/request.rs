@@ -167,18 +167,21 @@ pub async fn downgrade(
         new_id,
         reply,
     };
-    task.send(message).map_err(|_| task_ended())?;
     let mut withdraw = Withdraw {
         task,
         id: new_id,
         armed: true,
     };
+    // A grant that was lost may have a task that is retiring: a question
+    // sent to it must not be waited for forever (see `reply`).
     let LocalGrant {
         generation,
         token,
         path,
         lock,
-    } = answer.await.map_err(|_| task_ended())??;
+    } = super::reply::ask_task(task, message, answer)
+        .await
+        .ok_or_else(task_ended)??;
     withdraw.armed = false;
     Ok(LocalHeld {
         id: new_id,
