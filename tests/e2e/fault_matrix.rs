@@ -652,9 +652,9 @@ fn checked(hosts: &Hosts, fault: Fault, engine: Engine) -> Result<(), String> {
 }
 
 /// The cells of `fault`, once each (or `WARDLOCK_SOAK` times each, printing the counts), on
-/// servers of their own: each fault is a test of its own, so the faults run
-/// side by side with other tests and only `cpu-starved` needs the machine
-/// to itself (`.config/nextest.toml`).
+/// servers of their own: each fault is a test of its own, run alone
+/// (`.config/nextest.toml`: `cpu-starved` starves its own host, and every
+/// cell's fresh guest has 5 s, which a host other tests starve misses).
 async fn matrix(fault: Fault) {
     let (rounds, world) = (rounds(), World::start());
     let mut failures = Vec::new();
