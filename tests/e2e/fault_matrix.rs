@@ -676,11 +676,7 @@ async fn matrix(fault: Fault) {
             println!("| {fault:?} | {engine:?} | {path:?} | {passed}/{rounds} |");
         }
     }
-    assert!(
-        failures.is_empty(),
-        "failed cells:\n{}",
-        failures.join("\n")
-    );
+    assert_cells_passed(&failures);
 }
 
 /// The key-value cells (`session-expiry`: a holder's fenced write after its
@@ -701,6 +697,11 @@ async fn key_value_matrix() {
         }
         println!("| SessionExpiry | {engine:?} | KeyValue | {passed}/{rounds} |");
     }
+    assert_cells_passed(&failures);
+}
+
+/// Fails the test naming every failed cell, if any failed.
+fn assert_cells_passed(failures: &[String]) {
     assert!(
         failures.is_empty(),
         "failed cells:\n{}",

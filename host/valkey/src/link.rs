@@ -249,7 +249,7 @@ impl Server {
             .map_err(|e| classify(&e, "read INFO"))?;
         let config = read_config(&mut conn).await;
         let root = self.layout.root();
-        let cluster = if info.contains("cluster_enabled:1") && safety::hash_tag(root).is_some() {
+        let cluster = if safety::cluster_enabled(&info) && safety::hash_tag(root).is_some() {
             Some(root_slot(&mut conn, root).await?)
         } else {
             None

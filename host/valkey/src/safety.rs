@@ -101,7 +101,7 @@ pub(crate) fn judge(answers: &Answers<'_>, accept_unsafe: bool) -> Result<Server
             field("role")
         ));
     }
-    if field("cluster_enabled") == "1" {
+    if cluster_enabled(answers.info) {
         let root = answers.root;
         match (hash_tag(root), answers.cluster) {
             (None, _) => {
@@ -160,6 +160,11 @@ pub(crate) fn judge(answers: &Answers<'_>, accept_unsafe: bool) -> Result<Server
         run_id: field("run_id").to_owned(),
         unsafe_settings,
     })
+}
+
+/// Whether `INFO` says the server runs in cluster mode.
+pub(crate) fn cluster_enabled(info: &str) -> bool {
+    parse_info(info).get("cluster_enabled").map(String::as_str) == Some("1")
 }
 
 /// `INFO`'s `key:value` lines.
