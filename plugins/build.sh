@@ -12,7 +12,8 @@
 #                the command that installs them
 #   --all        every language; a missing toolchain is an error (CI, tests)
 #   --rust-only  the Rust guests alone (what plugins/demo.sh needs)
-#   PLUGIN...    only these Rust guests (default: all of them)
+#   PLUGIN...    print only these Rust guests' paths (default: all of them;
+#                every Rust guest is built either way, see below)
 #   --list       print the name of every component it can build (`counter`,
 #                `counter-python`, ...: `<name>.wasm` is the file), one per
 #                line, whatever is installed; build nothing
@@ -67,8 +68,14 @@ fi
 mkdir -p "$TARGET_DIR"
 TARGET_DIR="$(cd "$TARGET_DIR" && pwd)"
 
+# Every Rust guest is built, whichever are asked for (those are printed):
+# cargo unifies the dependencies' features over the packages it builds, so a
+# build of a few of them compiles wit-bindgen and the SDK again with other
+# features, and each caller (the test crate's build script, the conformance
+# kit's, the book's commands) would repeat the others' work (34 s of a cold
+# CI build). As one set, the second build of any of them is a no-op.
 package_args=()
-for plugin in "${PLUGINS[@]}"; do
+for plugin in "${ALL_PLUGINS[@]}"; do
     package_args+=(-p "$plugin")
 done
 

@@ -143,6 +143,32 @@ fn copy_dir() -> PathBuf {
         .join("node-engine")
 }
 
+/// What failed in a `cargo test` run, in a few lines (a CI log keeps its
+/// head and tail, and the whole output is long): the failed tests and their
+/// panic messages, or else cargo's errors (a build that failed).
+fn failures(stdout: &str, stderr: &str) -> String {
+    let lines: Vec<&str> = stdout.lines().chain(stderr.lines()).collect();
+    let mut failed: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|line| line.starts_with("test ") && line.ends_with("FAILED"))
+        .collect();
+    // A panic's message is on the lines after its place (libtest prints the
+    // captured output of each failed test under `failures:`).
+    for (at, line) in lines.iter().enumerate() {
+        if line.contains("panicked at") {
+            failed.extend(lines[at..].iter().take(3).copied());
+        }
+    }
+    if failed.is_empty() {
+        failed = lines
+            .into_iter()
+            .filter(|line| line.starts_with("error"))
+            .collect();
+    }
+    failed.join("\n")
+}
+
 /// `(passed, failed)` summed over every `test result:` line of `cargo test`.
 fn totals(output: &str) -> (usize, usize) {
     let count = |line: &str, what: &str| -> usize {
@@ -197,9 +223,10 @@ fn node_engine_builds_outside_the_workspace_and_passes_the_kit() {
     eprintln!("out of tree: cargo test on the node engine took {took:.1?}");
     assert!(
         output.status.success(),
-        "cargo test on {} failed ({}):\n{stdout}\n{stderr}",
+        "cargo test on {} failed ({}): {}\n\nthe whole output:\n{stdout}\n{stderr}",
         copy.display(),
-        output.status
+        output.status,
+        failures(&stdout, &stderr),
     );
 
     let (passed, failed) = totals(&stdout);
@@ -242,6 +269,23 @@ fn node_engine_builds_outside_the_workspace_and_passes_the_kit() {
             .lines()
             .any(|l| l.starts_with("wasmtime") || l.starts_with("wardlock-host")),
         "the kit without `guests` depends on wasmtime:\n{tree}"
+    );
+}
+
+#[test]
+fn failures_name_the_failed_tests_or_else_the_build_errors() {
+    let stdout = "running 2 tests\ntest fair ... FAILED\ntest other ... ok\n\nfailures:\n\n\
+        ---- fair stdout ----\n\nthread 'fair' panicked at tests/hosts.rs:118:5:\n\
+        host B waited 21s\nnote: run with `RUST_BACKTRACE=1`\n\nmore\n";
+    assert_eq!(
+        failures(stdout, ""),
+        "test fair ... FAILED\nthread 'fair' panicked at tests/hosts.rs:118:5:\n\
+         host B waited 21s\nnote: run with `RUST_BACKTRACE=1`"
+    );
+    let stderr = "   Compiling x v0.1.0\nerror[E0425]: cannot find value `y`\nerror: could not compile `x`\n";
+    assert_eq!(
+        failures("", stderr),
+        "error[E0425]: cannot find value `y`\nerror: could not compile `x`"
     );
 }
 
