@@ -1,6 +1,6 @@
 //! The fault matrix: faults × engines × paths, each cell asserting the exact
 //! outcome its guests see and that nothing is left behind (afterwards a fresh
-//! guest takes the lock within 5 s: a leaked wait or node would block it).
+//! guest takes the lock within 20 s: a leaked wait or node would block it).
 //!
 //! - faults: `deadline-race` (8 guests × 3 waits whose timeouts expire together
 //!   behind another host's hold: each `timeout`, never `unavailable`),
@@ -62,6 +62,12 @@ const WAITERS: usize = 8;
 const ROUNDS: usize = 3;
 const SHORT_TIMEOUT_MS: u64 = 200;
 const LONG_TIMEOUT_MS: u64 = 10_000;
+/// How long the fresh guest after each cell waits for the lock. A leaked
+/// wait or node blocks it for as long as its host lives (every host outlives
+/// its cells), so the bound tells "left behind" from "slow" at any size; 20 s
+/// leaves room for a host that other tests starve (at 5 s a clean-clone CI run
+/// of 62d71c9 saw a `timeout` there, its cells run beside other tests).
+const FRESH_GUEST_TIMEOUT_MS: u64 = 20_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
@@ -364,7 +370,9 @@ impl Hosts {
 
     /// Nothing left behind: a fresh guest takes `lock` by `path` in time.
     async fn free_afterwards(&self, path: Path, lock: &str) -> Result<(), String> {
-        let report = self.guest(&path.commands(lock, 5_000, 0)).await;
+        let report = self
+            .guest(&path.commands(lock, FRESH_GUEST_TIMEOUT_MS, 0))
+            .await;
         match path.waits(&report).as_slice() {
             [Seen::Granted] => Ok(()),
             other => Err(format!("afterwards a fresh guest saw {other:?}")),
@@ -652,9 +660,9 @@ fn checked(hosts: &Hosts, fault: Fault, engine: Engine) -> Result<(), String> {
 }
 
 /// The cells of `fault`, once each (or `WARDLOCK_SOAK` times each, printing the counts), on
-/// servers of their own: each fault is a test of its own, run alone
-/// (`.config/nextest.toml`: `cpu-starved` starves its own host, and every
-/// cell's fresh guest has 5 s, which a host other tests starve misses).
+/// servers of their own: each fault is a test of its own, beside other tests
+/// but for `cpu-starved`, which starves its own host and runs alone
+/// (`.config/nextest.toml`).
 async fn matrix(fault: Fault) {
     let (rounds, world) = (rounds(), World::start());
     let mut failures = Vec::new();
