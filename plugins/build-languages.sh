@@ -8,7 +8,8 @@
 # Writes TARGET_DIR/other-languages/<guest>-<language>.wasm and prints the
 # absolute path of each on stdout, one per line, and nothing else there; tool
 # output goes to stderr. A component newer than all of its inputs is not
-# rebuilt. A missing toolchain (or one not at the version pinned in
+# rebuilt, and one built before from the same inputs (by this user, in any
+# checkout) is taken from the cache (see GUEST_CACHE below). A missing toolchain (or one not at the version pinned in
 # plugins/toolchains.env) is an error naming plugins/install-toolchains.sh
 # when REQUIRED (the default); when OPTIONAL that language is skipped, and one
 # line on stderr names the skipped languages and the command that installs
@@ -90,15 +91,66 @@ up_to_date() { # OUTPUT INPUT...
 # and the build scripts.
 common_inputs=("$ROOT/wit" "$PLUGINS/toolchains.env" "$PLUGINS/build-languages.sh")
 
+# Components built before, by the digest of what they were built from
+# (`guest_digest`), shared by every checkout of the user's: componentize-py
+# and componentize-js write a different component from the same inputs on
+# every build, so without it every fresh checkout (each CI run) built the
+# nine Python and JavaScript guests again (about 100 s) and, their bytes
+# new, the tests compiled each with Cranelift again (15-30 s of both cores
+# each; the compilation cache is keyed by the bytes). WARDLOCK_GUEST_CACHE
+# names another directory, or `off` to build every component here.
+GUEST_CACHE="${WARDLOCK_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wardlock-guest-builds}"
+
+# A digest of everything LANGUAGE GUEST's component is made from: its name,
+# each input file (by its path under the repository and its contents) and
+# the toolchain that runs (the pinned versions are in toolchains.env, an
+# input, and the build refuses others; clang is Debian's, and Node.js runs
+# componentize-js: their versions are hashed too).
+guest_digest() { # LANGUAGE GUEST INPUT...
+    local language="$1" guest="$2" input file
+    shift 2
+    {
+        echo "$language $guest"
+        case "$language" in
+        c) clang --version ;;
+        js) node --version ;;
+        esac
+        for input in "$@"; do
+            while IFS= read -r -d '' file; do
+                echo "${file#"$ROOT"/}"
+                sha256sum <"$file"
+            done < <(find -L "$input" -type f -print0 | sort -z)
+        done
+    } | sha256sum | cut -c1-40
+}
+
 # Builds OUT/GUEST-LANGUAGE.wasm with `compile_LANGUAGE GUEST FILE` (FILE is
-# moved into place when that succeeds) unless it is newer than every input;
-# prints its path.
+# moved into place when that succeeds) unless it is newer than every input,
+# or takes it from the cache when built from the same inputs before; prints
+# its path.
 build_guest() { # LANGUAGE GUEST INPUT...
-    local language="$1" guest="$2" component="$OUT/$2-$1.wasm"
+    local language="$1" guest="$2" component="$OUT/$2-$1.wasm" digest cached
     shift 2
     if ! up_to_date "$component" "$@" "${common_inputs[@]}"; then
-        echo "build.sh: building $guest-$language.wasm" >&2
-        "compile_$language" "$guest" "$component.tmp" >&2
+        cached=""
+        if [[ "$GUEST_CACHE" != off ]]; then
+            digest="$(guest_digest "$language" "$guest" "$@" "${common_inputs[@]}")"
+            cached="$GUEST_CACHE/$guest-$language-$digest.wasm"
+        fi
+        if [[ -n "$cached" && -f "$cached" ]]; then
+            echo "build.sh: $guest-$language.wasm built before from the same inputs ($cached)" >&2
+            cp "$cached" "$component.tmp"
+        else
+            echo "build.sh: building $guest-$language.wasm" >&2
+            "compile_$language" "$guest" "$component.tmp" >&2
+            if [[ -n "$cached" ]]; then
+                # Written whole under a name of its own, then renamed: a
+                # build beside this one never reads half a component.
+                mkdir -p "$GUEST_CACHE"
+                cp "$component.tmp" "$cached.$$"
+                mv "$cached.$$" "$cached"
+            fi
+        fi
         mv "$component.tmp" "$component"
     fi
     echo "$component"

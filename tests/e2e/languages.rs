@@ -551,12 +551,13 @@ fn standalone_app(
     )
     .expect("Cargo.toml");
     std::fs::write(app.join("src/main.rs"), main_rs).expect("main.rs");
-    // One target dir for every standalone app, kept between runs under the
-    // repository's target/: the SDK's dependencies (wit-bindgen's macro and
-    // its parsers, compiled for the host) are compiled once for the three
-    // tests, not once per set of features (a check and two builds in two
-    // dirs took 84 + 44 s of CI; cargo's lock on the dir runs them in turn).
-    let target = root.join("target/standalone-sdk");
+    // One target dir for every standalone app, kept between runs and
+    // checkouts (`shared_target_dir`): the SDK's dependencies (wit-bindgen's
+    // macro and its parsers, compiled for the host) are compiled once for the
+    // three tests, not once per set of features (a check and two builds in
+    // two dirs took 84 + 44 s of CI; cargo's lock on the dir runs them in
+    // turn), nor once per checkout (150 s of the first of them in CI).
+    let target = wardlock_tests::shared_target_dir("standalone-sdk");
     let output =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args([

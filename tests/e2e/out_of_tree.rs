@@ -14,9 +14,10 @@
 //! The copy lives outside the repository (so no configuration of the
 //! repository's applies to its build: cargo runs in the copy), in a fixed
 //! temporary directory per repository, rewritten only where a file differs;
-//! it builds into `target/out-of-tree` (a target directory of its own: a
-//! standalone crate resolves its own dependency versions and features). A
-//! second run therefore only rebuilds what changed.
+//! it builds into a target directory of its own (a standalone crate resolves
+//! its own dependency versions and features), shared by every checkout
+//! (`wardlock_tests::shared_target_dir`: its registry crates are compiled
+//! once on a machine). A second run therefore only rebuilds what changed.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -204,7 +205,7 @@ fn native_checks() -> Vec<&'static str> {
 #[test]
 fn node_engine_builds_outside_the_workspace_and_passes_the_kit() {
     let example = root().join("host/examples/node-engine");
-    let target = root().join("target/out-of-tree");
+    let target = wardlock_tests::shared_target_dir("out-of-tree");
     let copy = copy_dir();
     copy_example(&example, &copy);
 

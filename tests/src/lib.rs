@@ -55,7 +55,7 @@ pub mod wit_copies;
 pub mod zookeeper;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -160,6 +160,19 @@ pub fn cache_dir() -> &'static str {
         let dir = std::env::temp_dir().join(format!("wardlock-test-cache-{}", user_id()));
         dir.display().to_string()
     })
+}
+
+/// A cargo target dir named `name` for a crate the tests build outside the
+/// workspace (the out-of-tree engine, apps on a copy of the guest SDK), in
+/// the system's temporary directory and shared by every checkout of this
+/// user's: the registry crates those builds depend on (tokio, wit-bindgen's
+/// macro and its parsers) are compiled once on a machine, not once per
+/// checkout (each CI run is a fresh clone; in its `target/` they took 60-150
+/// s of a test each). Cargo's fingerprints rebuild whatever changed, and a
+/// crate copied from the checkout is rebuilt anyway (its path is part of
+/// its identity).
+pub fn shared_target_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("wardlock-{name}-{}", user_id()))
 }
 
 /// The user id, to keep users' test caches apart on a shared machine.
