@@ -9,11 +9,11 @@
 # absolute path of each on stdout, one per line, and nothing else there; tool
 # output goes to stderr. A component newer than all of its inputs is not
 # rebuilt, and one built before from the same inputs (by this user, in any
-# checkout) is taken from the cache (see GUEST_CACHE below). A missing toolchain (or one not at the version pinned in
-# plugins/toolchains.env) is an error naming plugins/install-toolchains.sh
-# when REQUIRED (the default); when OPTIONAL that language is skipped, and one
-# line on stderr names the skipped languages and the command that installs
-# them. A guest that fails to build is an error either way. With --list it
+# checkout) is taken from the cache (see GUEST_CACHE below). A missing
+# toolchain (or one not at the version pinned in plugins/toolchains.env) is an
+# error naming plugins/install-toolchains.sh when REQUIRED (the default); when
+# OPTIONAL that language is skipped, and one line on stderr names the skipped
+# languages and the command that installs them. A guest that fails to build is an error either way. With --list it
 # prints the name (<guest>-<language>) of every component it can build, and
 # builds nothing.
 set -euo pipefail

@@ -4,9 +4,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use wardlock_tests::Guest;
+use wardlock_tests::ports::free_port;
 use wardlock_tests::serve::{
-    Server, assert_exact_and_fenced, concurrent_increments, free_port, get, metric, post,
-    post_and_hold,
+    Server, assert_exact_and_fenced, concurrent_increments, get, metric, post, post_and_hold,
 };
 use wardlock_tests::zookeeper::ZkServer;
 

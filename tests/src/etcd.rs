@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::TEST_WAIT_LIMIT;
-use crate::serve::free_port;
+use crate::ports::free_port;
 
 pub mod secure;
 

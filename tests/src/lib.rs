@@ -42,6 +42,7 @@ pub mod interop;
 pub mod lock_set;
 pub mod loss;
 pub mod pki;
+pub mod ports;
 pub mod postgres;
 pub mod probe;
 pub mod proxy;
@@ -156,10 +157,7 @@ impl Guest {
 /// compiler and its configuration, so a stale one is never used.
 pub fn cache_dir() -> &'static str {
     static DIR: OnceLock<String> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("wardlock-test-cache-{}", user_id()));
-        dir.display().to_string()
-    })
+    DIR.get_or_init(|| per_user_temp_dir("test-cache").display().to_string())
 }
 
 /// A cargo target dir named `name` for a crate the tests build outside the
@@ -172,14 +170,16 @@ pub fn cache_dir() -> &'static str {
 /// crate copied from the checkout is rebuilt anyway (its path is part of
 /// its identity).
 pub fn shared_target_dir(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("wardlock-{name}-{}", user_id()))
+    per_user_temp_dir(name)
 }
 
-/// The user id, to keep users' test caches apart on a shared machine.
-fn user_id() -> u32 {
-    std::fs::metadata("/proc/self")
+/// `wardlock-<name>-<uid>` in the system's temporary directory: shared by
+/// every checkout and test run of one user, kept apart from other users'.
+fn per_user_temp_dir(name: &str) -> PathBuf {
+    let uid = std::fs::metadata("/proc/self")
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
-        .unwrap_or(0)
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("wardlock-{name}-{uid}"))
 }
 
 /// The engine shared by every test in this process, compiling through the

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::ports::free_port;
 use crate::redis_server::{Flavor, RedisServer};
-use crate::serve::free_port;
 
 /// The name the Sentinels monitor the primary under.
 pub const MASTER: &str = "wardlock-primary";

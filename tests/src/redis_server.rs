@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::serve::free_port;
+use crate::ports::free_port;
 
 /// What `.ci/run` installs for these servers.
 pub const INSTALL_HINT: &str = "Valkey/Redis tests need Debian's redis-server and redis-tools \

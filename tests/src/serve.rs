@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::ports::free_port;
+
 /// The `wardlock` binary of this workspace, built once per test process (the
 /// tests crate cannot name another package's binary, so ask cargo for it), in
 /// the profile this code was built in: debug for the tests, release for
@@ -135,12 +137,6 @@ pub async fn spinning_holder(backend_flags: &[&str], lock: &str) -> RunChild {
         "the guest did not take the lock and spin: {said:?}"
     );
     child
-}
-
-/// A free loopback port (bound, then let go).
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
 }
 
 /// A running `wardlock serve`.

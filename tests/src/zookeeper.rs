@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
 
+use crate::ports::free_port;
 use crate::proxy::Proxy;
-use crate::serve::free_port;
 
 const ZK_SERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
 const INSTALL_HINT: &str =

@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use wardlock_tests::Guest;
 use wardlock_tests::pki::TestPki;
-use wardlock_tests::serve::{free_port, wardlock_bin};
+use wardlock_tests::ports::free_port;
+use wardlock_tests::serve::wardlock_bin;
 
 use super::blocks::Block;
 use super::run::{Context, NotOpen};

@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use wardlock_tests::etcd::EtcdServer;
-use wardlock_tests::serve::free_port;
+use wardlock_tests::ports::free_port;
 use wardlock_tests::zookeeper::ZkServer;
 
 use super::blocks::{Block, Mark};

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{EtcdServer, INSTALL_HINT, Member};
 use crate::pki::TestPki;
-use crate::serve::free_port;
+use crate::ports::free_port;
 
 /// The password of etcd's `root` user in these tests.
 const ROOT_PASSWORD: &str = "wardlock-test-root";

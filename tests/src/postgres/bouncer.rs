@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::process::{self, as_server_user, give, log_file};
 use super::{PgServer, START_LIMIT, is_ready, private_copy, psql_at};
-use crate::serve::free_port;
+use crate::ports::free_port;
 
 /// A PgBouncer this test started, and only it stops: SIGKILL by PID when
 /// dropped.

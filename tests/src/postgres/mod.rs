@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 pub use self::bouncer::PgBouncer;
 use self::process::{as_server_user, give, log_file, pg_bin, without_pg_env};
 use crate::pki::TestPki;
-use crate::serve::free_port;
+use crate::ports::free_port;
 
 /// How long a server may take to start (or recover from a crash) and to
 /// stop before it is killed.

@@ -25,7 +25,8 @@ impl Ensemble {
     /// Starts three nodes and waits until one leads and two follow.
     ///
     /// # Panics
-    /// When ZooKeeper is not installed or the ensemble does not form within 60 s.
+    /// When ZooKeeper is not installed or the ensemble does not form within
+    /// 90 s (the message carries the log tail of each node that did not join).
     pub fn start() -> Ensemble {
         assert!(
             std::path::Path::new(ZK_SERVER).exists(),
@@ -64,7 +65,7 @@ impl Ensemble {
         for i in 0..3 {
             ensemble.launch(i);
         }
-        ensemble.wait_formed(Duration::from_secs(60));
+        ensemble.wait_formed(Duration::from_secs(90));
         ensemble
     }
 
@@ -115,13 +116,35 @@ impl Ensemble {
             if leaders == 1 && followers == self.nodes.len() - 1 {
                 return;
             }
-            assert!(
-                started.elapsed() < limit,
-                "ensemble did not form within {limit:?}: {modes:?}"
-            );
+            if started.elapsed() >= limit {
+                panic!(
+                    "ensemble did not form within {limit:?}: {modes:?}{}",
+                    self.log_tails(&modes)
+                );
+            }
             // A foreign process's readiness: nothing to await but its answers.
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The last lines of the log of every node that neither leads nor
+    /// follows: why it did not join (a port taken, a JVM that never started).
+    fn log_tails(&self, modes: &[Option<String>]) -> String {
+        let mut tails = String::new();
+        for (node, mode) in self.nodes.iter().zip(modes) {
+            if matches!(mode.as_deref(), Some("leader" | "follower")) {
+                continue;
+            }
+            let log = std::fs::read_to_string(node.dir.join("server.log")).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+            tails.push_str(&format!(
+                "\n--- {} (client port {}), last lines of server.log:\n{tail}",
+                node.dir.display(),
+                node.client_port
+            ));
+        }
+        tails
     }
 
     fn mode(&self, i: usize) -> Option<String> {

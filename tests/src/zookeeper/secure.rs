@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::ZkServer;
 use crate::pki::{STORE_PASSWORD, TestPki};
-use crate::serve::free_port;
+use crate::ports::free_port;
 
 /// How the server is secured.
 pub struct Secure<'a> {
