@@ -23,6 +23,8 @@
 #
 # Environment:
 #   WARDLOCK_GUEST_TARGET_DIR  cargo target dir (default: <repo>/target/guests)
+#   WARDLOCK_AWAIT_INSTALLS    a lock file the toolchains' installs hold (.ci/run):
+#                              the other languages' guests wait until it is free
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -98,5 +100,13 @@ done
 
 # The C, Python and JavaScript guests, in $TARGET_DIR/other-languages/.
 if [[ "$languages" != none ]]; then
+    # .ci/run builds while it installs their toolchains, and holds a lock
+    # until the installs end: wait for them (a shared lock is granted once
+    # they let go, at once when nothing installs).
+    if [[ -n "${WARDLOCK_AWAIT_INSTALLS:-}" && -e "$WARDLOCK_AWAIT_INSTALLS" ]] &&
+        ! flock -s -n "$WARDLOCK_AWAIT_INSTALLS" true; then
+        echo "build.sh: waiting for the toolchains' installs to end (.ci/run)" >&2
+        flock -s "$WARDLOCK_AWAIT_INSTALLS" true
+    fi
     bash "$ROOT/plugins/build-languages.sh" "$TARGET_DIR" "$languages"
 fi

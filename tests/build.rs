@@ -25,7 +25,8 @@ fn main() {
         .parent()
         .expect("tests/ lives in the workspace root")
         .to_path_buf();
-    for watched in ["plugins", "guest-sdk", "wit"] {
+    watch_sources(&root.join("plugins"));
+    for watched in ["guest-sdk", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=CI");
@@ -52,6 +53,32 @@ fn main() {
     table.push(']');
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out.join("guests.rs"), table).expect("write guests.rs");
+}
+
+/// What `plugins/install-toolchains.sh` puts under `plugins/` (the Python
+/// virtualenv, Node.js's modules, the C guests' adapter) and what running
+/// the Python guests' tools leaves: not sources of the guests.
+const INSTALLED: [&str; 4] = [".venv", "node_modules", ".adapter", "__pycache__"];
+
+/// Asks cargo to run this script again when a source of the guests under
+/// `dir` changes, and not when only an installed toolchain does: `.ci/run`
+/// installs them while this build runs, and watching `plugins/` whole (cargo
+/// scans a watched directory's whole tree) would have run this script again
+/// and rebuilt the test crate in the next cargo command.
+fn watch_sources(dir: &Path) {
+    let entries = std::fs::read_dir(dir).expect("plugins/ is readable");
+    for entry in entries {
+        let path = entry.expect("plugins/ is readable").path();
+        let name = path.file_name().and_then(OsStr::to_str).unwrap_or_default();
+        if INSTALLED.contains(&name) {
+            continue;
+        }
+        if path.is_dir() && ["c", "python", "js"].contains(&name) {
+            watch_sources(&path);
+        } else {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
 }
 
 /// Runs `command` (a build script: its stderr passes through) and returns its
