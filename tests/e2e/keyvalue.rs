@@ -199,8 +199,18 @@ async fn ten_thousand_keys_list_in_pages_and_the_host_goes_on() {
 /// timeout [`SESSION_TIMEOUT`], with `flags`, `kv-counter`
 /// and its `args`, as a process of its own.
 fn kv_host(engine: &[String], flags: &[&str], args: &[&str]) -> HostProcess {
+    kv_host_with_session(engine, SESSION_TIMEOUT, flags, args)
+}
+
+/// [`kv_host`] with a session timeout of `session` seconds.
+fn kv_host_with_session(
+    engine: &[String],
+    session: &str,
+    flags: &[&str],
+    args: &[&str],
+) -> HostProcess {
     let mut all = engine.to_vec();
-    for flag in ["--session-timeout", SESSION_TIMEOUT] {
+    for flag in ["--session-timeout", session] {
         all.push(flag.to_owned());
     }
     all.extend(flags.iter().map(|f| f.to_string()));
@@ -224,6 +234,13 @@ fn rooted(flag: &str, address: String) -> Vec<String> {
 
 /// The session timeout of the hosts of the multi-host tests, in seconds.
 const SESSION_TIMEOUT: &str = "2";
+
+/// The session timeout of the paused host of the control without a lock,
+/// in seconds: far longer than its pause, so its session outlives it and
+/// its stale write reaches the store (at [`SESSION_TIMEOUT`] the session
+/// could end during the pause, under load, and the write fail with it:
+/// a clean-clone CI run of d35a214 saw that host exit 1).
+const CONTROL_SESSION_TIMEOUT: &str = "60";
 
 /// How long a host may wait for a paused host's session to end on the
 /// server (the session timeout plus the server's own ticks).
@@ -303,12 +320,17 @@ async fn two_hosts_of_key_value_counters_under_a_declared_lock_lose_no_update_on
 }
 
 /// Host A (`--hold counter` when `held`) reads `hits`, then is paused
-/// (SIGSTOP) past its session; host B takes the lock and adds 100; A
-/// resumes and writes what it read plus 1000. Returns A's exit code and
+/// (SIGSTOP): past its session when `held`, within it otherwise; host B
+/// takes the lock (when `held`) and adds 100; A resumes and writes what it read plus 1000. Returns A's exit code and
 /// `hits` at the end.
 async fn paused_writer(engine: &[String], held: bool, key: &str) -> (Option<i32>, String) {
     let hold: &[&str] = if held { &["--hold", "counter"] } else { &[] };
-    let mut paused = kv_host(engine, hold, &["hold-then-add", key, "1000"]);
+    let session = if held {
+        SESSION_TIMEOUT
+    } else {
+        CONTROL_SESSION_TIMEOUT
+    };
+    let mut paused = kv_host_with_session(engine, session, hold, &["hold-then-add", key, "1000"]);
     let mut first = paused.line().await;
     if held {
         assert!(first.starts_with("held: counter="), "{first}");
