@@ -10,6 +10,7 @@ use wasmtime::{Engine, Precompiled};
 use super::compile_lock::CompileLock;
 use super::epoch::EpochTicker;
 use super::error::{LoadFailure, RunnerError, first_line};
+use super::function_cache::{self, FunctionCache, FunctionCacheCounts};
 
 /// Where compiled code is cached between runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,8 +18,11 @@ pub enum CompileCache {
     /// No cache: every load compiles (the library default).
     #[default]
     Off,
-    /// wasmtime's compilation cache in this directory: a component compiled once
-    /// loads from here on every later run with the same engine configuration.
+    /// wasmtime's compilation cache in this directory (`wasmtime/`): a
+    /// component compiled once loads from here on every later run with the
+    /// same engine configuration. Beside it, Cranelift's incremental cache
+    /// (`functions/`): a component not compiled before (a guest rebuilt
+    /// after an edit) compiles only the functions no earlier compile made.
     Dir(PathBuf),
 }
 
@@ -77,6 +81,8 @@ pub struct Runtime {
     /// processes sharing it take turns compiling a component
     /// ([`CompileLock`]).
     cache_dir: Option<PathBuf>,
+    /// Cranelift's incremental cache, when the runtime has a cache directory.
+    functions: Option<Arc<FunctionCache>>,
     _ticker: Arc<EpochTicker>,
 }
 
@@ -112,10 +118,16 @@ impl Runtime {
     pub fn with_options(options: RuntimeOptions) -> Result<Self, RunnerError> {
         let mut config = code_config();
         let mut cache_dir = None;
+        let mut functions = None;
         if let CompileCache::Dir(dir) = &options.cache {
             match open_cache(dir) {
                 Ok((cache, dir)) => {
                     config.cache(Some(cache));
+                    let store = Arc::new(FunctionCache::new(dir.join(function_cache::FOLDER)));
+                    config
+                        .enable_incremental_compilation(store.clone())
+                        .map_err(RunnerError::Engine)?;
+                    functions = Some(store);
                     cache_dir = Some(dir);
                 }
                 Err(why) => tracing::warn!(
@@ -132,8 +144,16 @@ impl Runtime {
         Ok(Runtime {
             engine,
             cache_dir,
+            functions,
             _ticker: Arc::new(ticker),
         })
+    }
+
+    /// How many functions this runtime's compiles took from the incremental
+    /// cache and how many they compiled; `None` without a cache directory.
+    /// A component loaded whole from wasmtime's cache counts neither.
+    pub fn function_cache_counts(&self) -> Option<FunctionCacheCounts> {
+        self.functions.as_deref().map(FunctionCache::counts)
     }
 
     /// The wasmtime engine (a lock engine is another thing: `wardlock-backend`).
@@ -184,8 +204,15 @@ impl Runtime {
                     .cache_dir
                     .as_deref()
                     .and_then(|dir| CompileLock::acquire(dir, path));
-                Component::new(&self.engine, &bytes)
-                    .map_err(|e| load_error(LoadFailure::invalid(&e)))
+                let before = self.function_cache_counts();
+                let component = Component::new(&self.engine, &bytes)
+                    .map_err(|e| load_error(LoadFailure::invalid(&e)));
+                if let Some(functions) = &self.functions
+                    && before.is_some_and(|b| functions.counts().compiled > b.compiled)
+                {
+                    functions.keep_within(function_cache::SIZE_LIMIT);
+                }
+                component
             }
             Some(Precompiled::Module) => Err(load_error(LoadFailure::CoreModule)),
             Some(Precompiled::Component) if !allow_precompiled => {
@@ -246,6 +273,23 @@ fn code_config() -> wasmtime::Config {
     config
 }
 
+/// The folder of a cache directory wasmtime's cache has to itself: its
+/// cleanup counts, and deletes, whatever else it finds in its directory
+/// (the incremental cache's entries among them).
+const WASMTIME_FOLDER: &str = "wasmtime";
+
+/// Moves the entries of a cache directory made before wasmtime's cache had a
+/// folder of its own (`<dir>/modules/`) into that folder, where they load as
+/// before. Best effort: a process that loses the race, or a directory that
+/// cannot be changed, leaves them, and they are compiled again.
+fn move_old_entries(dir: &Path) {
+    let old = dir.join("modules");
+    let folder = dir.join(WASMTIME_FOLDER);
+    if old.is_dir() && !folder.exists() && std::fs::create_dir(&folder).is_ok() {
+        let _ = std::fs::rename(&old, folder.join("modules"));
+    }
+}
+
 /// wasmtime's cache in `dir`, after checking that the directory can be created
 /// and written (wasmtime itself would fail silently on every write), and the
 /// directory's absolute path.
@@ -255,8 +299,9 @@ fn open_cache(dir: &Path) -> Result<(wasmtime::Cache, PathBuf), String> {
     let probe = dir.join(format!(".write-test-{}", std::process::id()));
     std::fs::write(&probe, b"").map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&probe);
+    move_old_entries(&dir);
     let mut config = wasmtime::CacheConfig::new();
-    config.with_directory(&dir);
+    config.with_directory(dir.join(WASMTIME_FOLDER));
     let cache = wasmtime::Cache::new(config).map_err(|e| first_line(&e.to_string()))?;
     Ok((cache, dir))
 }
@@ -305,6 +350,25 @@ mod tests {
             "{error}"
         );
         assert!(error.to_string().contains("wardlock compile"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn entries_of_the_old_layout_move_into_wasmtime_s_folder() {
+        let dir = std::env::temp_dir().join(format!("wardlock-cache-move-{}", std::process::id()));
+        let entry = Path::new("modules/wasmtime-v48/entry");
+        std::fs::create_dir_all(dir.join(entry).parent().expect("a folder")).expect("old layout");
+        std::fs::write(dir.join(entry), b"compiled").expect("an old entry");
+        let _runtime = Runtime::with_options(RuntimeOptions {
+            cache: CompileCache::Dir(dir.clone()),
+            pooling: None,
+        })
+        .expect("runtime");
+        assert_eq!(
+            std::fs::read(dir.join(WASMTIME_FOLDER).join(entry)).expect("the moved entry"),
+            b"compiled"
+        );
+        assert!(!dir.join("modules").exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
