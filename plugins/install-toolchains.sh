@@ -8,7 +8,7 @@
 #   Debian     clang, lld, wasi-libc, libclang-rt-dev-wasm32 (C guests); also
 #              python3 + python3-venv and nodejs + npm, but only when
 #              `python3 -m venv` or `node` is missing
-#   crates.io  wasm-tools and wit-bindgen-cli (`cargo install --locked`), and
+#   crates.io  wasm-tools and wit-bindgen-cli (`cargo install --locked --debug`), and
 #              the WASI command adapter for C guests, taken from the crate
 #              wasi-preview1-component-adapter-provider into plugins/c/.adapter/
 #   PyPI       componentize-py and wheel, into the virtualenv plugins/python/.venv
@@ -60,12 +60,16 @@ cargo_tool() { # BINARY CRATE VERSION FEATURES
     local installed
     installed="$("$1" --version 2>/dev/null || true)"
     if [[ "$installed" != *" $3" ]]; then
-        say "cargo install --locked $2@$3 (compiles for a few minutes)"
-        cargo install --locked --quiet --no-default-features --features "$4" "$2@$3" >&2
+        say "cargo install --locked --debug $2@$3 (compiles for a few minutes)"
+        cargo install --locked --quiet --debug --no-default-features --features "$4" "$2@$3" >&2
     fi
 }
 # Only the subcommands the builds use (plus print/validate for inspecting
-# components), which keeps the compile short.
+# components), which keeps the compile short. `--debug`: unoptimised, for
+# the compile is what costs; their work here (bindings for one WIT package,
+# one small core module wrapped) takes milliseconds either way. Optimised,
+# the two took 1,290 s beside .ci/run's test build on a new machine, which
+# they slowed by half.
 cargo_tool wasm-tools wasm-tools "$WASM_TOOLS_VERSION" component,print,validate
 cargo_tool wit-bindgen wit-bindgen-cli "$WIT_BINDGEN_VERSION" c
 

@@ -182,6 +182,15 @@ fn per_user_temp_dir(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("wardlock-{name}-{uid}"))
 }
 
+/// The last `count` lines of the text file at `path`, joined by newlines
+/// (what a failing test shows of a server's log or a host's stderr); empty
+/// when the file cannot be read.
+pub fn last_lines(path: &Path, count: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
+}
+
 /// The engine shared by every test in this process, compiling through the
 /// tests' compilation cache ([`cache_dir`]): each test runs in a process of
 /// its own (`cargo nextest run`), and a Python or JavaScript guest compiled

@@ -496,10 +496,8 @@ impl Nemesis<'_> {
     fn stderr_tails(&self) -> String {
         let mut text = String::from("hosts' stderr (last lines):");
         for (index, host) in self.hosts.iter().enumerate() {
-            let all = std::fs::read_to_string(&host.stderr).unwrap_or_default();
-            let lines: Vec<&str> = all.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(5)..];
-            text.push_str(&format!("\n host {index}: {}", tail.join("\n   ")));
+            let tail = crate::last_lines(&host.stderr, 5).replace('\n', "\n   ");
+            text.push_str(&format!("\n host {index}: {tail}"));
         }
         text
     }

@@ -135,9 +135,7 @@ impl Ensemble {
             if matches!(mode.as_deref(), Some("leader" | "follower")) {
                 continue;
             }
-            let log = std::fs::read_to_string(node.dir.join("server.log")).unwrap_or_default();
-            let lines: Vec<&str> = log.lines().collect();
-            let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+            let tail = crate::last_lines(&node.dir.join("server.log"), 15);
             tails.push_str(&format!(
                 "\n--- {} (client port {}), last lines of server.log:\n{tail}",
                 node.dir.display(),
