@@ -52,6 +52,7 @@ MODE="${2:-required}"
 mkdir -p "$OUT"
 # Absolute, as the compilers run in other directories.
 OUT="$(cd "$OUT" && pwd)"
+TARGET_DIR="$(dirname "$OUT")"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 # Exit status of a language's build (run in a subshell) whose toolchain is
@@ -156,7 +157,13 @@ build_guest() { # LANGUAGE GUEST INPUT...
     echo "$component"
 }
 
-# --- C: clang + wasi-libc, wit-bindgen c, wasm-tools component new ----------
+# --- C: clang + wasi-libc, wardlock-c-tool ----------------------------------
+# wardlock-c-tool (guest-sdk/c-tool) writes the bindings `wit-bindgen c` would
+# and wraps the module as `wasm-tools component new` would, from the crates
+# those tools are made of, at the versions of the workspace's Cargo.lock: it
+# compiles in seconds beside the Rust guests, where installing the two tools
+# compiled a second component toolchain (659 s on a new 2-core machine).
+C_TOOL_SOURCES=("$ROOT/guest-sdk/c-tool" "$ROOT/Cargo.lock")
 C_ADAPTER="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
 # The C guest SDK, header-only (`#include "wardlock.h"`: the 0.2 API under
 # `wardlock_` and `wardlock2_` names, or 0.1.0's for a guest of 0.1.0 alone;
@@ -169,13 +176,14 @@ build_c() {
     [[ -f /usr/lib/wasm32-wasi/libc.a ]] || missing "the wasm32-wasi sysroot (Debian package wasi-libc)"
     compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a" >/dev/null ||
         missing "clang's wasm32 builtins (Debian package libclang-rt-dev-wasm32)"
-    require_version "wit-bindgen (crate wit-bindgen-cli)" "$WIT_BINDGEN_VERSION" wit-bindgen
-    require_version wasm-tools "$WASM_TOOLS_VERSION" wasm-tools
     [[ -f "$C_ADAPTER" ]] || missing "the WASI command adapter $C_ADAPTER"
+    # Built in the Rust guests' target dir (stderr: cargo's progress).
+    (cd "$ROOT" && cargo build --quiet --locked -p wardlock-c-tool --target-dir "$TARGET_DIR") >&2
+    C_TOOL="$TARGET_DIR/debug/wardlock-c-tool"
     local guest
     for guest in ${GUESTS[c]}; do
         build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$C_SDK/start.c" \
-            "$C_SDK/wardlock.h" "$C_SDK/wardlock_v2.h" "$PLUGINS/wit" "$C_ADAPTER"
+            "$C_SDK/wardlock.h" "$C_SDK/wardlock_v2.h" "$PLUGINS/wit" "$C_ADAPTER" "${C_TOOL_SOURCES[@]}"
     done
 }
 
@@ -184,16 +192,16 @@ compile_c() { # GUEST OUTPUT
     if grep -q '#define WARDLOCK_BINDINGS "guest.h"' "$PLUGINS/c/${1//-/_}.c"; then
         # A guest of 0.1.0 alone (it says so before including wardlock.h).
         bindings="$OUT/c-bindings" world=guest
-        wit-bindgen c "$ROOT/wit" --world "$world" --out-dir "$bindings"
+        "$C_TOOL" bindings "$ROOT/wit" --world "$world" --out-dir "$bindings"
     else
         # 0.2 and the monotonic clock (guest-sdk/c/wardlock.h, wardlock_v2.h).
-        wit-bindgen c "$PLUGINS/wit" --world "$world" --out-dir "$bindings"
+        "$C_TOOL" bindings "$PLUGINS/wit" --world "$world" --out-dir "$bindings"
     fi
     # A reactor with its own `_start` (see guest-sdk/c/start.c for why).
     clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -Wextra -I "$bindings" -I "$C_SDK" \
         -o "$core" "$PLUGINS/c/${1//-/_}.c" "$C_SDK/start.c" "$bindings/${world//-/_}.c" \
         "$bindings/${world//-/_}_component_type.o" -Wl,--strip-debug
-    wasm-tools component new "$core" --adapt "wasi_snapshot_preview1=$C_ADAPTER" -o "$2"
+    "$C_TOOL" component "$core" --adapt "wasi_snapshot_preview1=$C_ADAPTER" -o "$2"
 }
 
 # --- Python: componentize-py -----------------------------------------------

@@ -8,9 +8,9 @@
 #   Debian     clang, lld, wasi-libc, libclang-rt-dev-wasm32 (C guests); also
 #              python3 + python3-venv and nodejs + npm, but only when
 #              `python3 -m venv` or `node` is missing
-#   crates.io  wasm-tools and wit-bindgen-cli (`cargo install --locked --debug`), and
-#              the WASI command adapter for C guests, taken from the crate
+#   crates.io  the WASI command adapter for C guests, taken from the crate
 #              wasi-preview1-component-adapter-provider into plugins/c/.adapter/
+#              (the C bindings and wrapping: guest-sdk/c-tool, built by build.sh)
 #   PyPI       componentize-py and wheel, into the virtualenv plugins/python/.venv
 #   npm        @bytecodealliance/componentize-js, into plugins/js/node_modules
 #              (the versions in plugins/js/package-lock.json)
@@ -53,25 +53,13 @@ if ((${#missing[@]})); then
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# --- crates.io: wasm-tools, wit-bindgen-cli --------------------------------
+# The C guests' bindings and component wrapping need no installed tool:
+# plugins/build.sh builds guest-sdk/c-tool (wardlock-c-tool), which does what
+# `wit-bindgen c` and `wasm-tools component new` do with the crates they are
+# made of, at the workspace's versions. (Installing the two tools compiled a
+# second component toolchain: 659 s on a new 2-core machine, unoptimised.)
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 command -v cargo >/dev/null || die "cargo is missing: install Rust with rustup first"
-cargo_tool() { # BINARY CRATE VERSION FEATURES
-    local installed
-    installed="$("$1" --version 2>/dev/null || true)"
-    if [[ "$installed" != *" $3" ]]; then
-        say "cargo install --locked --debug $2@$3 (compiles for a few minutes)"
-        cargo install --locked --quiet --debug --no-default-features --features "$4" "$2@$3" >&2
-    fi
-}
-# Only the subcommands the builds use (plus print/validate for inspecting
-# components), which keeps the compile short. `--debug`: unoptimised, for
-# the compile is what costs; their work here (bindings for one WIT package,
-# one small core module wrapped) takes milliseconds either way. Optimised,
-# the two took 1,290 s beside .ci/run's test build on a new machine, which
-# they slowed by half.
-cargo_tool wasm-tools wasm-tools "$WASM_TOOLS_VERSION" component,print,validate
-cargo_tool wit-bindgen wit-bindgen-cli "$WIT_BINDGEN_VERSION" c
 
 # --- crates.io: the WASI command adapter -----------------------------------
 adapter="$PLUGINS/c/.adapter/wasi_snapshot_preview1.command-$ADAPTER_VERSION.wasm"
