@@ -177,9 +177,6 @@ build_c() {
     compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a" >/dev/null ||
         missing "clang's wasm32 builtins (Debian package libclang-rt-dev-wasm32)"
     [[ -f "$C_ADAPTER" ]] || missing "the WASI command adapter $C_ADAPTER"
-    # Built in the Rust guests' target dir (stderr: cargo's progress).
-    (cd "$ROOT" && cargo build --quiet --locked -p wardlock-c-tool --target-dir "$TARGET_DIR") >&2
-    C_TOOL="$TARGET_DIR/debug/wardlock-c-tool"
     local guest
     for guest in ${GUESTS[c]}; do
         build_guest c "$guest" "$PLUGINS/c/${guest//-/_}.c" "$PLUGINS/c/common.h" "$C_SDK/start.c" \
@@ -187,8 +184,20 @@ build_c() {
     done
 }
 
+# wardlock-c-tool, built in the Rust guests' target dir the first time a C
+# guest is compiled (not when every C guest comes from the cache: then the
+# build needs no tool at all).
+C_TOOL=""
+c_tool() {
+    if [[ -z "$C_TOOL" ]]; then
+        (cd "$ROOT" && cargo build --quiet --locked -p wardlock-c-tool --target-dir "$TARGET_DIR") >&2
+        C_TOOL="$TARGET_DIR/debug/wardlock-c-tool"
+    fi
+}
+
 compile_c() { # GUEST OUTPUT
     local bindings="$OUT/c-bindings2" core="$OUT/$1-c.core.wasm" world=c-guest2
+    c_tool
     if grep -q '#define WARDLOCK_BINDINGS "guest.h"' "$PLUGINS/c/${1//-/_}.c"; then
         # A guest of 0.1.0 alone (it says so before including wardlock.h).
         bindings="$OUT/c-bindings" world=guest

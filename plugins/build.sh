@@ -100,9 +100,6 @@ done
 
 # The C, Python and JavaScript guests, in $TARGET_DIR/other-languages/.
 if [[ "$languages" != none ]]; then
-    # The C guests' tool (see build-languages.sh), while nothing else waits
-    # on it: it needs no installed toolchain.
-    (cd "$ROOT" && cargo build --quiet --locked -p wardlock-c-tool --target-dir "$TARGET_DIR") >&2
     # .ci/run builds while it installs their toolchains, and holds a lock
     # until the installs end: wait for them (a shared lock is granted once
     # they let go, at once when nothing installs).
