@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use wardlock_host::{BackendError, GrantStatus, Health, LockBackend, Mode};
 use wardlock_tests::loss::lost_at;
 use wardlock_tests::probe::ZkProbe;
-use wardlock_tests::serve::{Server, get, post};
+use wardlock_tests::serve::{Server, admin_answers, get, post};
 use wardlock_tests::zookeeper::ZkServer;
 use wardlock_tests::{Guest, name};
 use wardlock_zookeeper::{LocalHandoff, ZooKeeperBackend, ZooKeeperConfig};
@@ -227,26 +227,6 @@ async fn serve_starts_before_its_zookeeper() {
         "serve ready {:?} after ZooKeeper started",
         started.elapsed()
     );
-}
-
-/// Polls `path` on `server`'s admin port until it answers `want`; how long
-/// that took. Fails after `within`, with the last answer and the log.
-async fn admin_answers(server: &Server, path: &str, want: u16, within: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        let answer = get(&server.admin, path).await.expect(path);
-        if answer.status == want {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < within,
-            "{path} not {want} within {within:?}: {}\n{}",
-            answer.body,
-            server.log()
-        );
-        // A reading, not an event: look again soon.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// How long a request of `wardlock serve --request-timeout 2` waits for its

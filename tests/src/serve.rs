@@ -289,6 +289,30 @@ pub async fn get(addr: &str, path: &str) -> std::io::Result<Response> {
     request(addr, "GET", path, "").await
 }
 
+/// Polls `path` on `server`'s admin port until it answers `want`; how long
+/// that took.
+///
+/// # Panics
+/// After `within`, with the last answer and the server's log; when the port
+/// does not answer at all.
+pub async fn admin_answers(server: &Server, path: &str, want: u16, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let answer = get(&server.admin, path).await.expect(path);
+        if answer.status == want {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < within,
+            "{path} not {want} within {within:?}: {}\n{}",
+            answer.body,
+            server.log()
+        );
+        // A reading, not an event: look again soon.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// `GET path` with `Authorization: Bearer TOKEN` when there is a token.
 ///
 /// # Errors
