@@ -213,9 +213,12 @@ async fn serve_starts_before_its_zookeeper() {
     let refused = post(&server.addr, "/early").await.expect("a request");
     assert_eq!(refused.status, 503, "{}", refused.body);
     assert!(refused.header("retry-after").is_some(), "no Retry-After");
+    // Refused at once, not after the 2 s request timeout a waiting server
+    // would spend: the bound is that timeout, not a guess at this machine's
+    // speed under load.
     assert!(
-        asked.elapsed() < Duration::from_millis(500),
-        "took {:?}",
+        asked.elapsed() < Duration::from_secs(2),
+        "took {:?}: the request waited for ZooKeeper instead of being refused",
         asked.elapsed()
     );
     zk.restart();
