@@ -515,22 +515,32 @@ fn a_rust_subscription_cannot_outlive_its_guard() {
     );
 }
 
-/// Runs `cargo COMMAND` for wasm32-wasip2 on an app whose `main.rs` is
-/// `main_rs`, depending on a copy of `guest-sdk/` (with `features` added to
-/// the dependency, e.g. `, default-features = false`), both in a temporary
-/// directory outside the repository; its output and its component's path
-/// (once built).
+/// Runs `cargo COMMAND --release` for wasm32-wasip2 on an app whose
+/// `main.rs` is `main_rs`, depending on a copy of what `guest-sdk/`
+/// packages (with `features` added to the dependency, e.g.
+/// `, default-features = false`), both in a temporary directory outside
+/// the repository; its output and its component's path (once built).
+///
+/// The copy holds exactly the files `cargo package` would publish (its
+/// `--list`), so a file the crate needs but its `include` leaves out fails
+/// here: the check a verifying `cargo package` made, without that build of
+/// its own (a cold one compiled the SDK's dependencies again, about 100 s
+/// of CPU beside the test build on a new machine). The app is resolved
+/// with the workspace's `Cargo.lock` and built in release in the Rust
+/// guests' target dir (`plugins/build.sh`'s), so wit-bindgen's macro and
+/// its parsers come from the guests' build: the test compiles the SDK and
+/// the app alone (2 s, against 160 s of a cold test in a target dir of its
+/// own on a new machine; without the lock cargo resolves the newest
+/// releases, which nothing else here compiles).
 fn standalone_app(
     command: &str,
     features: &str,
     main_rs: &str,
 ) -> (std::process::Output, std::path::PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let outside = tempfile::tempdir().expect("temp dir");
-    copy_tree(
-        &root.join("guest-sdk"),
-        &outside.path().join("wardlock-guest"),
-    );
+    copy_packaged_sdk(&cargo, &root, &outside.path().join("wardlock-guest"));
     // One app name per command and set of features: the apps share one
     // target dir, where each one's component is named after it.
     let flavour = if features.is_empty() {
@@ -551,45 +561,75 @@ fn standalone_app(
     )
     .expect("Cargo.toml");
     std::fs::write(app.join("src/main.rs"), main_rs).expect("main.rs");
-    // One target dir for every standalone app, kept between runs and
-    // checkouts (`shared_target_dir`): the SDK's dependencies (wit-bindgen's
-    // macro and its parsers, compiled for the host) are compiled once for the
-    // three tests, not once per set of features (a check and two builds in
-    // two dirs took 84 + 44 s of CI; cargo's lock on the dir runs them in
-    // turn), nor once per checkout (150 s of the first of them in CI).
-    let target = wardlock_tests::shared_target_dir("standalone-sdk");
-    let output =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                command,
-                "--quiet",
-                "--target",
-                "wasm32-wasip2",
-                "--manifest-path",
-            ])
-            .arg(app.join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", &target)
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_BUILD_TARGET")
-            .output()
-            .expect("run cargo");
-    let component = target.join(format!("wasm32-wasip2/debug/{package}.wasm"));
+    std::fs::copy(root.join("Cargo.lock"), app.join("Cargo.lock")).expect("Cargo.lock");
+    let target = guests_target_dir(&root);
+    let output = std::process::Command::new(&cargo)
+        .args([
+            command,
+            "--quiet",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--manifest-path",
+        ])
+        .arg(app.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .expect("run cargo");
+    let component = target.join(format!("wasm32-wasip2/release/{package}.wasm"));
     (output, component)
 }
 
-/// Copies the files of `from` into `to`, recursively.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("dir entry");
-        let path = entry.path();
-        if entry.file_type().expect("file type").is_dir() {
-            copy_tree(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
+/// The Rust guests' target dir, as `plugins/build.sh` picks it.
+fn guests_target_dir(root: &Path) -> std::path::PathBuf {
+    std::env::var_os("WARDLOCK_GUEST_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target/guests"))
+}
+
+/// Copies into `to` the files of `guest-sdk/` that `cargo package` lists
+/// for `wardlock-guest` (paths relative to the crate; `Cargo.toml.orig`,
+/// the manifest as written, is copied as `Cargo.toml`, and cargo's own
+/// `.cargo_vcs_info.json` is left out).
+fn copy_packaged_sdk(cargo: &str, root: &Path, to: &Path) {
+    let listed = std::process::Command::new(cargo)
+        .args([
+            "package",
+            "--list",
+            "--quiet",
+            "--allow-dirty",
+            "-p",
+            "wardlock-guest",
+        ])
+        .current_dir(root)
+        .output()
+        .expect("run cargo package --list");
+    assert!(
+        listed.status.success(),
+        "cargo package --list failed: {}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let sdk = root.join("guest-sdk");
+    let files = String::from_utf8(listed.stdout).expect("utf-8 file list");
+    let mut copied = 0;
+    for file in files.lines().map(str::trim).filter(|f| !f.is_empty()) {
+        let name = match file {
+            "Cargo.toml" | ".cargo_vcs_info.json" | "Cargo.lock" => continue,
+            "Cargo.toml.orig" => "Cargo.toml",
+            _ => file,
+        };
+        let (from, dest) = (sdk.join(name), to.join(name));
+        std::fs::create_dir_all(dest.parent().expect("a parent")).expect("create dir");
+        std::fs::copy(&from, &dest).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+        copied += 1;
     }
+    assert!(
+        to.join("Cargo.toml").is_file() && to.join("src/lib.rs").is_file(),
+        "cargo package --list named no manifest or no src/lib.rs ({copied} files): {files}"
+    );
 }
 
 /// 0.2 is every SDK's default, and the 0.1.0 forms stay exercised: the
