@@ -531,7 +531,8 @@ fn a_rust_subscription_cannot_outlive_its_guard() {
 /// its parsers come from the guests' build: the test compiles the SDK and
 /// the app alone (2 s, against 160 s of a cold test in a target dir of its
 /// own on a new machine; without the lock cargo resolves the newest
-/// releases, which nothing else here compiles).
+/// releases, which nothing else here compiles). Offline, as the out-of-tree
+/// engine's build: the test build downloaded every crate the lock names.
 fn standalone_app(
     command: &str,
     features: &str,
@@ -567,6 +568,7 @@ fn standalone_app(
         .args([
             command,
             "--quiet",
+            "--offline",
             "--release",
             "--target",
             "wasm32-wasip2",
@@ -600,6 +602,7 @@ fn copy_packaged_sdk(cargo: &str, root: &Path, to: &Path) {
             "package",
             "--list",
             "--quiet",
+            "--offline",
             "--allow-dirty",
             "-p",
             "wardlock-guest",
