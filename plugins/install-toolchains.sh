@@ -54,7 +54,8 @@ if ((${#missing[@]})); then
 fi
 
 # The C guests' bindings and component wrapping need no installed tool:
-# plugins/build.sh builds guest-sdk/c-tool (wardlock-c-tool), which does what
+# plugins/build-languages.sh (run by plugins/build.sh) builds guest-sdk/c-tool
+# (wardlock-c-tool) when it compiles a C guest, and the tool does what
 # `wit-bindgen c` and `wasm-tools component new` do with the crates they are
 # made of, at the workspace's versions. (Installing the two tools compiled a
 # second component toolchain: 659 s on a new 2-core machine, unoptimised.)

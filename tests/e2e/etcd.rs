@@ -294,9 +294,12 @@ async fn stopped_hosts_free_at_once_killed_hosts_within_the_ttl() {
     let flags = ["--etcd", &address, "--root", ROOT, "--session-timeout", "4"];
     let holder = spinning_holder(&flags, "stopped").await;
     let waited = wait_after(holder, libc::SIGTERM, waiter.as_ref(), "stopped").await;
+    // Kept alive about every tenth of its 4 s lease, a killed host's lease
+    // has more than 3 s left: a clean stop frees the lock well before that
+    // (the bound was 1 s, a guess at the machine's speed under load).
     assert!(
-        waited < Duration::from_secs(1),
-        "a clean stop freed the lock only after {waited:?}"
+        waited < Duration::from_secs(2),
+        "a clean stop freed the lock only after {waited:?}: the lease ran out, it was not revoked"
     );
 
     let holder = spinning_holder(&flags, "killed").await;
@@ -455,8 +458,10 @@ async fn recovers_by_itself_after_an_outage() {
         matches!(refused, Err(wardlock_host::BackendError::Unavailable(_))),
         "{refused:?}"
     );
+    // At once, not after the 10 s the acquire may wait: bounded well below
+    // that, not by a guess at the machine's speed (was 500 ms).
     assert!(
-        asked.elapsed() < Duration::from_millis(500),
+        asked.elapsed() < Duration::from_secs(2),
         "failed after {:?}, not at once",
         asked.elapsed()
     );

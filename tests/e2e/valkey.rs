@@ -475,9 +475,12 @@ async fn killed_hosts_free_within_the_session_timeout_stopped_ones_at_once() {
         waiter.release(grant.id).expect("release");
         eprintln!("{lock} host: lock free again after {waited:?}");
         if signal == libc::SIGTERM {
+            // Renewed every tenth of the 2 s session, a killed host's key has
+            // at least 1.8 s left: a clean stop frees the lock before that
+            // (the bound was 1 s, a guess at the machine's speed under load).
             assert!(
-                waited < Duration::from_secs(1),
-                "a clean stop freed the lock after {waited:?}"
+                waited < Duration::from_millis(1500),
+                "a clean stop freed the lock after {waited:?}: the session key expired, it was not deleted"
             );
         } else {
             assert!(
