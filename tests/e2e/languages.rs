@@ -563,7 +563,7 @@ fn standalone_app(
     .expect("Cargo.toml");
     std::fs::write(app.join("src/main.rs"), main_rs).expect("main.rs");
     std::fs::copy(root.join("Cargo.lock"), app.join("Cargo.lock")).expect("Cargo.lock");
-    let target = guests_target_dir(&root);
+    let target = guests_target_dir();
     let output = std::process::Command::new(&cargo)
         .args([
             command,
@@ -585,11 +585,15 @@ fn standalone_app(
     (output, component)
 }
 
-/// The Rust guests' target dir, as `plugins/build.sh` picks it.
-fn guests_target_dir(root: &Path) -> std::path::PathBuf {
-    std::env::var_os("WARDLOCK_GUEST_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target/guests"))
+/// The target dir `plugins/build.sh` built the Rust guests in for this test
+/// build, read off a guest's path (`DIR/wasm32-wasip2/release/counter.wasm`)
+/// rather than worked out again from the environment the tests run in.
+fn guests_target_dir() -> std::path::PathBuf {
+    Path::new(Guest::Counter.path())
+        .ancestors()
+        .nth(3)
+        .expect("a Rust guest lies three levels below its target dir")
+        .to_path_buf()
 }
 
 /// Copies into `to` the files of `guest-sdk/` that `cargo package` lists

@@ -161,10 +161,11 @@ pub fn cache_dir() -> &'static str {
 }
 
 /// A cargo target dir named `name` for a crate the tests build outside the
-/// workspace (the out-of-tree engine, apps on a copy of the guest SDK), in
-/// the system's temporary directory and shared by every checkout of this
-/// user's: the registry crates those builds depend on (tokio, wit-bindgen's
-/// macro and its parsers) are compiled once on a machine, not once per
+/// workspace (the out-of-tree engine; the apps on a copy of the guest SDK
+/// build in the Rust guests' target dir instead), in the system's temporary
+/// directory and shared by every checkout of this user's: the registry
+/// crates those builds depend on (tokio, async-trait) are compiled once on
+/// a machine, not once per
 /// checkout (each CI run is a fresh clone; in its `target/` they took 60-150
 /// s of a test each). Cargo's fingerprints rebuild whatever changed, and a
 /// crate copied from the checkout is rebuilt anyway (its path is part of

@@ -29,8 +29,9 @@ pub(crate) fn since(mark: Option<Duration>) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    /// Spins until the clock has counted 10 ms of this process's CPU time.
-    /// Bounded by wall time rather than by a wall-time share: on a loaded
+    /// Spins until the clock has counted 10 ms of this process's CPU time,
+    /// and fails when 60 s of spinning are not counted as that. Bounded by
+    /// wall time rather than by a wall-time share: on a loaded
     /// machine 20 ms of spinning may get only a third of a core (a CI run
     /// read 7 ms), so the test waits for the work, not for a share of it.
     #[test]
@@ -50,9 +51,5 @@ mod tests {
             }
             used = since(Some(before)).expect("CLOCK_PROCESS_CPUTIME_ID");
         }
-        assert!(
-            used >= Duration::from_millis(10),
-            "the loop ends only once 10 ms are counted; {used:?} counted"
-        );
     }
 }
