@@ -41,13 +41,15 @@ fn mode_letter(mode: Mode) -> &'static str {
 struct Queued {
     shared: Arc<Shared>,
     name: LockName,
-    member: Option<String>,
+    member: String,
+    armed: bool,
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        if let Some(member) = self.member.take() {
+        if self.armed {
             let (shared, name) = (self.shared.clone(), self.name.clone());
+            let member = std::mem::take(&mut self.member);
             self.shared
                 .runtime
                 .spawn(async move { remove(&shared, &name, &member).await });
@@ -91,7 +93,7 @@ pub(crate) async fn acquire(
             }
         };
         let queued = enqueue_detached(&shared, &session, name, mode);
-        let (token, member) = match until(deadline, queued).await? {
+        let (token, mut queued) = match until(deadline, queued).await? {
             Ok(Some(queued)) => queued,
             Ok(None) => {
                 session.end();
@@ -104,11 +106,7 @@ pub(crate) async fn acquire(
             }
         };
         outage.clear();
-        let mut queued = Queued {
-            shared: shared.clone(),
-            name: name.clone(),
-            member: Some(member.clone()),
-        };
+        let member = queued.member.clone();
         let mut foreign_pause = Duration::from_millis(5);
         let mut epoch = shared.wake.epoch();
         epoch.borrow_and_update();
@@ -123,7 +121,7 @@ pub(crate) async fn acquire(
             };
             let pause = match look {
                 Look::Granted => {
-                    queued.member = None;
+                    queued.armed = false;
                     return Ok(Some(OwnedNode {
                         path: shared.layout.member_path(name, &member),
                         prefix: member,
@@ -139,9 +137,9 @@ pub(crate) async fn acquire(
                 }
             };
             if !request.wait {
-                if let Some(member) = queued.member.take() {
-                    remove(&shared, name, &member).await;
-                }
+                // Armed until removed: dropped mid-removal, it removes again.
+                remove(&shared, name, &member).await;
+                queued.armed = false;
                 return Ok(None);
             }
             let waited = async {
@@ -194,11 +192,16 @@ impl Outage {
 }
 
 /// [`enqueue`] in a task of its own, so that a wait dropped (or timed
-/// out) while the script is in flight cannot leave its member queued: the
-/// task removes a member nobody is there to receive. A member left behind
-/// heads its queue once granted and blocks the lock for as long as the
-/// host lives (the fault matrix's deadline race on Valkey found it: a
-/// 200 ms wait through a slow proxy dropped mid-ENQUEUE).
+/// out) while the script is in flight cannot leave its member queued. A
+/// member left behind heads its queue once granted and blocks the lock for
+/// as long as the host lives (the fault matrix's deadline race on Valkey
+/// found it twice: a 200 ms wait through a slow proxy dropped mid-ENQUEUE,
+/// and, after that was fixed, a wait dropped after the task had delivered
+/// the member but before the wait took it from the channel).
+///
+/// The member travels as a [`Queued`] guard, so whatever drops it removes
+/// it: the task when nobody is there to receive it, the channel when the
+/// wait is dropped with the member delivered and not yet taken.
 ///
 /// # Cancellation safety
 /// Cancel safe: dropping the future leaves nothing queued.
@@ -207,15 +210,25 @@ async fn enqueue_detached(
     session: &Arc<HostSession>,
     name: &LockName,
     mode: Mode,
-) -> Result<Option<(u64, String)>, BackendError> {
+) -> Result<Option<(u64, Queued)>, BackendError> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let (shared, session, name) = (shared.clone(), session.clone(), name.clone());
     let runtime = shared.runtime.clone();
     runtime.spawn(async move {
         let queued = enqueue(&shared, &session, &name, mode).await;
-        if let Err(Ok(Some((_, member)))) = sender.send(queued) {
-            remove(&shared, &name, &member).await;
-        }
+        let guarded = queued.map(|queued| {
+            queued.map(|(token, member)| {
+                let guard = Queued {
+                    shared: shared.clone(),
+                    name: name.clone(),
+                    member,
+                    armed: true,
+                };
+                (token, guard)
+            })
+        });
+        // Undelivered, the guard drops here and removes the member.
+        let _ = sender.send(guarded);
     });
     receiver.await.unwrap_or_else(|_| {
         Err(BackendError::Unavailable(
