@@ -19,7 +19,7 @@ use wardlock_tests::serve::{
     RunChild, Server, assert_exact_and_fenced, concurrent_increments, get, metric, spinning_holder,
     wardlock_bin,
 };
-use wardlock_tests::{Guest, TEST_WAIT_LIMIT, name};
+use wardlock_tests::{Guest, TEST_WAIT_LIMIT, name, timed_out_waits};
 
 use crate::cli::run_counters;
 
@@ -51,6 +51,23 @@ async fn etcd_backend_conforms() {
     drop(subject);
     server.wait_keys(ROOT, 0).await;
     backend.shutdown().await;
+}
+
+/// Waits timed out at every moment around their queueing, from another
+/// host than the holder's, leave no key ([`wardlock_tests::timed_out_waits`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_timed_out_around_their_queueing_leave_no_key() {
+    let server = EtcdServer::start();
+    let holder = backend(&server.address()).await;
+    let waiter = Arc::new(backend(&server.address()).await);
+    let lock = name("dropped");
+    let outcome = timed_out_waits::leave_the_lock_free(&holder, waiter.clone(), &lock).await;
+    if let Err(why) = outcome {
+        panic!("{why}\n{}", server.key_dump(ROOT)().await);
+    }
+    server.wait_keys(ROOT, 0).await;
+    waiter.shutdown().await;
+    holder.shutdown().await;
 }
 
 /// `etcdctl lock` and wardlock exclude each other, in both directions, on the

@@ -16,7 +16,7 @@ use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::postgres::{PgServer, lock_state};
 use wardlock_tests::probe::HandoffProbe;
 use wardlock_tests::serve::wardlock_bin;
-use wardlock_tests::{TEST_WAIT_LIMIT, name};
+use wardlock_tests::{TEST_WAIT_LIMIT, name, timed_out_waits};
 
 use crate::cli::run_counters;
 
@@ -57,6 +57,24 @@ async fn postgres_backend_conforms() {
     drop(subject);
     wait_no_advisory_lock(&server).await;
     backend.shutdown().await;
+}
+
+/// Waits timed out at every moment around their queueing, from another
+/// host than the holder's, leave no advisory lock
+/// ([`wardlock_tests::timed_out_waits`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_timed_out_around_their_queueing_leave_no_lock() {
+    let server = PgServer::start();
+    let holder = backend(&server.url()).await;
+    let waiter = Arc::new(backend(&server.url()).await);
+    let lock = name("dropped");
+    let outcome = timed_out_waits::leave_the_lock_free(&holder, waiter.clone(), &lock).await;
+    if let Err(why) = outcome {
+        panic!("{why}\n{}", lock_state(server.url()).await);
+    }
+    wait_no_advisory_lock(&server).await;
+    waiter.shutdown().await;
+    holder.shutdown().await;
 }
 
 /// `wardlock run --postgres` with 8 counter instances counts exactly.

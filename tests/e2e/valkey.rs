@@ -14,7 +14,7 @@ use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::probe::HandoffProbe;
 use wardlock_tests::redis_server::{Flavor, RedisServer};
 use wardlock_tests::serve::spinning_holder;
-use wardlock_tests::{TEST_WAIT_LIMIT, name};
+use wardlock_tests::{TEST_WAIT_LIMIT, name, timed_out_waits};
 use wardlock_valkey::{TOKEN_JUMP, ValkeyBackend, ValkeyConfig};
 
 /// A host on `url` with `timeout` as its session timeout.
@@ -449,6 +449,21 @@ async fn a_release_wakes_only_the_next_waiter() {
     })
     .await;
     assert!(!matches!(extra, Ok(Some(_))), "an extra wake-up: {extra:?}");
+    wait_no_queue(&server).await;
+}
+
+/// Waits timed out at every moment around their queueing, from another
+/// host than the holder's, leave nothing queued
+/// ([`wardlock_tests::timed_out_waits`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_timed_out_around_their_queueing_leave_nothing_queued() {
+    let server = RedisServer::start(Flavor::Redis);
+    let holder = host(&server.url(), Duration::from_secs(10)).await;
+    let waiter = Arc::new(host(&server.url(), Duration::from_secs(10)).await);
+    if let Err(why) = timed_out_waits::leave_the_lock_free(&holder, waiter, &name("dropped")).await
+    {
+        panic!("{why}\n{}", root_keys(&server));
+    }
     wait_no_queue(&server).await;
 }
 

@@ -10,17 +10,17 @@ use tokio::task::JoinHandle;
 use wardlock_host::backend::BackendError;
 use wardlock_host::runner::{Outcome, RunnerConfig};
 use wardlock_host::{GrantId, GrantStatus, LockBackend, LockPolicy, LockSession, Mode};
-use wardlock_tests::TEST_WAIT_LIMIT;
 use wardlock_tests::conformance::Subject;
 use wardlock_tests::fenced::FencedStore;
 use wardlock_tests::probe::{Probe, ZkProbe};
 use wardlock_tests::proxy::Proxy;
 use wardlock_tests::serve::spinning_holder;
-use wardlock_tests::zookeeper::{ZkServer, expire_session};
+use wardlock_tests::zookeeper::{ZkServer, backend_under, expire_session};
 use wardlock_tests::{
     Acquired, Guest, assert_outcome, granted, hold, lockctl_runner, name, runner_with,
     spawn_acquire,
 };
+use wardlock_tests::{TEST_WAIT_LIMIT, timed_out_waits};
 use wardlock_zookeeper::{ZooKeeperBackend, ZooKeeperConfig};
 use zookeeper_client::{Acls, Client, CreateMode, SessionState};
 
@@ -380,6 +380,29 @@ async fn server_restart_suspends_then_restores() {
     );
     session.release(grant.id).expect("release");
     probe.wait_len("restart", 0).await;
+}
+
+/// Waits timed out at every moment around their queueing, from another
+/// host than the holder's, leave no node, with a node per guest and with
+/// host-local hand-off ([`wardlock_tests::timed_out_waits`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_timed_out_around_their_queueing_leave_no_node() {
+    let server = ZkServer::start();
+    let probe = ZkProbe::connect(&server.address(), ROOT).await;
+    for handoff in [false, true] {
+        let lock = format!("dropped-{handoff}");
+        let holder = backend_under(&server, ROOT, handoff).await;
+        let waiter = Arc::new(backend_under(&server, ROOT, handoff).await);
+        let outcome =
+            timed_out_waits::leave_the_lock_free(&holder, waiter.clone(), &name(&lock)).await;
+        if let Err(why) = outcome {
+            panic!(
+                "hand-off {handoff}: {why}\nnodes: {:?}",
+                probe.contenders(&lock).await
+            );
+        }
+        probe.wait_len(&lock, 0).await;
+    }
 }
 
 /// The connection is cut after the create reached the server but before its answer

@@ -51,6 +51,7 @@ pub mod redis_server;
 pub mod refusal;
 pub mod serve;
 pub mod tap;
+pub mod timed_out_waits;
 pub mod tls_port;
 pub mod wit_copies;
 pub mod zookeeper;
