@@ -36,6 +36,7 @@ mod deadlock;
 mod declared;
 mod election;
 mod election_etcd;
+mod election_valkey;
 mod election_zookeeper;
 mod embedding;
 mod etcd;

@@ -5,7 +5,9 @@
 //! | key | type | what |
 //! | --- | --- | --- |
 //! | `ROOT/NAME` | string | set while wardlock hosts hold lock NAME (`wardlock:MEMBER`, with the session's time-to-live): the key redis-py's `Lock('ROOT/NAME')` takes, so the two exclude each other |
-//! | `ROOT/%queue/NAME` | sorted set | NAME's queue: members `TOKEN:MODE:HOST:GEN` (mode `w` or `r`), scored by token, in arrival order |
+//! | `ROOT/%queue/NAME` | sorted set | NAME's queue: members `TOKEN:MODE:HOST:GEN` (mode `w` writer, `r` reader, `e` candidate of election NAME), scored by token, in arrival order |
+//! | `ROOT/%value/NAME` | hash | election NAME's candidates' values: field MEMBER |
+//! | `ROOT/%observers/NAME` | set | the sessions (`HOST:GEN`) watching election NAME's leader, with a time-to-live their watches renew |
 //! | `ROOT/%session/HOST:GEN` | string | a host's session, with a time-to-live the host renews; queue members whose session key is gone are dead |
 //! | `ROOT/%held/HOST:GEN` | set | the `ROOT/NAME` keys a session holds, renewed with it |
 //! | `ROOT/%token` | integer | the fencing-token counter |
@@ -19,7 +21,9 @@
 //! A host listens on one channel, `ROOT/%wake/HOST`: a release publishes
 //! `grant MEMBER` there for each member it lets in (one message per new
 //! holder, no channel every waiter hears), and a conflicting arrival
-//! `behind MEMBER` for each holder it queues behind.
+//! `behind MEMBER` for each holder it queues behind. A change of the head of
+//! NAME's queue (election NAME's leader) or of the leader's value publishes
+//! `leader NAME` on the channels of the hosts in `ROOT/%observers/NAME`.
 
 use wardlock_backend::name::LockName;
 
@@ -49,6 +53,17 @@ impl Layout {
 
     pub(crate) fn queue_key(&self, name: &LockName) -> String {
         format!("{}/%queue/{name}", self.root)
+    }
+
+    /// `ROOT/%value/NAME`: election NAME's candidates' values (a hash; the
+    /// scripts derive it from the queue's key, see `values_of`).
+    pub(crate) fn values_key(&self, name: &LockName) -> String {
+        format!("{}/%value/{name}", self.root)
+    }
+
+    /// `ROOT/%observers/NAME`: who watches election NAME's leader (a set).
+    pub(crate) fn observers_key(&self, name: &LockName) -> String {
+        format!("{}/%observers/{name}", self.root)
     }
 
     /// Where a member lives: `ROOT/%queue/NAME/MEMBER` (members hold no
@@ -125,7 +140,20 @@ mod tests {
         assert_eq!(path, "/wardlock/%queue/orders/east/7:w:abc:1");
         assert_eq!(
             layout.parse_member_path(&path),
-            Some((name, member.to_owned()))
+            Some((name.clone(), member.to_owned()))
         );
+    }
+
+    /// The scripts derive an election's values key from its queue's key
+    /// (`values_of`: the root, `/%value/`, what follows `ROOT/%queue/`).
+    #[test]
+    fn the_scripts_derive_the_values_key_as_the_layout_names_it() {
+        for root in ["/wardlock", "/{shop}/locks"] {
+            let layout = Layout::new(root);
+            let name = LockName::new("orders/east").expect("name");
+            let queue = layout.queue_key(&name);
+            let derived = format!("{root}/%value/{}", &queue[root.len() + 8..]);
+            assert_eq!(derived, layout.values_key(&name));
+        }
     }
 }

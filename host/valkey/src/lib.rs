@@ -54,6 +54,7 @@
 //! is served. Semaphores, revocation and elections answer `Unsupported`.
 
 mod config;
+mod election;
 mod guarded;
 mod keyvalue;
 mod layout;

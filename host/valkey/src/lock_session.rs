@@ -1,24 +1,28 @@
 //! A guest's lock session: every lock goes through the host's hand-off task
-//! for its name (one queue member per host and lock; see `recipe`), the
-//! session keeps what the task granted (the toolkit's [`SessionGrants`]),
-//! and a grant's status is its member's session's, by the host's clock.
+//! for its name (one queue member per host and lock; see `recipe`), a
+//! leadership stands on a member of its own (see `election`), the session
+//! keeps both (the toolkit's [`SessionGrants`]), and a grant's status is its
+//! member's session's, by the host's clock.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
 use wardlock_backend::guarded::{check_value, not_exclusive};
 use wardlock_backend::handoff::{
     HandoffSession, LocalHandoff, LocalLock, LocalLocks, NodeEngine, SessionGrants, SessionHealth,
-    SessionLookup,
+    SessionLookup, Standing,
 };
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
-    BackendError, Contender, Contenders, Contention, GrantId, GuardedEntry, GuardedKey,
-    GuardedStore, Mode, Request, RequestKind, Result,
+    BackendError, Candidate, Contender, Contenders, Contention, Election, Grant, GrantId,
+    GuardedEntry, GuardedKey, GuardedStore, Leader, LeaderChange, Mode, Request, RequestKind,
+    Result,
 };
 
 use crate::Shared;
+use crate::election;
 use crate::guarded::{self, Holder};
 use crate::keyvalue;
 use crate::nodes::ValkeyNodes;
@@ -53,25 +57,32 @@ impl ValkeyLockSession {
         }
     }
 
-    /// The exclusive grant `grant`, as a guarded write sees it.
-    fn holder(&self, grant: GrantId) -> Result<Holder> {
-        let (local, mode) = self
+    /// Where `grant` stands, its mode, and the lock and queue member that
+    /// cover it.
+    fn member_of(&self, grant: GrantId) -> Result<(Standing, Mode, LockName, String)> {
+        let (standing, mode) = self
             .grants
             .get(grant)
             .ok_or(BackendError::UnknownGrant(grant.0))?;
         let (name, member) = self
             .shared
             .layout
-            .parse_member_path(&local.path)
+            .parse_member_path(&standing.path)
             .ok_or(BackendError::Lost)?;
+        Ok((standing, mode, name, member))
+    }
+
+    /// The exclusive grant `grant`, as a guarded write sees it.
+    fn holder(&self, grant: GrantId) -> Result<Holder> {
+        let (standing, mode, name, member) = self.member_of(grant)?;
         if mode != Mode::Exclusive {
             return Err(not_exclusive(&format!("a shared holder of \"{name}\"")));
         }
         Ok(Holder {
             name,
             member,
-            token: local.token,
-            generation: local.generation,
+            token: standing.token,
+            generation: standing.generation,
         })
     }
 }
@@ -121,7 +132,7 @@ impl HandoffSession for ValkeyLockSession {
         Mode::Shared
     }
 
-    wardlock_backend::offers!(contention, guarded_store, key_value);
+    wardlock_backend::offers!(contention, guarded_store, key_value, election);
 }
 
 #[async_trait]
@@ -149,9 +160,46 @@ impl Contention for ValkeyLockSession {
     }
 }
 
-/// Whether the member at `at` holds: no conflicting member ahead.
+#[async_trait]
+impl Election for ValkeyLockSession {
+    /// A candidate member of its own (see `election`), never through
+    /// host-local hand-off: a leadership is one guest's.
+    async fn campaign_request(
+        &self,
+        candidate: Candidate<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Grant> {
+        let deadline = wardlock_backend::handoff::deadline_after(timeout);
+        let node = election::campaign(&self.shared, candidate, deadline).await?;
+        Ok(self
+            .grants
+            .record_own(node, self.node_engine(), Mode::Exclusive))
+    }
+
+    async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<()> {
+        let (standing, _, name, member) = self.member_of(leadership)?;
+        if !standing.own {
+            return Err(BackendError::InvalidRequest(format!(
+                "a grant of \"{name}\" is a lock, not a leadership: only a leader proclaims"
+            )));
+        }
+        self.shared.vouched(standing.generation)?;
+        election::proclaim(&self.shared, &name, &member, value).await
+    }
+
+    async fn leader(&self, name: &LockName) -> Result<Option<Leader>> {
+        election::leader(&self.shared, name).await
+    }
+
+    fn leader_changed(&self, name: &LockName, seen: Option<Leader>) -> LeaderChange {
+        election::leader_changed(self.shared.clone(), name.clone(), seen)
+    }
+}
+
+/// Whether the member at `at` holds: no conflicting member ahead (a
+/// candidate, mode `e`, conflicts as a writer does).
 fn holds(members: &[String], at: usize) -> bool {
-    let write = |m: &String| m.split(':').nth(1) == Some("w");
+    let write = |m: &String| m.split(':').nth(1) != Some("r");
     let ours = write(&members[at]);
     !members[..at].iter().any(|m| ours || write(m))
 }

@@ -81,6 +81,24 @@ pub(crate) async fn acquire(
     shared: Arc<Shared>,
     request: NodeRequest,
 ) -> Result<Option<OwnedNode>, BackendError> {
+    queue_for(shared, request, None).await
+}
+
+/// [`acquire`], for a lock's member (`candidacy` `None`) or a candidate of
+/// the election of the lock's name proclaiming `candidacy` (member mode
+/// `e`: exclusive, and never behind its own host's lock node for longer
+/// than that node's fairness bound; see `scripts`).
+///
+/// # Errors
+/// As [`acquire`].
+///
+/// # Cancellation safety
+/// As [`acquire`].
+pub(crate) async fn queue_for(
+    shared: Arc<Shared>,
+    request: NodeRequest,
+    candidacy: Option<String>,
+) -> Result<Option<OwnedNode>, BackendError> {
     let (name, mode, deadline) = (&request.name, request.mode, request.deadline);
     let mut outage = Outage::new(shared.config.outage_allowance());
     loop {
@@ -92,7 +110,7 @@ pub(crate) async fn acquire(
                 continue;
             }
         };
-        let queued = enqueue_detached(&shared, &session, name, mode);
+        let queued = enqueue_detached(&shared, &session, name, mode, candidacy.clone());
         let (token, mut queued) = match until(deadline, queued).await? {
             Ok(Some(queued)) => queued,
             Ok(None) => {
@@ -210,12 +228,13 @@ async fn enqueue_detached(
     session: &Arc<HostSession>,
     name: &LockName,
     mode: Mode,
+    candidacy: Option<String>,
 ) -> Result<Option<(u64, Queued)>, BackendError> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let (shared, session, name) = (shared.clone(), session.clone(), name.clone());
     let runtime = shared.runtime.clone();
     runtime.spawn(async move {
-        let queued = enqueue(&shared, &session, &name, mode).await;
+        let queued = enqueue(&shared, &session, &name, mode, candidacy.as_deref()).await;
         let guarded = queued.map(|queued| {
             queued.map(|(token, member)| {
                 let guard = Queued {
@@ -237,14 +256,19 @@ async fn enqueue_detached(
     })
 }
 
-/// Queues a member: `(token, member)`, or `None` when the session key is
-/// gone.
+/// Queues a member (a candidate's when `candidacy` is its value):
+/// `(token, member)`, or `None` when the session key is gone.
 async fn enqueue(
     shared: &Shared,
     session: &HostSession,
     name: &LockName,
     mode: Mode,
+    candidacy: Option<&str>,
 ) -> Result<Option<(u64, String)>, BackendError> {
+    let letter = match candidacy {
+        Some(_) => "e",
+        None => mode_letter(mode),
+    };
     let link = shared.server.link().await?;
     let answer: Vec<Value> = shared
         .server
@@ -254,10 +278,14 @@ async fn enqueue(
                 .key(session.session_key())
                 .key(shared.layout.token_key())
                 .key(shared.layout.queue_key(name))
+                .key(shared.layout.values_key(name))
+                .key(shared.layout.observers_key(name))
                 .arg(shared.layout.root())
-                .arg(mode_letter(mode))
+                .arg(letter)
                 .arg(&shared.host)
-                .arg(session.generation),
+                .arg(session.generation)
+                .arg(candidacy.unwrap_or_default())
+                .arg(name.as_str()),
             "queue for a lock",
         )
         .await?;
@@ -329,12 +357,12 @@ pub(crate) async fn remove(shared: &Shared, name: &LockName, member: &str) {
                 .server
                 .invoke(
                     &link,
-                    scripts::RELEASE
-                        .key(shared.layout.queue_key(name))
-                        .key(shared.layout.lock_key(name))
-                        .key(shared.layout.held_key(&session))
-                        .arg(shared.layout.root())
-                        .arg(member),
+                    &scripts::release(
+                        &shared.layout,
+                        name,
+                        &shared.layout.held_key(&session),
+                        member,
+                    ),
                     "release a lock",
                 )
                 .await?;

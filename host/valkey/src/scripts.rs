@@ -3,14 +3,20 @@
 //! comes between its reads and its writes). `layout.rs` describes the keys.
 //!
 //! Every script takes the root as `ARGV[1]`. Members are
-//! `TOKEN:MODE:HOST:GEN`; a member is alive while its session key
+//! `TOKEN:MODE:HOST:GEN` (mode `w` a writer, `r` a reader, `e` a candidate
+//! of the election of the lock's name, which conflicts as a writer does and
+//! counts as another host's contender even beside its own host's members);
+//! a member is alive while its session key
 //! `ROOT/%session/HOST:GEN` exists, and the scripts that read a queue drop
 //! its dead members first, so a crashed host's entries go at the first look
 //! after its session key expired.
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use redis::{Script, ScriptInvocation};
+use wardlock_backend::name::LockName;
+
+use crate::layout::Layout;
 
 /// The helpers every queue script shares.
 macro_rules! prelude {
@@ -18,12 +24,15 @@ macro_rules! prelude {
         r#"
 local root = ARGV[1]
 local function parse(member)
-  local token, mode, host, gen = string.match(member, '^(%d+):([wr]):([^:]+):(%d+)$')
+  local token, mode, host, gen = string.match(member, '^(%d+):([wre]):([^:]+):(%d+)$')
   return mode, host, gen, token
 end
 local function session_of(member)
   local _, host, gen = parse(member)
   return root .. '/%session/' .. host .. ':' .. gen
+end
+local function values_of(queue)
+  return root .. '/%value/' .. string.sub(queue, #root + 9)
 end
 local function live_queue(queue)
   local live = {}
@@ -32,13 +41,14 @@ local function live_queue(queue)
       live[#live + 1] = m
     else
       redis.call('ZREM', queue, m)
+      redis.call('HDEL', values_of(queue), m)
     end
   end
   return live
 end
 local function holders(live)
   if #live == 0 then return 0 end
-  if parse(live[1]) == 'w' then return 1 end
+  if parse(live[1]) ~= 'r' then return 1 end
   local n = 0
   for _, m in ipairs(live) do
     if parse(m) == 'r' then n = n + 1 else break end
@@ -46,11 +56,21 @@ local function holders(live)
   return n
 end
 local function conflict(a, b)
-  return a == 'w' or b == 'w'
+  return a ~= 'r' or b ~= 'r'
 end
 local function tell(member, what)
   local _, host = parse(member)
   redis.call('PUBLISH', root .. '/%wake/' .. host, what .. ' ' .. member)
+end
+local function tell_observers(observers, name)
+  for _, s in ipairs(redis.call('SMEMBERS', observers)) do
+    if redis.call('EXISTS', root .. '/%session/' .. s) == 1 then
+      local host = string.match(s, '^([^:]+):')
+      redis.call('PUBLISH', root .. '/%wake/' .. host, 'leader ' .. name)
+    else
+      redis.call('SREM', observers, s)
+    end
+  end
 end
 local function value_of(key)
   local kind = redis.call('TYPE', key)['ok']
@@ -65,10 +85,13 @@ end
     };
 }
 
-/// Queues a member for a lock. KEYS: session, token counter, queue. ARGV:
-/// root, mode (`w`/`r`), host, generation. Answers `{'queued', token,
-/// member}`, or `{'ended'}` when the session key is gone. Tells each
-/// holder of another host that it conflicts with (`behind`).
+/// Queues a member for a lock. KEYS: session, token counter, queue,
+/// candidates' values, observers. ARGV: root, mode (`w`/`r`/`e`), host,
+/// generation, a candidate's value, the lock's name. Answers `{'queued',
+/// token, member}`, or `{'ended'}` when the session key is gone. Tells each
+/// holder that it conflicts with and that is of another host, or any
+/// holder for a candidate (`behind`), and the observers when the member
+/// heads the queue (`leader`).
 pub(crate) static ENQUEUE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         prelude!(),
@@ -78,9 +101,13 @@ local token = redis.call('INCR', KEYS[2])
 local member = token .. ':' .. ARGV[2] .. ':' .. ARGV[3] .. ':' .. ARGV[4]
 local live = live_queue(KEYS[3])
 redis.call('ZADD', KEYS[3], token, member)
+if ARGV[2] == 'e' then redis.call('HSET', KEYS[4], member, ARGV[5]) end
+if #live == 0 then tell_observers(KEYS[5], ARGV[6]) end
 for i = 1, holders(live) do
   local mode, host = parse(live[i])
-  if host ~= ARGV[3] and conflict(mode, ARGV[2]) then tell(live[i], 'behind') end
+  if (host ~= ARGV[3] or ARGV[2] == 'e') and conflict(mode, ARGV[2]) then
+    tell(live[i], 'behind')
+  end
 end
 return {'queued', token, member}
 "#
@@ -132,10 +159,11 @@ return {'granted', '', 0}
 });
 
 /// Takes a member out of its queue (a release, a withdrawn wait). KEYS:
-/// queue, lock key, held set. ARGV: root, member. Tells each member the
-/// removal lets in (`grant`: one message per new holder); frees the lock
-/// key once no wardlock member is queued. Answers 1 when the member was
-/// queued.
+/// queue, lock key, held set, candidates' values, observers. ARGV: root,
+/// member, the lock's name. Tells each member the removal lets in
+/// (`grant`: one message per new holder), and the observers when a holder
+/// went (`leader`); frees the lock key once no wardlock member is queued.
+/// Answers 1 when the member was queued.
 pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         prelude!(),
@@ -145,7 +173,9 @@ local before = live_queue(KEYS[1])
 local held = {}
 for i = 1, holders(before) do held[before[i]] = true end
 local removed = redis.call('ZREM', KEYS[1], member)
+redis.call('HDEL', KEYS[4], member)
 redis.call('SREM', KEYS[3], KEYS[2])
+if held[member] then tell_observers(KEYS[5], ARGV[3]) end
 local live = live_queue(KEYS[1])
 if #live == 0 then
   if ours(value_of(KEYS[2])) then redis.call('DEL', KEYS[2]) end
@@ -159,8 +189,30 @@ return removed
     ))
 });
 
-/// Whether a member of another host that conflicts with `member` queued
-/// behind it. KEYS: queue. ARGV: root, member. Answers 1 or 0.
+/// [`RELEASE`] of `member` of `name`'s queue, whose session's held set is
+/// `held`: the one way every caller builds it, so none misses a key.
+pub(crate) fn release(
+    layout: &Layout,
+    name: &LockName,
+    held: &str,
+    member: &str,
+) -> ScriptInvocation<'static> {
+    let mut invocation = RELEASE.prepare_invoke();
+    invocation
+        .key(layout.queue_key(name))
+        .key(layout.lock_key(name))
+        .key(held)
+        .key(layout.values_key(name))
+        .key(layout.observers_key(name))
+        .arg(layout.root())
+        .arg(member)
+        .arg(name.as_str());
+    invocation
+}
+
+/// Whether a member of another host (or a candidate of any host) that
+/// conflicts with `member` queued behind it. KEYS: queue. ARGV: root,
+/// member. Answers 1 or 0.
 pub(crate) static CONTENDED: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         prelude!(),
@@ -171,7 +223,7 @@ local seen = false
 for _, m in ipairs(live_queue(KEYS[1])) do
   if seen then
     local theirs, their_host = parse(m)
-    if their_host ~= host and conflict(mode, theirs) then return 1 end
+    if (their_host ~= host or theirs == 'e') and conflict(mode, theirs) then return 1 end
   elseif m == member then
     seen = true
   end
@@ -187,6 +239,48 @@ pub(crate) static MEMBERS: LazyLock<Script> = LazyLock::new(|| {
         prelude!(),
         r#"
 return live_queue(KEYS[1])
+"#
+    ))
+});
+
+/// Who leads the election of a lock's name: the head of its live queue,
+/// its value (a candidate's; empty for a lock's member) and how long its
+/// session key lives. KEYS: queue, candidates' values, observers. ARGV:
+/// root, the observing session (`HOST:GEN`, or empty), how long its
+/// observation lasts unless renewed (ms). The observer is registered before
+/// the queue is read, so a change after this answer is told (`leader`).
+/// Answers `{}` when nobody queues, else `{member, value, ms}`.
+pub(crate) static LEADER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+if ARGV[2] ~= '' then
+  redis.call('SADD', KEYS[3], ARGV[2])
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+end
+local live = live_queue(KEYS[1])
+if #live == 0 then return {} end
+local head = live[1]
+local value = redis.call('HGET', KEYS[2], head) or ''
+return {head, value, redis.call('PTTL', session_of(head))}
+"#
+    ))
+});
+
+/// A leader's new value, set only while `member` leads: its session key
+/// exists and it heads the live queue. KEYS: queue, candidates' values,
+/// observers. ARGV: root, member, value, the lock's name. Tells the
+/// observers (`leader`). Answers 1, or 0 when the member does not lead.
+pub(crate) static PROCLAIM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        prelude!(),
+        r#"
+local member = ARGV[2]
+if redis.call('EXISTS', session_of(member)) == 0 then return 0 end
+if live_queue(KEYS[1])[1] ~= member then return 0 end
+redis.call('HSET', KEYS[2], member, ARGV[3])
+tell_observers(KEYS[3], ARGV[4])
+return 1
 "#
     ))
 });

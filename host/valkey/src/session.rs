@@ -137,12 +137,7 @@ impl Cleanup {
         };
         let mut conn = link.conn;
         for (member, name) in self.members {
-            let _: Result<i64, _> = scripts::RELEASE
-                .key(self.layout.queue_key(&name))
-                .key(self.layout.lock_key(&name))
-                .key(&self.keys[1])
-                .arg(self.layout.root())
-                .arg(&member)
+            let _: Result<i64, _> = scripts::release(&self.layout, &name, &self.keys[1], &member)
                 .invoke_async(&mut conn)
                 .await;
         }

@@ -6,6 +6,10 @@
 //! a message sent while the subscription was down is (pub/sub keeps
 //! nothing), so every (re)subscription bumps an epoch that makes every
 //! waiter look again.
+//!
+//! An election's observers on this host hear `leader NAME` (sent to the
+//! hosts registered in `ROOT/%observers/NAME`, see `election`): every
+//! observer of NAME here looks again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -40,6 +44,8 @@ impl Drop for Registration {
 /// The host's subscription and who waits on it.
 pub(crate) struct Wake {
     waiters: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Per election name observed here: bumped at each `leader NAME`.
+    leaders: Mutex<HashMap<String, watch::Sender<u64>>>,
     /// Bumped at every (re)subscription.
     epoch: watch::Sender<u64>,
     /// Set when the backend is dropped: the listener ends.
@@ -56,6 +62,7 @@ impl Wake {
     ) -> Arc<Self> {
         let wake = Arc::new(Wake {
             waiters: Mutex::new(HashMap::new()),
+            leaders: Mutex::new(HashMap::new()),
             epoch: watch::Sender::new(0),
             closed: watch::Sender::new(false),
         });
@@ -77,6 +84,18 @@ impl Wake {
             key,
             notify,
         }
+    }
+
+    /// What changes when this host is told that election `name`'s leader
+    /// (or its value) changed. Names nobody here observes any more are
+    /// forgotten on the way.
+    pub(crate) fn leader_news(&self, name: &str) -> watch::Receiver<u64> {
+        let mut leaders = self.leaders.lock().unwrap_or_else(|e| e.into_inner());
+        leaders.retain(|_, news| news.receiver_count() > 0);
+        leaders
+            .entry(name.to_owned())
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe()
     }
 
     /// The subscription's epoch: changes when it was (re)made.
@@ -101,6 +120,13 @@ impl Wake {
     }
 
     fn deliver(&self, payload: &str) {
+        if let Some(name) = payload.strip_prefix("leader ") {
+            let leaders = self.leaders.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(news) = leaders.get(name) {
+                news.send_modify(|n| *n += 1);
+            }
+            return;
+        }
         if let Some(notify) = self.waiters().get(payload) {
             notify.notify_one();
         }

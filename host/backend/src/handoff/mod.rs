@@ -49,7 +49,7 @@ pub use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession
 pub use node::{OwnedNode, SessionHealth, deadline_after, until};
 pub use request::{LocalHeld, ask, downgrade};
 pub use session::HandoffSession;
-pub use session_grants::{SessionGrants, SessionLookup};
+pub use session_grants::{SessionGrants, SessionLookup, Standing};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -5,12 +5,18 @@
 //! `status_changed` and `downgrade` are answered from it ([`HandoffSession`](super::HandoffSession)
 //! does so), so an engine writes only how its node's session is doing
 //! ([`SessionLookup`]). Dropping it releases every grant it still keeps.
+//!
+//! A grant may also stand on a node of its own, never handed off (a
+//! leadership: one guest's, with a term of its own), given up through the
+//! engine's [`NodeEngine::release_node`]: [`SessionGrants::record_own`].
+
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::LocalLocks;
 use super::node::SessionHealth;
 use super::request::{LocalHeld, downgrade};
+use super::{LocalLocks, NodeEngine, OwnedNode, local_token};
 use crate::grant_table::{GrantEntry, GrantTable};
 use crate::{BackendError, Grant, GrantId, GrantStatus, StatusChange};
 
@@ -26,28 +32,83 @@ pub trait SessionLookup {
     fn watch(&self, generation: u64) -> Option<watch::Receiver<SessionHealth>>;
 }
 
-/// A grant through a lock task, and what the engine keeps beside it.
-struct LocalGrant<T> {
-    local: LocalHeld,
+/// Where a grant of a [`SessionGrants`] stands: the node that covers it,
+/// the grant's token and the session the node lives in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// The node's path or key ([`OwnedNode::path`]).
+    pub path: String,
+    /// The grant's fencing token.
+    pub token: u64,
+    /// The node's session ([`OwnedNode::generation`]).
+    pub generation: u64,
+    /// Whether the node is the grant's own ([`SessionGrants::record_own`])
+    /// rather than the host's, shared through its lock task.
+    pub own: bool,
+}
+
+/// How a grant is held.
+enum Holding {
+    /// A share of the host's node, through the lock's task.
+    Local(LocalHeld),
+    /// A node of the grant's own, given up through `engine`.
+    Own {
+        node: OwnedNode,
+        engine: Arc<dyn NodeEngine>,
+    },
+}
+
+/// A grant of the session, and what the engine keeps beside it.
+struct Kept<T> {
+    holding: Holding,
     /// What the engine keeps beside the grant (its lock name and mode, …).
     extra: T,
 }
 
-impl<T: Send + 'static> GrantEntry for LocalGrant<T> {
+impl<T> Kept<T> {
+    fn standing(&self) -> Standing {
+        match &self.holding {
+            Holding::Local(local) => Standing {
+                path: local.path.clone(),
+                token: local.token,
+                generation: local.generation,
+                own: false,
+            },
+            Holding::Own { node, .. } => Standing {
+                path: node.path.clone(),
+                token: local_token(node.token, 0),
+                generation: node.generation,
+                own: true,
+            },
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        match &self.holding {
+            Holding::Local(local) => local.generation,
+            Holding::Own { node, .. } => node.generation,
+        }
+    }
+}
+
+impl<T: Send + 'static> GrantEntry for Kept<T> {
     fn token(&self) -> u64 {
-        self.local.token
+        self.standing().token
     }
 
     fn release(self) {
-        self.local.release();
+        match self.holding {
+            Holding::Local(local) => local.release(),
+            Holding::Own { node, engine } => engine.release_node(node),
+        }
     }
 }
 
 /// The grants of one session (see the module doc): a [`GrantTable`] whose
-/// entries are grants of lock tasks. `T` is what the engine keeps beside
-/// each grant.
+/// entries are grants of lock tasks or of nodes of their own. `T` is what
+/// the engine keeps beside each grant.
 pub struct SessionGrants<T: Send + 'static> {
-    table: GrantTable<LocalGrant<T>>,
+    table: GrantTable<Kept<T>>,
 }
 
 impl<T: Send + 'static> Default for SessionGrants<T> {
@@ -62,13 +123,28 @@ impl<T: Clone + Send + 'static> SessionGrants<T> {
     /// Keeps `local` (with `extra`) and returns the guest's grant: a new id,
     /// the task's token.
     pub fn record(&self, local: LocalHeld, extra: T) -> Grant {
-        self.table.record(LocalGrant { local, extra })
+        self.table.record(Kept {
+            holding: Holding::Local(local),
+            extra,
+        })
     }
 
-    /// The task's grant and the engine's extra of `grant`, if held here.
-    pub fn get(&self, grant: GrantId) -> Option<(LocalHeld, T)> {
+    /// Keeps `node`, a node of the grant's own that no lock task shares
+    /// (with `extra`), and returns the guest's grant: a new id, the token
+    /// `local_token(node.token, 0)`. Releasing the grant (or dropping the
+    /// table) gives the node up through `engine`; its status is the node's
+    /// session's.
+    pub fn record_own(&self, node: OwnedNode, engine: Arc<dyn NodeEngine>, extra: T) -> Grant {
+        self.table.record(Kept {
+            holding: Holding::Own { node, engine },
+            extra,
+        })
+    }
+
+    /// Where `grant` stands and the engine's extra, if held here.
+    pub fn get(&self, grant: GrantId) -> Option<(Standing, T)> {
         self.table
-            .with(grant, |held, _| (held.local.clone(), held.extra.clone()))
+            .with(grant, |held, _| (held.standing(), held.extra.clone()))
     }
 
     /// Releases `grant`: its task hands the lock on.
@@ -83,7 +159,7 @@ impl<T: Clone + Send + 'static> SessionGrants<T> {
     /// node's session's health.
     pub fn status(&self, grant: GrantId, sessions: &dyn SessionLookup) -> GrantStatus {
         self.table
-            .status(grant, |held| sessions.health(held.local.generation))
+            .status(grant, |held| sessions.health(held.generation()))
     }
 
     /// Resolves once `grant`'s status differs from `seen` (see
@@ -95,7 +171,7 @@ impl<T: Clone + Send + 'static> SessionGrants<T> {
         sessions: &dyn SessionLookup,
     ) -> StatusChange {
         self.table
-            .status_changed(grant, seen, |held| sessions.watch(held.local.generation))
+            .status_changed(grant, seen, |held| sessions.watch(held.generation()))
     }
 
     /// A shared grant beside exclusive grant `exclusive` (a downgrade at its
@@ -103,7 +179,8 @@ impl<T: Clone + Send + 'static> SessionGrants<T> {
     ///
     /// # Errors
     /// [`BackendError::UnknownGrant`] when `exclusive` is not held here (or
-    /// not exclusively at its task).
+    /// not exclusively at its task); [`BackendError::InvalidRequest`] for a
+    /// grant on a node of its own (a leadership), which no task shares.
     ///
     /// # Cancellation safety
     /// Cancel safe, as [`downgrade`].
@@ -114,8 +191,15 @@ impl<T: Clone + Send + 'static> SessionGrants<T> {
         extra: impl FnOnce(T) -> T,
     ) -> Result<Grant, BackendError> {
         let (local, kept) = self
-            .get(exclusive)
-            .ok_or(BackendError::UnknownGrant(exclusive.0))?;
+            .table
+            .with(exclusive, |held, _| match &held.holding {
+                Holding::Local(local) => Ok((local.clone(), held.extra.clone())),
+                Holding::Own { .. } => Err(BackendError::InvalidRequest(
+                    "this grant stands on a node of its own (a leadership): it has no shared form"
+                        .into(),
+                )),
+            })
+            .ok_or(BackendError::UnknownGrant(exclusive.0))??;
         let shared = downgrade(locks, &local).await?;
         Ok(self.record(shared, extra(kept)))
     }
