@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use wardlock_host::backend::handoff::LocalHandoff;
 use wardlock_host::{BackendError, GrantStatus, LockBackend, Mode};
 use wardlock_tests::conformance::{self, Subject};
 use wardlock_tests::probe::HandoffProbe;
@@ -57,9 +58,16 @@ async fn wait_no_queue(server: &RedisServer) {
     }
 }
 
-async fn conforms(flavor: Flavor) {
+async fn conforms(flavor: Flavor, handoff: LocalHandoff) {
     let server = Arc::new(RedisServer::start(flavor));
-    let backend = Arc::new(host(&server.url(), Duration::from_secs(10)).await);
+    let config = ValkeyConfig::new(server.url())
+        .session_timeout(Duration::from_secs(10))
+        .local_handoff(handoff);
+    let backend = Arc::new(
+        ValkeyBackend::connect(config)
+            .await
+            .expect("valkey backend"),
+    );
     let dump = server.clone();
     let subject = Subject::new(backend.clone(), Arc::new(HandoffProbe(backend.clone())))
         .server_state(move || {
@@ -73,17 +81,31 @@ async fn conforms(flavor: Flavor) {
 }
 
 /// The whole conformance kit on Redis 7.0 (locks, downgrade, contenders,
-/// guests; what the engine lacks answers `Unsupported`); afterwards no
+/// the guarded store, elections, guests; semaphores and revocation answer
+/// `Unsupported`), with host-local hand-off (the default); afterwards no
 /// queue is left on the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_backend_conforms() {
-    conforms(Flavor::Redis).await;
+    conforms(Flavor::Redis, LocalHandoff::default()).await;
 }
 
 /// The whole conformance kit on Valkey 9.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn valkey_backend_conforms() {
-    conforms(Flavor::Valkey).await;
+    conforms(Flavor::Valkey, LocalHandoff::default()).await;
+}
+
+/// The whole kit on Redis 7.0 without hand-off while another host waits
+/// (`--no-local-handoff`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_backend_without_local_handoff_conforms() {
+    conforms(Flavor::Redis, LocalHandoff::NONE).await;
+}
+
+/// The whole kit on Valkey 9 without hand-off while another host waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valkey_backend_without_local_handoff_conforms() {
+    conforms(Flavor::Valkey, LocalHandoff::NONE).await;
 }
 
 /// An eviction policy other than `noeviction`, or no persistence at all, is
