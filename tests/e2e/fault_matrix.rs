@@ -16,8 +16,7 @@
 //!   backend terminated with `pg_terminate_backend`; it has no semaphores, so
 //!   no `acquire-permit` cells), Valkey/Redis (one `redis-server` for all
 //!   cells, 2 s sessions; `session-expiry` is the holder's host cut off by a
-//!   proxy that stops forwarding, so its session key expires; no
-//!   semaphores);
+//!   proxy that stops forwarding, so its session key expires);
 //! - paths: `acquire`, `acquire-permit`, `acquire-many`, `acquire-async`
 //!   (through `lockctl2`, the 0.2.0 probe guest); and `key-value` under
 //!   `session-expiry`: a `wasi:keyvalue` context fenced by the holder's lock
@@ -670,7 +669,7 @@ async fn matrix(fault: Fault) {
     println!("| --- | --- | --- | --- |");
     for engine in ENGINES {
         for path in PATHS {
-            if matches!(engine, Engine::Postgres | Engine::Valkey) && path == Path::Permit {
+            if engine == Engine::Postgres && path == Path::Permit {
                 println!("| {fault:?} | {engine:?} | {path:?} | n/a (no semaphores) |");
                 continue;
             }

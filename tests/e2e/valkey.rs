@@ -844,3 +844,88 @@ async fn restarts_under_contention_lose_no_update() {
         "lost updates beyond the holds told lost: {report:?}"
     );
 }
+
+/// Semaphores across two hosts: 6 workers (3 a host) take one of 2 permits
+/// 20 times each; the permits held at once, counted in this process between
+/// each grant and its release, never pass 2, and each worker's tokens rise.
+/// A permit asked for with another count is refused naming both, with
+/// nothing queued; nothing is left once the hosts stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_never_exceed_a_semaphore_s_permits() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const PERMITS: u32 = 2;
+    let server = RedisServer::start(Flavor::Redis);
+    let hosts = [
+        Arc::new(host(&server.url(), Duration::from_secs(10)).await),
+        Arc::new(host(&server.url(), Duration::from_secs(10)).await),
+    ];
+    let sem = name("pool");
+    let (holding, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let workers: Vec<_> = (0..6)
+        .map(|i| {
+            let host = hosts[i % 2].clone();
+            let (sem, holding, most) = (sem.clone(), holding.clone(), most.clone());
+            tokio::spawn(async move {
+                let session = host.open_session("worker");
+                let mut last = 0;
+                for _ in 0..20 {
+                    let permit = session
+                        .semaphores()
+                        .expect("semaphores")
+                        .acquire_permit(&sem, PERMITS, Some(TEST_WAIT_LIMIT))
+                        .await
+                        .expect("a permit");
+                    assert!(permit.token > last, "tokens {last} then {}", permit.token);
+                    last = permit.token;
+                    let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                    holding.fetch_sub(1, Ordering::SeqCst);
+                    session.release(permit.id).expect("release");
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.expect("worker");
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        (1..=PERMITS as usize).contains(&most),
+        "{most} permits held at once, of {PERMITS}"
+    );
+
+    let holder = hosts[0].open_session("holder");
+    let held = holder
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, PERMITS, None)
+        .await
+        .expect("a permit");
+    let other = hosts[1].open_session("other");
+    let refused = other
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&sem, 3, Some(TEST_WAIT_LIMIT))
+        .await;
+    assert!(
+        matches!(&refused, Err(BackendError::InvalidRequest(why)) if why.contains('2') && why.contains('3')),
+        "{refused:?}"
+    );
+    assert_eq!(hosts[0].queued(&sem).await.expect("queue").len(), 1);
+    let key = wardlock_host::backend::GuardedKey::new("k").expect("key");
+    let refused = holder
+        .guarded_store()
+        .expect("guarded store")
+        .guarded_put(held.id, &key, b"v")
+        .await;
+    assert!(
+        matches!(&refused, Err(BackendError::InvalidRequest(why)) if why.contains("permit")),
+        "a permit is not an exclusive holder: {refused:?}"
+    );
+    holder.release(held.id).expect("release");
+    for host in &hosts {
+        host.shutdown().await;
+    }
+    wait_no_queue(&server).await;
+}

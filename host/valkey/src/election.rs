@@ -35,7 +35,7 @@ use wardlock_backend::{BackendError, Candidate, Leader, LeaderChange, Mode};
 
 use crate::Shared;
 use crate::link::{integer, millis, text};
-use crate::recipe;
+use crate::recipe::{self, Member};
 use crate::scripts;
 
 /// Margin after a leader's session key would expire before looking again.
@@ -67,7 +67,8 @@ pub(crate) async fn campaign(
         deadline,
         wait: true,
     };
-    recipe::queue_for(shared.clone(), request, Some(candidate.value.to_owned()))
+    let candidacy = Member::Candidate(candidate.value.to_owned());
+    recipe::queue_for(shared.clone(), request, candidacy)
         .await?
         .ok_or_else(|| BackendError::Unavailable("a campaign ended without leading".into()))
 }

@@ -5,8 +5,8 @@
 //! | key | type | what |
 //! | --- | --- | --- |
 //! | `ROOT/NAME` | string | set while wardlock hosts hold lock NAME (`wardlock:MEMBER`, with the session's time-to-live): the key redis-py's `Lock('ROOT/NAME')` takes, so the two exclude each other |
-//! | `ROOT/%queue/NAME` | sorted set | NAME's queue: members `TOKEN:MODE:HOST:GEN` (mode `w` writer, `r` reader, `e` candidate of election NAME), scored by token, in arrival order |
-//! | `ROOT/%value/NAME` | hash | election NAME's candidates' values: field MEMBER |
+//! | `ROOT/%queue/NAME` | sorted set | NAME's queue: members `TOKEN:MODE:HOST:GEN` (mode `w` writer, `r` reader, `e` candidate of election NAME, `p` permit of semaphore NAME), scored by token, in arrival order |
+//! | `ROOT/%value/NAME` | hash | election NAME's candidates' values, semaphore NAME's permit counts: field MEMBER |
 //! | `ROOT/%observers/NAME` | set | the sessions (`HOST:GEN`) watching election NAME's leader, with a time-to-live their watches renew |
 //! | `ROOT/%session/HOST:GEN` | string | a host's session, with a time-to-live the host renews; queue members whose session key is gone are dead |
 //! | `ROOT/%held/HOST:GEN` | set | the `ROOT/NAME` keys a session holds, renewed with it |
@@ -55,8 +55,9 @@ impl Layout {
         format!("{}/%queue/{name}", self.root)
     }
 
-    /// `ROOT/%value/NAME`: election NAME's candidates' values (a hash; the
-    /// scripts derive it from the queue's key, see `values_of`).
+    /// `ROOT/%value/NAME`: election NAME's candidates' values and semaphore
+    /// NAME's permit counts (a hash; the scripts derive it from the queue's
+    /// key, see `values_of`).
     pub(crate) fn values_key(&self, name: &LockName) -> String {
         format!("{}/%value/{name}", self.root)
     }

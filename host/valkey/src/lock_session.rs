@@ -9,16 +9,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use wardlock_backend::guarded::{check_value, not_exclusive};
 use wardlock_backend::handoff::{
-    HandoffSession, LocalHandoff, LocalLock, LocalLocks, NodeEngine, SessionGrants, SessionHealth,
-    SessionLookup, Standing,
+    HandoffSession, LocalHandoff, LocalLock, LocalLocks, NodeEngine, NodeRequest, OwnAcquire,
+    SessionGrants, SessionHealth, SessionLookup, Standing,
 };
 use wardlock_backend::name::LockName;
 use wardlock_backend::{
     BackendError, Candidate, Contender, Contenders, Contention, Election, Grant, GrantId,
     GuardedEntry, GuardedKey, GuardedStore, Leader, LeaderChange, Mode, Request, RequestKind,
-    Result,
+    Result, Semaphores, check_permits,
 };
 
 use crate::Shared;
@@ -26,7 +27,7 @@ use crate::election;
 use crate::guarded::{self, Holder};
 use crate::keyvalue;
 use crate::nodes::ValkeyNodes;
-use crate::recipe;
+use crate::recipe::{self, Member};
 use wardlock_backend::keyvalue::{Bucket, KeyValue, KvCommit, KvEntry, KvKey, KvWrite, fence_for};
 
 /// The host's sessions, as [`SessionGrants`] asks about them.
@@ -76,7 +77,12 @@ impl ValkeyLockSession {
     fn holder(&self, grant: GrantId) -> Result<Holder> {
         let (standing, mode, name, member) = self.member_of(grant)?;
         if mode != Mode::Exclusive {
-            return Err(not_exclusive(&format!("a shared holder of \"{name}\"")));
+            let what = if standing.own {
+                format!("a permit of semaphore \"{name}\"")
+            } else {
+                format!("a shared holder of \"{name}\"")
+            };
+            return Err(not_exclusive(&what));
         }
         Ok(Holder {
             name,
@@ -122,34 +128,67 @@ impl HandoffSession for ValkeyLockSession {
     fn admit(&self, request: Request<'_>) -> Result<(Mode, Mode)> {
         match request.kind {
             RequestKind::Lock(mode) => Ok((mode, mode)),
-            RequestKind::Permit(_) => Err(BackendError::Unsupported(
-                "the Valkey/Redis engine has no semaphores yet".into(),
-            )),
+            // Served by `acquire_own`, never by a lock task.
+            RequestKind::Permit(_) => Err(BackendError::InvalidRequest(format!(
+                "a permit of \"{}\" cannot share a host's lock node",
+                request.name
+            ))),
         }
+    }
+
+    /// A permit is a queue member of its own (mode `p`, see `scripts`):
+    /// permits hold side by side up to their count, never shared through a
+    /// lock task.
+    fn acquire_own(
+        &self,
+        request: Request<'_>,
+        deadline: Option<Instant>,
+        wait: bool,
+    ) -> Option<OwnAcquire<Mode>> {
+        let RequestKind::Permit(permits) = request.kind else {
+            return None;
+        };
+        let shared = self.shared.clone();
+        let name = request.name.clone();
+        Some(Box::pin(async move {
+            check_permits(&name, permits)?;
+            let node = NodeRequest {
+                name,
+                mode: Mode::Shared,
+                deadline,
+                wait,
+            };
+            let taken = recipe::queue_for(shared, node, Member::Permit(permits)).await?;
+            Ok(taken.map(|node| (node, Mode::Shared)))
+        }))
     }
 
     fn downgraded(&self, _: Mode) -> Mode {
         Mode::Shared
     }
 
-    wardlock_backend::offers!(contention, guarded_store, key_value, election);
+    wardlock_backend::offers!(contention, guarded_store, key_value, election, semaphores);
 }
 
 #[async_trait]
 impl Contention for ValkeyLockSession {
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders> {
         let members = recipe::members(&self.shared, name).await?;
+        let permits = match members.iter().find(|m| letter(m) == "p") {
+            Some(permit) => recipe::permits_of(&self.shared, name, permit).await?,
+            None => 0,
+        };
         let contenders = members.iter().enumerate().map(|(at, member)| {
             let mut parts = member.splitn(3, ':');
             let _token = parts.next();
             let mode = match parts.next() {
-                Some("r") => Mode::Shared,
+                Some("r" | "p") => Mode::Shared,
                 _ => Mode::Exclusive,
             };
             Contender {
                 owner: parts.next().unwrap_or_default().to_owned(),
                 mode,
-                holds: holds(&members, at),
+                holds: holds(&members, at, permits),
                 // A grant's token is its member's shifted, plus the grants
                 // the host made under it (hand-off): not the member's alone.
                 token: None,
@@ -159,6 +198,8 @@ impl Contention for ValkeyLockSession {
         Ok(Contenders::head(contenders, limit))
     }
 }
+
+impl Semaphores for ValkeyLockSession {}
 
 #[async_trait]
 impl Election for ValkeyLockSession {
@@ -177,10 +218,10 @@ impl Election for ValkeyLockSession {
     }
 
     async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<()> {
-        let (standing, _, name, member) = self.member_of(leadership)?;
-        if !standing.own {
+        let (standing, mode, name, member) = self.member_of(leadership)?;
+        if !standing.own || mode != Mode::Exclusive {
             return Err(BackendError::InvalidRequest(format!(
-                "a grant of \"{name}\" is a lock, not a leadership: only a leader proclaims"
+                "a grant of \"{name}\" is a lock or a permit, not a leadership: only a leader proclaims"
             )));
         }
         self.shared.vouched(standing.generation)?;
@@ -196,12 +237,21 @@ impl Election for ValkeyLockSession {
     }
 }
 
+/// A member's mode letter (`w`, `r`, `e`, `p`; see `scripts`).
+fn letter(member: &str) -> &str {
+    member.split(':').nth(1).unwrap_or("w")
+}
+
 /// Whether the member at `at` holds: no conflicting member ahead (a
-/// candidate, mode `e`, conflicts as a writer does).
-fn holds(members: &[String], at: usize) -> bool {
-    let write = |m: &String| m.split(':').nth(1) != Some("r");
-    let ours = write(&members[at]);
-    !members[..at].iter().any(|m| ours || write(m))
+/// candidate, mode `e`, conflicts as a writer does), and for a permit (mode
+/// `p`) fewer than `permits` permits ahead.
+fn holds(members: &[String], at: usize, permits: usize) -> bool {
+    let ahead = &members[..at];
+    match letter(&members[at]) {
+        "r" => ahead.iter().all(|m| letter(m) == "r"),
+        "p" => ahead.iter().all(|m| letter(m) == "p") && at < permits,
+        _ => ahead.is_empty(),
+    }
 }
 
 #[async_trait]

@@ -29,6 +29,19 @@ const FOREIGN_POLL: Duration = Duration::from_millis(100);
 /// Margin after a blocker's session key would expire before looking again.
 const EXPIRY_MARGIN: Duration = Duration::from_millis(10);
 
+/// What a queued member is, beyond its lock mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Member {
+    /// A lock's member: a host's node, shared through its lock task.
+    Lock,
+    /// A candidate of the election of the lock's name (mode `e`), with the
+    /// value it proclaims.
+    Candidate(String),
+    /// A permit of the semaphore of the name (mode `p`), which has this
+    /// many permits.
+    Permit(u32),
+}
+
 fn mode_letter(mode: Mode) -> &'static str {
     match mode {
         Mode::Exclusive => "w",
@@ -81,23 +94,24 @@ pub(crate) async fn acquire(
     shared: Arc<Shared>,
     request: NodeRequest,
 ) -> Result<Option<OwnedNode>, BackendError> {
-    queue_for(shared, request, None).await
+    queue_for(shared, request, Member::Lock).await
 }
 
-/// [`acquire`], for a lock's member (`candidacy` `None`) or a candidate of
-/// the election of the lock's name proclaiming `candidacy` (member mode
-/// `e`: exclusive, and never behind its own host's lock node for longer
-/// than that node's fairness bound; see `scripts`).
+/// [`acquire`] for a member of kind `kind`: a lock's, a candidate's of the
+/// election of the lock's name (exclusive, and never behind its own host's
+/// lock node for longer than that node's fairness bound; see `scripts`), or
+/// a permit's of the semaphore of the name.
 ///
 /// # Errors
-/// As [`acquire`].
+/// As [`acquire`]; `InvalidRequest` for a permit whose count differs from
+/// the count the semaphore's queued permits use.
 ///
 /// # Cancellation safety
 /// As [`acquire`].
 pub(crate) async fn queue_for(
     shared: Arc<Shared>,
     request: NodeRequest,
-    candidacy: Option<String>,
+    kind: Member,
 ) -> Result<Option<OwnedNode>, BackendError> {
     let (name, mode, deadline) = (&request.name, request.mode, request.deadline);
     let mut outage = Outage::new(shared.config.outage_allowance());
@@ -110,7 +124,7 @@ pub(crate) async fn queue_for(
                 continue;
             }
         };
-        let queued = enqueue_detached(&shared, &session, name, mode, candidacy.clone());
+        let queued = enqueue_detached(&shared, &session, name, mode, kind.clone());
         let (token, mut queued) = match until(deadline, queued).await? {
             Ok(Some(queued)) => queued,
             Ok(None) => {
@@ -193,7 +207,9 @@ impl Outage {
     fn retry(&mut self, error: BackendError) -> Result<Duration, BackendError> {
         if matches!(
             error,
-            BackendError::Refused(_) | BackendError::InvalidConfig(_)
+            BackendError::Refused(_)
+                | BackendError::InvalidConfig(_)
+                | BackendError::InvalidRequest(_)
         ) {
             return Err(error);
         }
@@ -228,13 +244,13 @@ async fn enqueue_detached(
     session: &Arc<HostSession>,
     name: &LockName,
     mode: Mode,
-    candidacy: Option<String>,
+    kind: Member,
 ) -> Result<Option<(u64, Queued)>, BackendError> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let (shared, session, name) = (shared.clone(), session.clone(), name.clone());
     let runtime = shared.runtime.clone();
     runtime.spawn(async move {
-        let queued = enqueue(&shared, &session, &name, mode, candidacy.as_deref()).await;
+        let queued = enqueue(&shared, &session, &name, mode, &kind).await;
         let guarded = queued.map(|queued| {
             queued.map(|(token, member)| {
                 let guard = Queued {
@@ -256,18 +272,19 @@ async fn enqueue_detached(
     })
 }
 
-/// Queues a member (a candidate's when `candidacy` is its value):
-/// `(token, member)`, or `None` when the session key is gone.
+/// Queues a member of kind `kind`: `(token, member)`, or `None` when the
+/// session key is gone.
 async fn enqueue(
     shared: &Shared,
     session: &HostSession,
     name: &LockName,
     mode: Mode,
-    candidacy: Option<&str>,
+    kind: &Member,
 ) -> Result<Option<(u64, String)>, BackendError> {
-    let letter = match candidacy {
-        Some(_) => "e",
-        None => mode_letter(mode),
+    let (letter, beside) = match kind {
+        Member::Lock => (mode_letter(mode), String::new()),
+        Member::Candidate(value) => ("e", value.clone()),
+        Member::Permit(permits) => ("p", permits.to_string()),
     };
     let link = shared.server.link().await?;
     let answer: Vec<Value> = shared
@@ -284,7 +301,7 @@ async fn enqueue(
                 .arg(letter)
                 .arg(&shared.host)
                 .arg(session.generation)
-                .arg(candidacy.unwrap_or_default())
+                .arg(&beside)
                 .arg(name.as_str()),
             "queue for a lock",
         )
@@ -298,6 +315,10 @@ async fn enqueue(
             Ok(Some((token, member)))
         }
         [what] if text(what) == "ended" => Ok(None),
+        [what, theirs] if text(what) == "mismatch" => Err(BackendError::InvalidRequest(format!(
+            "semaphore \"{name}\" is in use with {} permits; this request asked for {beside}",
+            text(theirs)
+        ))),
         _ => Err(odd("ENQUEUE's answer")),
     }
 }
@@ -444,6 +465,30 @@ async fn contended(shared: &Shared, name: &LockName, member: &str) -> Option<boo
         .await
         .ok()?;
     Some(found == 1)
+}
+
+/// How many permits the semaphore `name` has, as its queued permit
+/// `member` says (0 when it says nothing: it is gone).
+///
+/// # Errors
+/// `Unavailable` when the server cannot be reached.
+pub(crate) async fn permits_of(
+    shared: &Shared,
+    name: &LockName,
+    member: &str,
+) -> Result<usize, BackendError> {
+    let link = shared.server.link().await?;
+    let count: Option<usize> = shared
+        .server
+        .query(
+            &link,
+            redis::cmd("HGET")
+                .arg(shared.layout.values_key(name))
+                .arg(member),
+            "read a semaphore's count",
+        )
+        .await?;
+    Ok(count.unwrap_or(0))
 }
 
 /// The live members of `name`'s queue, in order.

@@ -5,7 +5,9 @@
 //! Every script takes the root as `ARGV[1]`. Members are
 //! `TOKEN:MODE:HOST:GEN` (mode `w` a writer, `r` a reader, `e` a candidate
 //! of the election of the lock's name, which conflicts as a writer does and
-//! counts as another host's contender even beside its own host's members);
+//! counts as another host's contender even beside its own host's members,
+//! `p` a permit of the semaphore of the name, whose count is its field in
+//! the values hash: permits hold side by side, as many as the count);
 //! a member is alive while its session key
 //! `ROOT/%session/HOST:GEN` exists, and the scripts that read a queue drop
 //! its dead members first, so a crashed host's entries go at the first look
@@ -24,7 +26,7 @@ macro_rules! prelude {
         r#"
 local root = ARGV[1]
 local function parse(member)
-  local token, mode, host, gen = string.match(member, '^(%d+):([wre]):([^:]+):(%d+)$')
+  local token, mode, host, gen = string.match(member, '^(%d+):([wrep]):([^:]+):(%d+)$')
   return mode, host, gen, token
 end
 local function session_of(member)
@@ -46,17 +48,23 @@ local function live_queue(queue)
   end
   return live
 end
-local function holders(live)
+local function permits_of(queue, member)
+  return tonumber(redis.call('HGET', values_of(queue), member)) or 1
+end
+local function holders(live, queue)
   if #live == 0 then return 0 end
-  if parse(live[1]) ~= 'r' then return 1 end
+  local head = parse(live[1])
+  if head == 'w' or head == 'e' then return 1 end
+  local most = #live
+  if head == 'p' then most = permits_of(queue, live[1]) end
   local n = 0
   for _, m in ipairs(live) do
-    if parse(m) == 'r' then n = n + 1 else break end
+    if parse(m) == head and n < most then n = n + 1 else break end
   end
   return n
 end
 local function conflict(a, b)
-  return a ~= 'r' or b ~= 'r'
+  return not ((a == 'r' and b == 'r') or (a == 'p' and b == 'p'))
 end
 local function tell(member, what)
   local _, host = parse(member)
@@ -86,9 +94,11 @@ end
 }
 
 /// Queues a member for a lock. KEYS: session, token counter, queue,
-/// candidates' values, observers. ARGV: root, mode (`w`/`r`/`e`), host,
-/// generation, a candidate's value, the lock's name. Answers `{'queued',
-/// token, member}`, or `{'ended'}` when the session key is gone. Tells each
+/// values, observers. ARGV: root, mode (`w`/`r`/`e`/`p`), host, generation,
+/// a candidate's value or a permit's count, the lock's name. Answers
+/// `{'queued', token, member}`, `{'ended'}` when the session key is gone,
+/// or `{'mismatch', count}` when the semaphore's permits queued already
+/// use another count (nothing queued). Tells each
 /// holder that it conflicts with and that is of another host, or any
 /// holder for a candidate (`behind`), and the observers when the member
 /// heads the queue (`leader`).
@@ -97,13 +107,20 @@ pub(crate) static ENQUEUE: LazyLock<Script> = LazyLock::new(|| {
         prelude!(),
         r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'ended'} end
+local live = live_queue(KEYS[3])
+if ARGV[2] == 'p' then
+  for _, m in ipairs(live) do
+    if parse(m) == 'p' and permits_of(KEYS[3], m) ~= tonumber(ARGV[5]) then
+      return {'mismatch', permits_of(KEYS[3], m)}
+    end
+  end
+end
 local token = redis.call('INCR', KEYS[2])
 local member = token .. ':' .. ARGV[2] .. ':' .. ARGV[3] .. ':' .. ARGV[4]
-local live = live_queue(KEYS[3])
 redis.call('ZADD', KEYS[3], token, member)
-if ARGV[2] == 'e' then redis.call('HSET', KEYS[4], member, ARGV[5]) end
+if ARGV[2] == 'e' or ARGV[2] == 'p' then redis.call('HSET', KEYS[4], member, ARGV[5]) end
 if #live == 0 then tell_observers(KEYS[5], ARGV[6]) end
-for i = 1, holders(live) do
+for i = 1, holders(live, KEYS[3]) do
   local mode, host = parse(live[i])
   if (host ~= ARGV[3] or ARGV[2] == 'e') and conflict(mode, ARGV[2]) then
     tell(live[i], 'behind')
@@ -144,6 +161,16 @@ for i = at - 1, 1, -1 do
     return {'behind', live[i], redis.call('PTTL', session_of(live[i]))}
   end
 end
+if mode == 'p' and at - 1 >= permits_of(KEYS[1], member) then
+  -- Every permit is taken by the members ahead: look again when the
+  -- soonest of their session keys would expire, or when told.
+  local soonest, ms = live[1], redis.call('PTTL', session_of(live[1]))
+  for i = 2, at - 1 do
+    local left = redis.call('PTTL', session_of(live[i]))
+    if left < ms then soonest, ms = live[i], left end
+  end
+  return {'behind', soonest, ms}
+end
 local settling = redis.call('PTTL', KEYS[5])
 if settling > 0 then return {'settling', '', settling} end
 local value = value_of(KEYS[2])
@@ -171,7 +198,7 @@ pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| {
 local member = ARGV[2]
 local before = live_queue(KEYS[1])
 local held = {}
-for i = 1, holders(before) do held[before[i]] = true end
+for i = 1, holders(before, KEYS[1]) do held[before[i]] = true end
 local removed = redis.call('ZREM', KEYS[1], member)
 redis.call('HDEL', KEYS[4], member)
 redis.call('SREM', KEYS[3], KEYS[2])
@@ -181,7 +208,7 @@ if #live == 0 then
   if ours(value_of(KEYS[2])) then redis.call('DEL', KEYS[2]) end
   return removed
 end
-for i = 1, holders(live) do
+for i = 1, holders(live, KEYS[1]) do
   if not held[live[i]] then tell(live[i], 'grant') end
 end
 return removed

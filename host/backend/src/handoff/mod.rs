@@ -48,7 +48,7 @@ mod session_grants;
 pub use local_lock::{LocalLock, NodeEngine, NodeFuture, NodeRequest, NodeSession, WatchFuture};
 pub use node::{OwnedNode, SessionHealth, deadline_after, until};
 pub use request::{LocalHeld, ask, downgrade};
-pub use session::HandoffSession;
+pub use session::{HandoffSession, OwnAcquire};
 pub use session_grants::{SessionGrants, SessionLookup, Standing};
 
 use std::collections::HashMap;

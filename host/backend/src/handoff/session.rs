@@ -5,6 +5,7 @@
 //! release, status and downgrade of its sessions are this file's, not a copy
 //! of another engine's.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::{
-    LocalHandoff, LocalLock, LocalLocks, NodeEngine, SessionGrants, SessionLookup, ask,
+    LocalHandoff, LocalLock, LocalLocks, NodeEngine, OwnedNode, SessionGrants, SessionLookup, ask,
     deadline_after,
 };
 use crate::contenders::Contention;
@@ -25,6 +26,12 @@ use crate::session::absent;
 use crate::{
     BackendError, Grant, GrantId, GrantStatus, LockSession, Mode, Request, Result, StatusChange,
 };
+
+/// An acquisition served on a node of the grant's own
+/// ([`HandoffSession::acquire_own`]): the node and what to keep beside its
+/// grant, or `None` when a try found nothing free.
+pub type OwnAcquire<T> =
+    Pin<Box<dyn Future<Output = Result<Option<(OwnedNode, T)>>> + Send + 'static>>;
 
 /// A session whose every grant comes from its host's lock task for the name
 /// ([`ask`]) and is kept in a [`SessionGrants`]. Implementing it implements
@@ -71,6 +78,23 @@ pub trait HandoffSession: Send + Sync + 'static {
     /// `extra`.
     fn downgraded(&self, extra: Self::Extra) -> Self::Extra;
 
+    /// A request this engine serves on a node of the grant's own rather
+    /// than through the lock's task (Valkey/Redis: a permit, a queue member
+    /// of its own), waiting until `deadline` when `wait`, else trying once;
+    /// `None` (the default) sends the request to the task. The grant is
+    /// kept with [`SessionGrants::record_own`]: given up through
+    /// [`HandoffSession::node_engine`], its status its node's session's.
+    /// The future must be cancel safe: dropped, it leaves no node.
+    fn acquire_own(
+        &self,
+        request: Request<'_>,
+        deadline: Option<Instant>,
+        wait: bool,
+    ) -> Option<OwnAcquire<Self::Extra>> {
+        let _ = (request, deadline, wait);
+        None
+    }
+
     /// As [`LockSession::semaphores`].
     fn semaphores(&self) -> Result<&dyn Semaphores> {
         Err(absent::semaphores())
@@ -110,6 +134,14 @@ async fn take<S: HandoffSession>(
     deadline: Option<Instant>,
     wait: bool,
 ) -> Result<Option<Grant>> {
+    if let Some(own) = session.acquire_own(request, deadline, wait) {
+        let taken = own.await?;
+        return Ok(taken.map(|(node, extra)| {
+            session
+                .grants()
+                .record_own(node, session.node_engine(), extra)
+        }));
+    }
     let (mode, extra) = session.admit(request)?;
     let start = |start| {
         let lock = LocalLock::new(

@@ -180,7 +180,8 @@ impl<T: Clone + Send + 'static> SessionGrants<T> {
     /// # Errors
     /// [`BackendError::UnknownGrant`] when `exclusive` is not held here (or
     /// not exclusively at its task); [`BackendError::InvalidRequest`] for a
-    /// grant on a node of its own (a leadership), which no task shares.
+    /// grant on a node of its own (a leadership, a permit), which no task
+    /// shares.
     ///
     /// # Cancellation safety
     /// Cancel safe, as [`downgrade`].
@@ -195,7 +196,7 @@ impl<T: Clone + Send + 'static> SessionGrants<T> {
             .with(exclusive, |held, _| match &held.holding {
                 Holding::Local(local) => Ok((local.clone(), held.extra.clone())),
                 Holding::Own { .. } => Err(BackendError::InvalidRequest(
-                    "this grant stands on a node of its own (a leadership): it has no shared form"
+                    "this grant stands on a node of its own (a leadership or a permit): it has no shared form"
                         .into(),
                 )),
             })
