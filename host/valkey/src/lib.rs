@@ -51,7 +51,9 @@
 //! The guarded store (`guarded`) is a hash per lock and the standard
 //! `wasi:keyvalue` store (`keyvalue`) a hash per bucket, each write one
 //! script that checks the writers' queue members first; the contenders list
-//! is served. Semaphores, revocation and elections answer `Unsupported`.
+//! is served. Leader election (`election`) and semaphores put members of
+//! their own in the lock's queue (a candidate `e`, a permit `p`, see
+//! `scripts`); revocation answers `Unsupported`.
 
 mod config;
 mod election;

@@ -1,8 +1,9 @@
 //! A guest's lock session: every lock goes through the host's hand-off task
 //! for its name (one queue member per host and lock; see `recipe`), a
-//! leadership stands on a member of its own (see `election`), the session
-//! keeps both (the toolkit's [`SessionGrants`]), and a grant's status is its
-//! member's session's, by the host's clock.
+//! leadership or a permit stands on a member of its own (see `election`,
+//! `scripts`), the session keeps both kinds (the toolkit's
+//! [`SessionGrants`]), and a grant's status is its member's session's, by
+//! the host's clock.
 
 use std::sync::Arc;
 use std::time::Duration;

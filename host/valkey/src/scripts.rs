@@ -186,7 +186,7 @@ return {'granted', '', 0}
 });
 
 /// Takes a member out of its queue (a release, a withdrawn wait). KEYS:
-/// queue, lock key, held set, candidates' values, observers. ARGV: root,
+/// queue, lock key, held set, values, observers. ARGV: root,
 /// member, the lock's name. Tells each member the removal lets in
 /// (`grant`: one message per new holder), and the observers when a holder
 /// went (`leader`); frees the lock key once no wardlock member is queued.
@@ -272,7 +272,7 @@ return live_queue(KEYS[1])
 
 /// Who leads the election of a lock's name: the head of its live queue,
 /// its value (a candidate's; empty for a lock's member) and how long its
-/// session key lives. KEYS: queue, candidates' values, observers. ARGV:
+/// session key lives. KEYS: queue, values, observers. ARGV:
 /// root, the observing session (`HOST:GEN`, or empty), how long its
 /// observation lasts unless renewed (ms). The observer is registered before
 /// the queue is read, so a change after this answer is told (`leader`).
@@ -295,8 +295,7 @@ return {head, value, redis.call('PTTL', session_of(head))}
 });
 
 /// A leader's new value, set only while `member` leads: its session key
-/// exists and it heads the live queue. KEYS: queue, candidates' values,
-/// observers. ARGV: root, member, value, the lock's name. Tells the
+/// exists and it heads the live queue. KEYS: queue, values, observers. ARGV: root, member, value, the lock's name. Tells the
 /// observers (`leader`). Answers 1, or 0 when the member does not lead.
 pub(crate) static PROCLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(

@@ -7,8 +7,9 @@
 //! ([`SessionLookup`]). Dropping it releases every grant it still keeps.
 //!
 //! A grant may also stand on a node of its own, never handed off (a
-//! leadership: one guest's, with a term of its own), given up through the
-//! engine's [`NodeEngine::release_node`]: [`SessionGrants::record_own`].
+//! leadership or a permit: one guest's, with a token of its own), given up
+//! through the engine's [`NodeEngine::release_node`]:
+//! [`SessionGrants::record_own`].
 
 use std::sync::Arc;
 
@@ -65,7 +66,7 @@ struct Kept<T> {
     extra: T,
 }
 
-impl<T> Kept<T> {
+impl<T: Send + 'static> Kept<T> {
     fn standing(&self) -> Standing {
         match &self.holding {
             Holding::Local(local) => Standing {
@@ -76,7 +77,7 @@ impl<T> Kept<T> {
             },
             Holding::Own { node, .. } => Standing {
                 path: node.path.clone(),
-                token: local_token(node.token, 0),
+                token: self.token(),
                 generation: node.generation,
                 own: true,
             },
@@ -93,7 +94,10 @@ impl<T> Kept<T> {
 
 impl<T: Send + 'static> GrantEntry for Kept<T> {
     fn token(&self) -> u64 {
-        self.standing().token
+        match &self.holding {
+            Holding::Local(local) => local.token,
+            Holding::Own { node, .. } => local_token(node.token, 0),
+        }
     }
 
     fn release(self) {
