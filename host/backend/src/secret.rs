@@ -63,8 +63,8 @@ mod tests {
         let secret = Secret::new("wardlock:s3cret");
         assert_eq!(format!("{secret:?} {secret}"), "<redacted> <redacted>");
         assert_eq!(secret.expose(), "wardlock:s3cret");
-        let dir = std::env::temp_dir().join(format!("wardlock-secret-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path();
         let file = dir.join("digest");
         std::fs::write(&file, "user:pass\n").expect("write");
         assert_eq!(

@@ -226,8 +226,8 @@ mod tests {
         let no_ca = TlsFiles::from_flags("--x-tls", None, Some(&p("c")), Some(&p("k")));
         assert!(no_ca.is_err_and(|e| e.to_string().contains("--x-tls-ca")));
 
-        let dir = std::env::temp_dir().join(format!("wardlock-tls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path();
         let not_pem = dir.join("ca.txt");
         std::fs::write(&not_pem, "hello").expect("write");
         let files = TlsFiles::new("--x-tls", &not_pem);

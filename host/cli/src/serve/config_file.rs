@@ -378,15 +378,17 @@ mod tests {
     use super::*;
     use wardlock_host::runner::FileIo;
 
+    /// Loads `text` as a config file in a temp dir of its own (removed on
+    /// return), beside an empty `guest.wasm`.
     fn load_text(text: &str) -> Result<ServePlan, String> {
-        let dir = std::env::temp_dir().join(format!("wardlock-config-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        load_text_in(dir.path(), text)
+    }
+
+    /// Loads `text` as a config file in `dir`, beside an empty `guest.wasm`.
+    fn load_text_in(dir: &Path, text: &str) -> Result<ServePlan, String> {
         std::fs::write(dir.join("guest.wasm"), b"").map_err(|e| e.to_string())?;
-        // One file per call: tests run in parallel, and two texts of one
-        // length once shared a name (and read each other's).
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let file = dir.join(format!("w{n}.toml"));
+        let file = dir.join("wardlock.toml");
         std::fs::write(&file, text).map_err(|e| e.to_string())?;
         load(&file, &Registry::builtin()).map_err(|e| format!("{e:#}"))
     }
@@ -542,10 +544,10 @@ mod tests {
 
     #[test]
     fn a_digest_file_is_read_beside_the_config_and_never_printed() {
-        let dir = std::env::temp_dir().join(format!("wardlock-config-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        std::fs::write(dir.join("zk.digest"), "wardlock:hunter2\n").expect("digest file");
-        let plan = load_text(
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("zk.digest"), "wardlock:hunter2\n").expect("digest file");
+        let plan = load_text_in(
+            dir.path(),
             "[backends.zk]\nkind = \"zookeeper\"\nhosts = \"h:1\"\ndigest_file = \"zk.digest\"\n\
              [[plugins]]\nroute = \"/\"\ncomponent = \"guest.wasm\"\n",
         )
