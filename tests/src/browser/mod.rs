@@ -56,6 +56,10 @@ impl Browser {
             ])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
+            // Chromium makes temp dirs of its own (`org.chromium.Chromium.*`)
+            // and leaves them when it is killed: inside the profile, they go
+            // with it.
+            .env("TMPDIR", profile.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
