@@ -110,8 +110,9 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return {'ended'} end
 local live = live_queue(KEYS[3])
 if ARGV[2] == 'p' then
   for _, m in ipairs(live) do
-    if parse(m) == 'p' and permits_of(KEYS[3], m) ~= tonumber(ARGV[5]) then
-      return {'mismatch', permits_of(KEYS[3], m)}
+    if parse(m) == 'p' then
+      local theirs = permits_of(KEYS[3], m)
+      if theirs ~= tonumber(ARGV[5]) then return {'mismatch', theirs} end
     end
   end
 end
@@ -295,8 +296,9 @@ return {head, value, redis.call('PTTL', session_of(head))}
 });
 
 /// A leader's new value, set only while `member` leads: its session key
-/// exists and it heads the live queue. KEYS: queue, values, observers. ARGV: root, member, value, the lock's name. Tells the
-/// observers (`leader`). Answers 1, or 0 when the member does not lead.
+/// exists and it heads the live queue. KEYS: queue, values, observers.
+/// ARGV: root, member, value, the lock's name. Tells the observers
+/// (`leader`). Answers 1, or 0 when the member does not lead.
 pub(crate) static PROCLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         prelude!(),
