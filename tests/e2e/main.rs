@@ -58,6 +58,7 @@ mod lifetime;
 mod lock_cache;
 mod lock_set;
 mod lock_v2;
+mod lock_v3;
 mod locks_page;
 mod out_of_tree;
 mod outage;

@@ -17,6 +17,11 @@ pub const COPIES: &[(&str, &str)] = &[
     ("host/wit/lock.wit", "wit/lock.wit"),
     ("host/wit/v0.2/lock.wit", "wit/v0.2/lock.wit"),
     ("host/wit/v0.2/deps/io.wit", "plugins/wit/deps/io.wit"),
+    ("host/wit/v0.3/lock.wit", "wit/v0.3/lock.wit"),
+    (
+        "host/wit/v0.3/deps/cli-run.wit",
+        "wit/v0.3/deps/cli-run.wit",
+    ),
     (
         "host/cli/examples/wit/deps/wardlock-lock.wit",
         "wit/lock.wit",

@@ -15,6 +15,10 @@ pub struct LockHandle {
     pub(crate) released: bool,
     /// What `lock.subscribe`'s pollable waits on (WIT 0.2.0).
     pub(crate) watch: Watch,
+    /// Tells 0.3.0's `not-held` futures that this handle was released: made
+    /// by the first of them; `true` sent by `release`, dropped (which they
+    /// take as released too) with the handle.
+    pub(crate) released_signal: Option<tokio::sync::watch::Sender<bool>>,
 }
 
 /// A handle's subscription to its grant's status.
@@ -57,6 +61,28 @@ impl LockHandle {
             record,
             released: false,
             watch: Watch::Idle,
+            released_signal: None,
+        }
+    }
+
+    /// Marks the handle released, and tells its `not-held` futures.
+    pub(crate) fn mark_released(&mut self) {
+        self.released = true;
+        if let Some(signal) = &self.released_signal {
+            signal.send_replace(true);
+        }
+    }
+
+    /// Resolves once this handle is released through `release` or dropped,
+    /// whatever becomes of the grant behind it.
+    pub(crate) fn released_later(&mut self) -> impl Future<Output = ()> + Send + 'static {
+        let mut released = self
+            .released_signal
+            .get_or_insert_with(|| tokio::sync::watch::Sender::new(self.released))
+            .subscribe();
+        async move {
+            // An error is the handle gone: released too.
+            let _ = released.wait_for(|released| *released).await;
         }
     }
 

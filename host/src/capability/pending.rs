@@ -1,24 +1,34 @@
-//! The host-side state behind a guest's `pending-lock` resource (WIT 0.2.0):
-//! an acquisition waiting in a task of its own while the guest runs on.
+//! The host-side state behind an acquisition still waiting: a guest's
+//! `pending-lock` resource (WIT 0.2.0) and a pending `acquire` call of WIT
+//! 0.3.0. The wait runs in a task of its own while the guest runs on.
+//!
+//! A [`PendingLock`] cleans up after itself when dropped, wherever that
+//! happens: a 0.3.0 `acquire` the guest cancelled is a host future dropped
+//! with no access to the instance's state, so withdrawing the wait, releasing
+//! a grant nobody will take and freeing the handle slot must not need it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::oneshot;
 
 use super::handle::LockHandle;
-use crate::backend::{BackendError, Grant, Mode};
+use crate::backend::{BackendError, Grant, LockSession, Mode};
 use crate::name::LockName;
 
 /// What the waiting task delivers.
 pub(crate) type Outcome = Result<Grant, BackendError>;
 
-/// One `pending-lock` of a guest instance: an acquisition started by
-/// [`super::WardlockCtx::acquire_async`], finished by
-/// [`super::WardlockCtx::take_pending`] or withdrawn by
-/// [`super::WardlockCtx::drop_pending`].
-#[derive(Debug)]
+/// One acquisition still waiting (or finished and not yet taken): an
+/// acquisition started by [`super::WardlockCtx::acquire_async`], finished by
+/// [`super::WardlockCtx::take_pending`] or withdrawn by dropping it
+/// ([`super::WardlockCtx::drop_pending`] for a 0.2.0 `pending-lock`).
 pub struct PendingLock {
     pub(crate) name: LockName,
     pub(crate) mode: Mode,
     pub(crate) state: PendingState,
+    /// Where a grant nobody will take is released.
+    pub(crate) session: Arc<dyn LockSession>,
 }
 
 #[derive(Debug)]
@@ -27,9 +37,10 @@ pub(crate) enum PendingState {
     Waiting {
         outcome: oneshot::Receiver<Outcome>,
         task: AbortOnDrop,
+        slot: WaitSlot,
     },
     /// The task finished; the outcome is not taken yet.
-    Finished(Outcome),
+    Finished(Outcome, WaitSlot),
     /// Served at once from what the instance held (re-entrancy, downgrade).
     Joined(LockHandle),
     /// `get` returned the result already.
@@ -44,6 +55,27 @@ pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// One acquisition not yet turned into a handle, counted against the
+/// instance's handle cap until dropped (the count is shared, so a pending
+/// `acquire` cancelled far from the instance's state still gives its slot
+/// back).
+#[derive(Debug)]
+pub(crate) struct WaitSlot(Arc<AtomicUsize>);
+
+impl WaitSlot {
+    /// Counts one more acquisition in `waiting`.
+    pub(crate) fn take(waiting: &Arc<AtomicUsize>) -> Self {
+        waiting.fetch_add(1, Ordering::SeqCst);
+        WaitSlot(waiting.clone())
+    }
+}
+
+impl Drop for WaitSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -78,8 +110,48 @@ impl PendingLock {
                     "the acquisition ended without an answer".into(),
                 ))
             });
-            self.state = PendingState::Finished(finished);
+            if let PendingState::Waiting { slot, .. } =
+                std::mem::replace(&mut self.state, PendingState::Taken)
+            {
+                self.state = PendingState::Finished(finished, slot);
+            }
         }
+    }
+}
+
+impl Drop for PendingLock {
+    /// Withdraws a wait, or releases a grant that arrived and was not taken.
+    /// (A handle served from what the instance held, `Joined`, goes back
+    /// through [`super::WardlockCtx::drop_pending`]; one dropped here stays
+    /// counted until the instance ends.)
+    fn drop(&mut self) {
+        match std::mem::replace(&mut self.state, PendingState::Taken) {
+            PendingState::Waiting {
+                mut outcome, task, ..
+            } => {
+                drop(task);
+                // After `close`, the task can no longer deliver (it releases a
+                // late grant itself); what it delivered before is here.
+                outcome.close();
+                if let Ok(Ok(grant)) = outcome.try_recv() {
+                    let _ = self.session.release(grant.id);
+                }
+            }
+            PendingState::Finished(Ok(grant), _) => {
+                let _ = self.session.release(grant.id);
+            }
+            PendingState::Finished(Err(_), _) | PendingState::Joined(_) | PendingState::Taken => {}
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingLock")
+            .field("name", &self.name)
+            .field("mode", &self.mode)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
     }
 }
 

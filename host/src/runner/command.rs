@@ -7,6 +7,7 @@ use wasmtime_wasi::WasiCtx;
 use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
+use super::command_v3::{CommandV3Pre, is_v3_command};
 use super::config::{RunnerConfig, Stdio};
 use super::declared::{DeclaredHold, HELD_ENV, first_lost, resolve};
 use super::error::RunnerError;
@@ -15,13 +16,20 @@ use super::outcome::{InstanceReport, Outcome};
 use super::runtime::Runtime;
 use super::state::InstanceState;
 
+/// How a command is entered: WASI 0.2's `wasi:cli/run@0.2.x` or WASI 0.3's
+/// `wasi:cli/run@0.3.0` (an `async func`, run in the store's event loop).
+enum Entry {
+    V2(CommandPre<InstanceState>),
+    V3(CommandV3Pre),
+}
+
 /// Most bytes of stdout or stderr kept per instance when capturing.
 const CAPTURE_LIMIT: usize = 16 << 20;
 
 /// Runs instances of one component.
 pub struct Runner {
     runtime: Runtime,
-    pre: CommandPre<InstanceState>,
+    pre: Entry,
     config: RunnerConfig,
     plugin: String,
 }
@@ -33,15 +41,34 @@ impl Runner {
     ///
     /// # Errors
     /// [`RunnerError::World`] when the component needs imports the host does not
-    /// provide or does not export `wasi:cli/run`.
+    /// provide or does not export `wasi:cli/run` (0.2.x, or 0.3.0 for a WASI
+    /// 0.3 command).
     pub fn new(
         runtime: &Runtime,
         component: &Component,
         plugin: &str,
         config: RunnerConfig,
     ) -> Result<Self, RunnerError> {
-        let world = "wardlock guest world (a WASI command importing wardlock:lock/locks)";
-        let pre = pre_instantiate(runtime, component, plugin, world, CommandPre::new)?;
+        let pre = if is_v3_command(component) {
+            let world =
+                "wardlock:lock/command@0.3.0 (a WASI 0.3 command exporting wasi:cli/run@0.3.0)";
+            Entry::V3(pre_instantiate(
+                runtime,
+                component,
+                plugin,
+                world,
+                CommandV3Pre::new,
+            )?)
+        } else {
+            let world = "wardlock guest world (a WASI command importing wardlock:lock/locks)";
+            Entry::V2(pre_instantiate(
+                runtime,
+                component,
+                plugin,
+                world,
+                CommandPre::new,
+            )?)
+        };
         Ok(Runner {
             runtime: runtime.clone(),
             pre,
@@ -131,13 +158,20 @@ impl Runner {
                 Err(why) => return Outcome::HostError(why),
             };
         let guest = async {
-            let command = match self.pre.instantiate_async(&mut store).await {
-                Ok(command) => command,
-                Err(error) => return classify(&error),
+            let returned = match &self.pre {
+                Entry::V2(pre) => match pre.instantiate_async(&mut store).await {
+                    Ok(command) => command
+                        .wasi_cli_run()
+                        .call_run(&mut store)
+                        .await
+                        .map(|run| run.is_ok()),
+                    Err(error) => Err(error),
+                },
+                Entry::V3(pre) => pre.run(&mut store).await,
             };
-            match command.wasi_cli_run().call_run(&mut store).await {
-                Ok(Ok(())) => Outcome::Success,
-                Ok(Err(())) => Outcome::Exit(1),
+            match returned {
+                Ok(true) => Outcome::Success,
+                Ok(false) => Outcome::Exit(1),
                 Err(error) => classify(&error),
             }
         };

@@ -9,6 +9,7 @@
 //! dropped and every lock it held or waited for is released at once.
 
 mod command;
+mod command_v3;
 mod compile_lock;
 mod config;
 mod declared;

@@ -18,7 +18,6 @@ impl WardlockCtx {
     /// # Cancellation safety
     /// Cancel safe: it only reads.
     pub async fn contenders(&self, name: &str, limit: u32) -> Result<Contenders, LockError> {
-        let name = self.granted_name(name)?;
-        Ok(self.session.contention()?.contenders(&name, limit).await?)
+        self.contenders_call(name)?.run(limit).await
     }
 }

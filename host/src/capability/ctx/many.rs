@@ -107,11 +107,11 @@ impl WardlockCtx {
             )));
         }
         let cap = self.policy.max_handles();
-        if self.live_handles + plan.len() > cap {
+        if self.handles_in_use() + plan.len() > cap {
             return Err(LockError::LimitExceeded(format!(
                 "{} more lock handles would pass this instance's cap of {cap} ({} live)",
                 plan.len(),
-                self.live_handles
+                self.handles_in_use()
             )));
         }
         Ok(plan)

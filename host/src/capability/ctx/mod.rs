@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tracing::Instrument;
@@ -41,10 +42,14 @@ pub struct WardlockCtx {
     policy: Arc<LockPolicy>,
     /// The `locks` interface's: the lock grants and which serve each name.
     locks: LockRecords,
-    /// Handles created and not yet dropped, released or not, plus pending
-    /// acquisitions (`acquire-async`) not yet turned into handles, plus
-    /// permit handles.
+    /// Handles created and not yet dropped, released or not, plus permit
+    /// and leadership handles.
     live_handles: usize,
+    /// Acquisitions still waiting or not yet turned into handles
+    /// (`acquire-async`'s pending locks, 0.3.0's pending `acquire` calls):
+    /// shared with their [`WaitSlot`](crate::capability::pending::WaitSlot)s,
+    /// which give their count back when dropped.
+    waiting: Arc<AtomicUsize>,
     /// The semaphore permits this instance holds (WIT 0.2.0), one grant
     /// each, with the semaphore's name.
     permits: HashMap<GrantId, LockName>,
@@ -75,6 +80,7 @@ impl WardlockCtx {
             policy,
             locks: LockRecords::default(),
             live_handles: 0,
+            waiting: Arc::default(),
             permits: HashMap::new(),
             waits: WaitBounds::default(),
             fences: FenceTokens::default(),
@@ -191,10 +197,10 @@ impl WardlockCtx {
     /// `Released` if it was released already; `Lost` if the grant had been lost.
     pub fn release(&mut self, handle: &mut LockHandle) -> Result<(), LockError> {
         if handle.released || self.locks.ended_by_host(handle.record) {
-            handle.released = true;
+            handle.mark_released();
             return Err(LockError::Released);
         }
-        handle.released = true;
+        handle.mark_released();
         let Some(record) = self.locks.get_mut(handle.record) else {
             return Err(LockError::Lost);
         };
@@ -268,12 +274,18 @@ impl WardlockCtx {
     fn admit(&self, name: &str) -> Result<LockName, LockError> {
         let name = self.granted_name(name)?;
         let cap = self.policy.max_handles();
-        if self.live_handles >= cap {
+        if self.handles_in_use() >= cap {
             return Err(LockError::LimitExceeded(format!(
                 "this instance already has {cap} handles (locks, pending locks and permits), the most allowed; drop some first"
             )));
         }
         Ok(name)
+    }
+
+    /// What counts against the handle cap: handles, permits, leaderships
+    /// and acquisitions not yet turned into handles.
+    fn handles_in_use(&self) -> usize {
+        self.live_handles + self.waiting.load(Ordering::SeqCst)
     }
 
     /// How a request for `name` in `mode` relates to the grants this instance
@@ -318,15 +330,9 @@ impl WardlockCtx {
     /// # Cancellation safety
     /// Cancel safe: nothing is recorded until the backend answered.
     async fn downgrade(&mut self, name: LockName, exclusive: u64) -> Result<LockHandle, LockError> {
-        let grant: Option<GrantId> = self.locks.get(exclusive).map(|r| r.grant.id);
-        let Some(grant) = grant else {
-            return Err(LockError::Lost);
-        };
-        match self.session.downgrade(grant).await {
-            Ok(shared) => Ok(self.record(name, Mode::Shared, shared)),
-            Err(BackendError::Unsupported(_)) => Ok(self.join(exclusive, &name, Mode::Shared)),
-            Err(error) => Err(error.into()),
-        }
+        let call = self.downgrade_call(name, exclusive)?;
+        let answer = call.run().await;
+        self.finish_downgrade(call, answer)
     }
 
     fn record(&mut self, name: LockName, mode: Mode, grant: Grant) -> LockHandle {
@@ -362,12 +368,16 @@ impl Drop for WardlockCtx {
     }
 }
 
+mod detached;
 mod election;
 mod guarded;
 mod inspect;
 mod lock_records;
+mod not_held;
 
+pub(crate) use detached::TryBegun;
 pub use guarded::GuardedHolder;
+pub(crate) use pending::Begun;
 mod many;
 mod pending;
 mod permit;

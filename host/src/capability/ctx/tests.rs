@@ -78,7 +78,11 @@ async fn a_pending_lock_is_granted_in_the_background_and_taken_once() {
         .await
         .expect("queued");
     assert!(guest.take_pending(&mut pending).is_none(), "still waiting");
-    assert_eq!(guest.live_handles, 1, "a pending lock counts as a handle");
+    assert_eq!(
+        guest.handles_in_use(),
+        1,
+        "a pending lock counts as a handle"
+    );
     holder.release(held.id).expect("release");
     tokio::time::timeout(LIMIT, pending.until_finished())
         .await
@@ -88,7 +92,7 @@ async fn a_pending_lock_is_granted_in_the_background_and_taken_once() {
         .expect("finished")
         .expect("granted");
     assert_eq!(guest.status(&handle), GrantStatus::Held);
-    assert_eq!(guest.live_handles, 1);
+    assert_eq!(guest.handles_in_use(), 1);
     assert!(matches!(
         guest.take_pending(&mut pending),
         Some(Err(LockError::InvalidRequest(_)))
@@ -113,7 +117,7 @@ async fn dropping_a_pending_lock_withdraws_its_wait() {
         .await
         .expect("queued in the backend");
     guest.drop_pending(pending);
-    assert_eq!(guest.live_handles, 0);
+    assert_eq!(guest.handles_in_use(), 0);
     tokio::time::timeout(LIMIT, backend.wait_for(&name, |q| q.len() == 1))
         .await
         .expect("the wait is withdrawn");

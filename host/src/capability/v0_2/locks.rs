@@ -11,7 +11,6 @@ use std::time::Duration;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::DynPollable;
 
-use crate::backend::Contenders;
 use crate::capability::WardlockView;
 use crate::capability::bindings_v2::wardlock::lock::{locks, types};
 use crate::capability::handle::LockHandle;
@@ -122,26 +121,9 @@ impl locks::Host for WardlockView<'_> {
         limit: u32,
     ) -> wasmtime::Result<Result<locks::LockQueue, types::Error>> {
         Ok(match self.ctx.contenders(&name, limit).await {
-            Ok(queue) => Ok(lock_queue(queue)),
+            Ok(queue) => Ok(queue.into()),
             Err(error) => Err(error.into()),
         })
-    }
-}
-
-/// A backend's answer as the WIT's `lock-queue`.
-fn lock_queue(queue: Contenders) -> locks::LockQueue {
-    locks::LockQueue {
-        contenders: queue
-            .listed
-            .into_iter()
-            .map(|c| locks::Contender {
-                owner: c.owner,
-                mode: c.mode.into(),
-                holds: c.holds,
-                fencing_token: c.token,
-            })
-            .collect(),
-        total: queue.total,
     }
 }
 

@@ -91,7 +91,7 @@ async fn a_timeout_releases_what_was_taken_and_leaves_nothing_queued() {
     let b = backend.snapshot(&name("b"));
     assert_eq!(b.len(), 1, "only the blocker, no waiter left: {b:?}");
     assert_eq!(b[0].owner, "blocker");
-    assert_eq!(guest.live_handles, 0);
+    assert_eq!(guest.handles_in_use(), 0);
     // Once b is free the same request succeeds, in the guest's order.
     blocker.release(held.id).expect("release b");
     let handles = guest
@@ -122,7 +122,7 @@ async fn a_dropped_request_releases_what_was_taken() {
     }
     assert!(backend.snapshot(&name("a")).is_empty(), "a released");
     assert_eq!(backend.snapshot(&name("b")).len(), 1, "the wait withdrawn");
-    assert_eq!(guest.live_handles, 0);
+    assert_eq!(guest.handles_in_use(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,34 @@
+//! WIT 0.3.0's `lock.not-held`: a future, independent of the handle, that
+//! resolves once the handle is no longer held.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::{LockHandle, WardlockCtx};
+use crate::backend::GrantStatus;
+
+/// Resolves with a handle's status once it is no longer `held`.
+pub(crate) type NotHeld = Pin<Box<dyn Future<Output = GrantStatus> + Send + 'static>>;
+
+impl WardlockCtx {
+    /// A future that resolves once `handle` is no longer held, with its
+    /// status then: at once when it is not held now; else when its grant's
+    /// status moves away from `held` (the backend wakes it, as it wakes
+    /// `lock.subscribe`'s pollable), or with `released` when the handle is
+    /// released or dropped (a re-entrant handle's grant may outlive it).
+    pub(crate) fn not_held(&self, handle: &mut LockHandle) -> NotHeld {
+        let now = self.status(handle);
+        let grant = self.locks.get(handle.record).map(|record| record.grant.id);
+        let (GrantStatus::Held, Some(grant)) = (now, grant) else {
+            return Box::pin(std::future::ready(now));
+        };
+        let changed = self.session.status_changed(grant, GrantStatus::Held);
+        let released = handle.released_later();
+        Box::pin(async move {
+            tokio::select! {
+                status = changed => status,
+                () = released => GrantStatus::Released,
+            }
+        })
+    }
+}

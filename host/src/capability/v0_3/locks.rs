@@ -1,0 +1,151 @@
+//! `wardlock:lock@0.3.0`'s `locks` and `types` interfaces: the waiting calls
+//! as concurrent host functions on [`HasWardlock`], the `lock` resource's
+//! plain methods on [`WardlockView`] (0.2.2's, through `lock_calls.rs`).
+//!
+//! A concurrent call never holds the instance's state while it waits: it
+//! starts on the state (`Accessor::with`), waits away from it, and comes
+//! back to record what it got. Dropping the call's future (the guest
+//! cancelled it, or the instance ended) drops the backend's wait, which
+//! withdraws it (backend acquires are cancel safe).
+
+use std::time::Duration;
+
+use wasmtime::component::{Access, Accessor, FutureReader, Resource};
+
+use crate::backend::GrantStatus;
+use crate::capability::bindings_v3::wardlock::lock::{locks, types};
+use crate::capability::ctx::{Begun, TryBegun};
+use crate::capability::error::LockError;
+use crate::capability::handle::LockHandle;
+use crate::capability::{HasWardlock, WardlockView};
+
+impl types::Host for WardlockView<'_> {}
+
+impl locks::Host for WardlockView<'_> {}
+
+/// A finished call's handle, put in the instance's table (or its error).
+fn handed_over<U>(
+    store: &Accessor<U, HasWardlock>,
+    result: Result<LockHandle, LockError>,
+) -> wasmtime::Result<Result<Resource<LockHandle>, types::Error>> {
+    match result {
+        Ok(handle) => store.with(|mut access| Ok(Ok(access.get().push(handle)?))),
+        Err(error) => Ok(Err(error.into())),
+    }
+}
+
+impl<U> locks::HostWithStore<U> for HasWardlock {
+    async fn acquire(
+        store: &Accessor<U, Self>,
+        name: String,
+        options: locks::Options,
+    ) -> wasmtime::Result<Result<Resource<LockHandle>, types::Error>> {
+        let timeout = options.timeout_ms.map(Duration::from_millis);
+        let mode = options.mode.into();
+        let begun = store.with(|mut access| access.get().ctx.begin_acquire(&name, mode, timeout));
+        let result = match begun {
+            Err(error) => Err(error),
+            Ok(Begun::Joined(handle)) => Ok(handle),
+            Ok(Begun::Downgrade(call)) => {
+                let answer = call.run().await;
+                store.with(|mut access| access.get().ctx.finish_downgrade(call, answer))
+            }
+            Ok(Begun::Queue(call, slot)) => {
+                // Cancelled here, the backend's wait is dropped: withdrawn
+                // at once, as the guest's cancel returns.
+                let answer = call.run().await;
+                store.with(|mut access| access.get().ctx.finish_acquire(call, slot, answer))
+            }
+        };
+        handed_over(store, result)
+    }
+
+    async fn try_acquire(
+        store: &Accessor<U, Self>,
+        name: String,
+        mode: types::Mode,
+    ) -> wasmtime::Result<Result<Option<Resource<LockHandle>>, types::Error>> {
+        let begun = store.with(|mut access| access.get().ctx.begin_try_acquire(&name, mode.into()));
+        let result = match begun {
+            Err(error) => Err(error),
+            Ok(TryBegun::Joined(handle)) => Ok(Some(handle)),
+            Ok(TryBegun::Downgrade(call)) => {
+                let answer = call.run().await;
+                store
+                    .with(|mut access| access.get().ctx.finish_downgrade(call, answer))
+                    .map(Some)
+            }
+            Ok(TryBegun::Ask(call)) => {
+                let answer = call.run().await;
+                store.with(|mut access| access.get().ctx.finish_try_acquire(call, answer))
+            }
+        };
+        match result {
+            Ok(Some(handle)) => Ok(handed_over(store, Ok(handle))?.map(Some)),
+            Ok(None) => Ok(Ok(None)),
+            Err(error) => Ok(Err(error.into())),
+        }
+    }
+
+    async fn contenders(
+        store: &Accessor<U, Self>,
+        name: String,
+        limit: u32,
+    ) -> wasmtime::Result<Result<locks::LockQueue, types::Error>> {
+        let call = store.with(|mut access| access.get().ctx.contenders_call(&name));
+        let queue = match call {
+            Ok(call) => call.run(limit).await,
+            Err(error) => Err(error),
+        };
+        Ok(match queue {
+            Ok(queue) => Ok(queue.into()),
+            Err(error) => Err(error.into()),
+        })
+    }
+}
+
+impl<U> locks::HostLockWithStore<U> for HasWardlock {
+    fn not_held(
+        mut store: Access<'_, U, Self>,
+        lock: Resource<LockHandle>,
+    ) -> wasmtime::Result<FutureReader<types::Status>> {
+        let not_held = {
+            let view = store.get();
+            let handle = view.table.get_mut(&lock)?;
+            view.ctx.not_held(handle)
+        };
+        FutureReader::new(&mut store, async move {
+            let status: GrantStatus = not_held.await;
+            wasmtime::Result::<types::Status>::Ok(status.into())
+        })
+    }
+}
+
+impl locks::HostLock for WardlockView<'_> {
+    fn name(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<String> {
+        Ok(self.handle(&lock)?.name.to_string())
+    }
+
+    fn mode(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<types::Mode> {
+        Ok(self.handle(&lock)?.mode.into())
+    }
+
+    fn fencing_token(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<u64> {
+        Ok(self.handle(&lock)?.token)
+    }
+
+    fn status(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<types::Status> {
+        Ok(self.lock_status(&lock)?.into())
+    }
+
+    fn release(
+        &mut self,
+        lock: Resource<LockHandle>,
+    ) -> wasmtime::Result<Result<(), types::Error>> {
+        Ok(self.release_lock(&lock)?.map_err(types::Error::from))
+    }
+
+    fn drop(&mut self, lock: Resource<LockHandle>) -> wasmtime::Result<()> {
+        self.drop_lock(lock)
+    }
+}

@@ -1,0 +1,188 @@
+//! `lockctl3 COMMAND ARGS...`: a WASI 0.3 command written against
+//! `wardlock:lock@0.3.0` alone (no SDK), for the tests of 0.3 guests. Every
+//! lock call is awaited; several are awaited at once where the command says.
+//!
+//! - `counter NAME ITERATIONS FILE`: ITERATIONS times, await NAME
+//!   exclusively, add one to the integer in FILE, release.
+//! - `many COUNT PREFIX`: await COUNT exclusive locks `PREFIX/l0`..`PREFIX/lCOUNT-1`
+//!   at once (one task, `join_all`), then release them; prints
+//!   `many: COUNT granted` or the errors' count and the first error.
+//! - `cancel NAME OTHER`: await NAME and OTHER at once; when OTHER is granted
+//!   first, drop (cancel) the wait for NAME, then print what
+//!   `contenders(NAME)` says: `cancel: OTHER first; NAME has H holders and W waiters`.
+//! - `pending-end HELD COUNT NAME...`: hold HELD exclusive locks
+//!   `NAME-held/l0`.., start COUNT waits on each NAME, print `waiting`, then
+//!   end as the host's deadline decides (it never returns by itself).
+//! - `trap-pending NAME`: start a wait on NAME, hold `NAME-held`, then trap.
+//!
+//! Exit: `run` returns `err` (exit 1) on any failure, after printing it.
+
+#![allow(
+    missing_docs,
+    reason = "a guest: its interface is its command line; the generated bindings are undocumented"
+)]
+
+mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit/v0.3",
+        world: "wardlock:lock/command",
+        generate_all,
+    });
+}
+
+use bindings::exports::wasi::cli::run::Guest;
+use bindings::wardlock::lock::locks::{self, Lock, Options};
+use bindings::wardlock::lock::types::{Error, Mode};
+use futures::future::{Either, join_all, select};
+
+struct Command;
+
+bindings::export!(Command with_types_in bindings);
+
+impl Guest for Command {
+    async fn run() -> Result<(), ()> {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let result = match args.as_slice() {
+            ["counter", name, iterations, file] => counter(name, iterations, file).await,
+            ["many", count, prefix] => many(count, prefix).await,
+            ["cancel", name, other] => cancel(name, other).await,
+            ["pending-end", held, count, names @ ..] => pending_end(held, count, names).await,
+            ["trap-pending", name] => trap_pending(name).await,
+            _ => Err("usage: lockctl3 counter|many|cancel|pending-end|trap-pending ARGS...".into()),
+        };
+        result.map_err(|message| eprintln!("lockctl3: {message}"))
+    }
+}
+
+fn exclusive(timeout_ms: Option<u64>) -> Options {
+    Options {
+        mode: Mode::Exclusive,
+        timeout_ms,
+    }
+}
+
+fn say(error: &Error) -> String {
+    format!("{error:?}")
+}
+
+fn number(text: &str) -> Result<u64, String> {
+    text.parse().map_err(|_| format!("not a number: {text}"))
+}
+
+async fn counter(name: &str, iterations: &str, file: &str) -> Result<(), String> {
+    let mut token = 0;
+    for _ in 0..number(iterations)? {
+        let lock = locks::acquire(name.to_string(), exclusive(None))
+            .await
+            .map_err(|e| say(&e))?;
+        if lock.fencing_token() <= token {
+            return Err(format!(
+                "fencing token went back: {} after {token}",
+                lock.fencing_token()
+            ));
+        }
+        token = lock.fencing_token();
+        let value = match std::fs::read_to_string(file) {
+            Ok(text) if !text.trim().is_empty() => number(text.trim())?,
+            Ok(_) => 0,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(format!("{file}: {e}")),
+        };
+        std::fs::write(file, (value + 1).to_string()).map_err(|e| format!("{file}: {e}"))?;
+        lock.release().map_err(|e| say(&e))?;
+    }
+    println!("counter: {name} +{iterations} (last token {token})");
+    Ok(())
+}
+
+async fn many(count: &str, prefix: &str) -> Result<(), String> {
+    let count = number(count)?;
+    let waits = (0..count).map(|i| locks::acquire(format!("{prefix}/l{i}"), exclusive(None)));
+    let results = join_all(waits).await;
+    let errors: Vec<&Error> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    let granted = results.len() - errors.len();
+    for lock in results.iter().flatten() {
+        lock.release().map_err(|e| say(&e))?;
+    }
+    match errors.first() {
+        None => {
+            println!("many: {granted} granted");
+            Ok(())
+        }
+        Some(first) => Err(format!(
+            "many: {granted} granted, {} refused, first: {}",
+            errors.len(),
+            say(first)
+        )),
+    }
+}
+
+async fn cancel(name: &str, other: &str) -> Result<(), String> {
+    let wanted = Box::pin(locks::acquire(name.to_string(), exclusive(None)));
+    let first = Box::pin(locks::acquire(other.to_string(), exclusive(None)));
+    let held: Lock = match select(wanted, first).await {
+        Either::Left((got, _)) => {
+            return Err(format!(
+                "{name} was granted first: {:?}",
+                got.map(|l| l.fencing_token())
+            ));
+        }
+        // Dropping `wanted` here cancels its wait.
+        Either::Right((got, wanted)) => {
+            drop(wanted);
+            got.map_err(|e| say(&e))?
+        }
+    };
+    let queue = locks::contenders(name.to_string(), 16)
+        .await
+        .map_err(|e| say(&e))?;
+    let holders = queue.contenders.iter().filter(|c| c.holds).count();
+    println!(
+        "cancel: {other} first; {name} has {holders} holders and {} waiters",
+        queue.total as usize - holders
+    );
+    held.release().map_err(|e| say(&e))
+}
+
+async fn pending_end(held: &str, count: &str, names: &[&str]) -> Result<(), String> {
+    let mut locks_held = Vec::new();
+    for i in 0..number(held)? {
+        let name = format!("{}-held/l{i}", names.first().unwrap_or(&"pending"));
+        locks_held.push(
+            locks::acquire(name, exclusive(None))
+                .await
+                .map_err(|e| say(&e))?,
+        );
+    }
+    let count = number(count)?;
+    let waits = names.iter().flat_map(|name| {
+        (0..count).map(move |_| locks::acquire(name.to_string(), exclusive(None)))
+    });
+    let waits: Vec<_> = waits.collect();
+    let pending = waits.len();
+    // One poll starts every call (the host queues each), then all wait.
+    let mut all = Box::pin(join_all(waits));
+    if let std::task::Poll::Ready(ended) = futures::poll!(all.as_mut()) {
+        return Err(format!("the waits ended at once: {} results", ended.len()));
+    }
+    println!("waiting: {} held, {pending} pending", locks_held.len());
+    let ended = all.await;
+    Err(format!("the waits ended: {} results", ended.len()))
+}
+
+async fn trap_pending(name: &str) -> Result<(), String> {
+    let mut wait = Box::pin(locks::acquire(name.to_string(), exclusive(None)));
+    // One poll starts the call; it waits while the guest goes on.
+    if futures::poll!(wait.as_mut()).is_ready() {
+        return Err(format!("{name} was granted"));
+    }
+    let held = locks::acquire(format!("{name}-held"), exclusive(None))
+        .await
+        .map_err(|e| say(&e))?;
+    println!(
+        "trapping: holding token {}, waiting for {name}",
+        held.fencing_token()
+    );
+    std::process::abort()
+}

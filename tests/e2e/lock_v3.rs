@@ -1,0 +1,177 @@
+//! `wardlock:lock@0.3.0` through a WASI 0.3 command built against it
+//! (`lockctl3`: its `run` is an `async func`, its lock calls are awaited), on
+//! the in-memory backend: exclusion with 0.2.2 guests on one lock, many waits
+//! of one instance at once, cancelling a wait by dropping it, the instance's
+//! end (deadline, trap) while calls are pending, and the handle cap against
+//! ten thousand calls at once.
+
+use std::sync::Arc;
+
+use wardlock_host::runner::Outcome;
+use wardlock_host::{LockPolicy, MemoryBackend, Mode};
+use wardlock_tests::{
+    Guest, TEST_WAIT_LIMIT, assert_outcome, assert_success, hold, lines, name, runner, runner_in,
+    spawn_run, value_in, wait_counts,
+};
+
+/// Two 0.3 guests and two 0.2.2 guests (the `counter` example, on the
+/// SDK's 0.2.2 API) add one to one file under one lock, 50 times each: no
+/// update is lost, so the versions exclude each other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v3_and_v2_guests_exclude_each_other() {
+    let backend = MemoryBackend::new();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let shared = Arc::new(backend.clone());
+    let v3 = runner_in(
+        Guest::Lockctl3,
+        shared.clone(),
+        dir.path(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let v2 = runner_in(Guest::Counter, shared, dir.path(), Some(TEST_WAIT_LIMIT));
+    let tasks = [
+        spawn_run(&v3, 0, &["counter", "count", "50", "/data/n"]),
+        spawn_run(&v2, 1, &["count", "50", "/data/n"]),
+        spawn_run(&v3, 2, &["counter", "count", "50", "/data/n"]),
+        spawn_run(&v2, 3, &["count", "50", "/data/n"]),
+    ];
+    for task in tasks {
+        assert_success(&task.await.expect("guest task"));
+    }
+    assert_eq!(value_in(dir.path(), "n"), 200, "no lost update");
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// One instance awaits 64 locks at once (one task, `join_all`). The first is
+/// held elsewhere: the other 63 are granted while it waits, which a host
+/// that served the calls one after another could not do; once it is
+/// released, all 64 are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_waits_on_many_locks_at_once() {
+    let backend = MemoryBackend::new();
+    let (native, first) = hold(&backend, "m/l0", Mode::Exclusive).await;
+    let guest = runner(
+        Guest::Lockctl3,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let run = spawn_run(&guest, 0, &["many", "64", "m"]);
+    wait_counts(&backend, "m/l0", 1, 1).await;
+    for i in 1..64 {
+        wait_counts(&backend, &format!("m/l{i}"), 1, 0).await;
+    }
+    native.release(first.id).expect("release m/l0");
+    let report = run.await.expect("guest task");
+    assert_success(&report);
+    assert_eq!(lines(&report), ["many: 64 granted"]);
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// A guest awaits `c` (held elsewhere) and `d` (free) at once, and drops the
+/// wait for `c` once it has `d`: `contenders`, asked by the guest right
+/// after, shows no waiter of its own on `c`, and neither does the backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_wait_leaves_nothing_queued() {
+    let backend = MemoryBackend::new();
+    let (native, blocker) = hold(&backend, "c", Mode::Exclusive).await;
+    let guest = runner(
+        Guest::Lockctl3,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let report = spawn_run(&guest, 0, &["cancel", "c", "d"])
+        .await
+        .expect("guest task");
+    assert_success(&report);
+    assert_eq!(
+        lines(&report),
+        ["cancel: d first; c has 1 holders and 0 waiters"]
+    );
+    let queue = backend.snapshot(&name("c"));
+    assert_eq!(queue.len(), 1, "only the native holder: {queue:?}");
+    assert_eq!(queue[0].owner, "test");
+    native.release(blocker.id).expect("release c");
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// An instance stopped by its deadline while 10 of its calls wait (5 on each
+/// of two names held elsewhere) and it holds 5 locks: the moment the run
+/// returns, nothing of it is held or queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deadline_ends_pending_calls_and_held_locks() {
+    let backend = MemoryBackend::new();
+    let (native, p) = hold(&backend, "p", Mode::Exclusive).await;
+    let q = native
+        .acquire(&name("q"), Mode::Exclusive, None)
+        .await
+        .expect("q");
+    let deadline = std::time::Duration::from_millis(1500);
+    let guest = runner(Guest::Lockctl3, &backend, LockPolicy::new(), Some(deadline));
+    let report = spawn_run(&guest, 0, &["pending-end", "5", "5", "p", "q"])
+        .await
+        .expect("guest task");
+    assert_outcome!(report, Outcome::TimedOut(_));
+    assert_eq!(lines(&report), ["waiting: 5 held, 10 pending"]);
+    for lock in ["p", "q"] {
+        let queue = backend.snapshot(&name(lock));
+        assert_eq!(queue.len(), 1, "{lock}: only the native holder: {queue:?}");
+    }
+    assert_eq!(backend.active_names(), 2, "the guest's 5 locks are gone");
+    native.release(p.id).expect("release p");
+    native.release(q.id).expect("release q");
+}
+
+/// A guest that traps while one call waits and it holds a lock leaves
+/// nothing held or queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_ends_pending_calls_and_held_locks() {
+    let backend = MemoryBackend::new();
+    let (native, t) = hold(&backend, "t", Mode::Exclusive).await;
+    let guest = runner(
+        Guest::Lockctl3,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let report = spawn_run(&guest, 0, &["trap-pending", "t"])
+        .await
+        .expect("guest task");
+    assert_outcome!(report, Outcome::Trap(_));
+    assert_eq!(lines(&report).len(), 1, "{:?}", lines(&report));
+    assert!(lines(&report)[0].starts_with("trapping: holding token"));
+    assert_eq!(
+        backend.snapshot(&name("t")).len(),
+        1,
+        "only the native holder"
+    );
+    assert!(backend.snapshot(&name("t-held")).is_empty());
+    native.release(t.id).expect("release t");
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// Ten thousand calls at once from one instance: the handle cap (1024 by
+/// default) refuses the rest with `limit-exceeded`, naming the cap, and
+/// nothing is left held or queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_calls_meet_the_handle_cap() {
+    let backend = MemoryBackend::new();
+    let guest = runner(
+        Guest::Lockctl3,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let report = spawn_run(&guest, 0, &["many", "10000", "big"])
+        .await
+        .expect("guest task");
+    assert_outcome!(report, Outcome::Exit(1));
+    let stderr = report.stderr_text();
+    assert!(
+        stderr.contains("many: 1024 granted, 8976 refused, first: Error::LimitExceeded(")
+            && stderr.contains("1024 handles"),
+        "{stderr}"
+    );
+    assert_eq!(backend.active_names(), 0);
+}
