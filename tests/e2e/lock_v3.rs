@@ -3,11 +3,13 @@
 //! the in-memory backend: exclusion with 0.2.2 guests on one lock, many waits
 //! of one instance at once, cancelling a wait by dropping it, the instance's
 //! end (deadline, trap) while calls are pending, and the handle cap against
-//! ten thousand calls at once.
+//! ten thousand calls at once; a lock's loss and release through its
+//! `not-held` future.
 
 use std::sync::Arc;
 
 use wardlock_host::runner::Outcome;
+use wardlock_host::backend::memory::Fault;
 use wardlock_host::{LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::{
     Guest, TEST_WAIT_LIMIT, assert_outcome, assert_success, hold, lines, name, runner, runner_in,
@@ -172,6 +174,31 @@ async fn ten_thousand_calls_meet_the_handle_cap() {
         stderr.contains("many: 1024 granted, 8976 refused, first: Error::LimitExceeded(")
             && stderr.contains("1024 handles"),
         "{stderr}"
+    );
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// `lock.not-held` is a future the host completes: with `lost` when the
+/// guest's session expires while it awaits (set up before the fault: the
+/// guest holds `parked` only once it has the future), and with `released`
+/// when the guest releases the handle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_held_completes_on_loss_and_on_release() {
+    let backend = MemoryBackend::new();
+    let guest = runner(Guest::Lockctl3, &backend, LockPolicy::new(), Some(TEST_WAIT_LIMIT));
+    let run = spawn_run(&guest, 0, &["watch", "w"]);
+    wait_counts(&backend, "parked", 1, 0).await;
+    let owner = backend.snapshot(&name("w"))[0].owner.clone();
+    assert_eq!(backend.inject(&owner, Fault::Expire), 1);
+    let report = run.await.expect("guest task");
+    assert_success(&report);
+    assert_eq!(
+        lines(&report),
+        [
+            "not-held: Status::Lost",
+            "release: Err(Error::Lost)",
+            "after release: Status::Released"
+        ]
     );
     assert_eq!(backend.active_names(), 0);
 }

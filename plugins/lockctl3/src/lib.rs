@@ -14,6 +14,10 @@
 //!   `NAME-held/l0`.., start COUNT waits on each NAME, print `waiting`, then
 //!   end as the host's deadline decides (it never returns by itself).
 //! - `trap-pending NAME`: start a wait on NAME, hold `NAME-held`, then trap.
+//! - `watch NAME`: hold NAME, take its `not-held` future, hold `parked`
+//!   (the test's sign that the future exists), await the future and print
+//!   `not-held: STATUS`, then `release: RESULT`; then hold `NAME-again`,
+//!   take its future, release, and print `after release: STATUS`.
 //!
 //! Exit: `run` returns `err` (exit 1) on any failure, after printing it.
 
@@ -49,7 +53,8 @@ impl Guest for Command {
             ["cancel", name, other] => cancel(name, other).await,
             ["pending-end", held, count, names @ ..] => pending_end(held, count, names).await,
             ["trap-pending", name] => trap_pending(name).await,
-            _ => Err("usage: lockctl3 counter|many|cancel|pending-end|trap-pending ARGS...".into()),
+            ["watch", name] => watch(name).await,
+            _ => Err("usage: lockctl3 counter|many|cancel|pending-end|trap-pending|watch ARGS...".into()),
         };
         result.map_err(|message| eprintln!("lockctl3: {message}"))
     }
@@ -185,4 +190,26 @@ async fn trap_pending(name: &str) -> Result<(), String> {
         held.fencing_token()
     );
     std::process::abort()
+}
+
+async fn watch(name: &str) -> Result<(), String> {
+    let lock = locks::acquire(name.to_string(), exclusive(None))
+        .await
+        .map_err(|e| say(&e))?;
+    let not_held = lock.not_held();
+    let parked = locks::acquire("parked".to_string(), exclusive(None))
+        .await
+        .map_err(|e| say(&e))?;
+    let status = not_held.await;
+    println!("not-held: {status:?}");
+    println!("release: {:?}", lock.release());
+    // Lost with NAME when the whole session expired: dropped either way.
+    drop(parked);
+    let again = locks::acquire(format!("{name}-again"), exclusive(None))
+        .await
+        .map_err(|e| say(&e))?;
+    let not_held = again.not_held();
+    again.release().map_err(|e| say(&e))?;
+    println!("after release: {:?}", not_held.await);
+    Ok(())
 }
