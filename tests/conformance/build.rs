@@ -1,8 +1,10 @@
-//! With the `guests` feature (the default), builds the two guests the kit's
-//! guest checks run (`counter` and `lockctl`, Rust guests of `plugins/`) and
-//! writes `$OUT_DIR/guests.rs` with their paths. Outside this repository (no
-//! `plugins/build.sh` beside the kit), set `WARDLOCK_CONFORMANCE_GUESTS` to a
-//! directory holding `counter.wasm` and `lockctl.wasm` instead.
+//! With the `guests` feature (the default), builds the three guests the kit's
+//! guest checks run (`counter` and `lockctl`, on `wardlock:lock` 0.2.2 and
+//! 0.1.0, and `lockctl3`, a WASI 0.3 command on 0.3.0: Rust guests of
+//! `plugins/`) and writes `$OUT_DIR/guests.rs` with their paths. Outside this
+//! repository (no `plugins/build.sh` beside the kit), set
+//! `WARDLOCK_CONFORMANCE_GUESTS` to a directory holding `counter.wasm`,
+//! `lockctl.wasm` and `lockctl3.wasm` instead.
 
 #![allow(
     clippy::expect_used,
@@ -12,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const GUESTS: [&str; 2] = ["counter", "lockctl"];
+const GUESTS: [&str; 3] = ["counter", "lockctl", "lockctl3"];
 
 fn main() {
     // Without the `guests` feature no check runs a guest: nothing to build.
@@ -42,7 +44,7 @@ fn main() {
     std::fs::write(out.join("guests.rs"), format!("[\n{table}]")).expect("write guests.rs");
 }
 
-/// Runs `plugins/build.sh --rust-only counter lockctl` and returns the paths
+/// Runs `plugins/build.sh --rust-only counter lockctl lockctl3` and returns the paths
 /// it prints, in `GUESTS` order.
 fn build_in_repository() -> Vec<String> {
     let manifest = PathBuf::from(
@@ -52,11 +54,17 @@ fn build_in_repository() -> Vec<String> {
     let script = root.join("plugins/build.sh");
     if !script.is_file() {
         panic!(
-            "wardlock-conformance: no plugins/build.sh at {}: set WARDLOCK_CONFORMANCE_GUESTS to a directory with counter.wasm and lockctl.wasm",
+            "wardlock-conformance: no plugins/build.sh at {}: set WARDLOCK_CONFORMANCE_GUESTS to a directory with counter.wasm, lockctl.wasm and lockctl3.wasm",
             script.display()
         );
     }
-    for watched in ["plugins/counter", "plugins/lockctl", "guest-sdk", "wit"] {
+    for watched in [
+        "plugins/counter",
+        "plugins/lockctl",
+        "plugins/lockctl3",
+        "guest-sdk",
+        "wit",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let output = Command::new("bash")

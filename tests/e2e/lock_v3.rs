@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use wardlock_host::runner::Outcome;
 use wardlock_host::backend::memory::Fault;
+use wardlock_host::runner::Outcome;
 use wardlock_host::{LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::{
     Guest, TEST_WAIT_LIMIT, assert_outcome, assert_success, hold, lines, name, runner, runner_in,
@@ -185,7 +185,12 @@ async fn ten_thousand_calls_meet_the_handle_cap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn not_held_completes_on_loss_and_on_release() {
     let backend = MemoryBackend::new();
-    let guest = runner(Guest::Lockctl3, &backend, LockPolicy::new(), Some(TEST_WAIT_LIMIT));
+    let guest = runner(
+        Guest::Lockctl3,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
     let run = spawn_run(&guest, 0, &["watch", "w"]);
     wait_counts(&backend, "parked", 1, 0).await;
     let owner = backend.snapshot(&name("w"))[0].owner.clone();

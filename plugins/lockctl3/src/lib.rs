@@ -54,7 +54,9 @@ impl Guest for Command {
             ["pending-end", held, count, names @ ..] => pending_end(held, count, names).await,
             ["trap-pending", name] => trap_pending(name).await,
             ["watch", name] => watch(name).await,
-            _ => Err("usage: lockctl3 counter|many|cancel|pending-end|trap-pending|watch ARGS...".into()),
+            _ => Err(
+                "usage: lockctl3 counter|many|cancel|pending-end|trap-pending|watch ARGS...".into(),
+            ),
         };
         result.map_err(|message| eprintln!("lockctl3: {message}"))
     }

@@ -5,8 +5,10 @@
 //! shared and exclusive modes, fencing tokens, timeouts and cancelled waits
 //! that leave nothing queued, a dropped session releasing everything, event-
 //! driven status, and — through real guest components (`counter`,
-//! `lockctl`; feature `guests`) — exact counting, a trapping guest handing its
-//! lock over, and the WIT semantics guests see. Semaphores, revocation,
+//! `lockctl`, `lockctl3`; feature `guests`) — exact counting (a WASI 0.3
+//! guest beside 0.2.2 ones included), a trapping guest handing its lock
+//! over, the WIT semantics guests see, and a 0.3 guest's cancelled wait and
+//! pending calls leaving nothing behind. Semaphores, revocation,
 //! downgrade, the list of a lock's contenders, the guarded store and leader
 //! election are checked when the engine has them (its session's accessors
 //! say so: [`Features`]); when it does not, the kit checks it says so
@@ -98,11 +100,11 @@
 //! # Features
 //!
 //! - `guests` (off by default): the checks through guest components, and
-//!   `KitGuest` with the helpers that run guests. They need the two guests
+//!   `KitGuest` with the helpers that run guests. They need the three guests
 //!   built for `wasm32-wasip2`: inside wardlock's repository the build script
 //!   builds them (`plugins/build.sh`); elsewhere set
-//!   `WARDLOCK_CONFORMANCE_GUESTS` to a directory holding `counter.wasm` and
-//!   `lockctl.wasm`.
+//!   `WARDLOCK_CONFORMANCE_GUESTS` to a directory holding `counter.wasm`,
+//!   `lockctl.wasm` and `lockctl3.wasm`.
 
 #![allow(
     clippy::unwrap_used,

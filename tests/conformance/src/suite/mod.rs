@@ -12,6 +12,8 @@ mod election;
 mod guarded;
 #[cfg(feature = "guests")]
 mod guests;
+#[cfg(feature = "guests")]
+mod guests_v3;
 mod keyvalue;
 mod revocation;
 mod semaphore;
@@ -21,6 +23,10 @@ use self::election::elections_have_one_leader_at_a_time;
 use self::guarded::guarded_writes_need_a_standing_exclusive_grant;
 #[cfg(feature = "guests")]
 use self::guests::{guest_counter_is_exact, guest_sees_wit_semantics, guest_trap_hands_over};
+#[cfg(feature = "guests")]
+use self::guests_v3::{
+    guest_v3_cancelled_wait_leaves_nothing, guest_v3_counts_beside_v2, guest_v3_end_leaves_nothing,
+};
 use self::keyvalue::key_value_writes_are_versioned_whole_and_fenced;
 use self::revocation::revocation_reaches_every_holder;
 use self::semaphore::{semaphore_abandoned_waits_leave_nothing, semaphore_admits_its_permits};
@@ -54,7 +60,8 @@ fn skipped(check: &str, feature: &str) {
 ///
 /// With the `guests` feature (the default) the list includes the checks
 /// through guest components (`guest_counter_is_exact`,
-/// `guest_trap_hands_over`, `guest_sees_wit_semantics`); without it, they
+/// `guest_trap_hands_over`, `guest_sees_wit_semantics` and the WASI 0.3
+/// guest's `guest_v3_*`); without it, they
 /// are not in the list, nor in [`checks`](crate::checks).
 #[cfg(feature = "guests")]
 #[macro_export]
@@ -72,6 +79,9 @@ macro_rules! conformance_checks {
             guest_counter_is_exact,
             guest_trap_hands_over,
             guest_sees_wit_semantics,
+            guest_v3_counts_beside_v2,
+            guest_v3_cancelled_wait_leaves_nothing,
+            guest_v3_end_leaves_nothing,
             status_subscriber_wakes_on_release,
             semaphore_admits_its_permits,
             semaphore_abandoned_waits_leave_nothing,

@@ -1,0 +1,97 @@
+//! The checks through a WASI 0.3 guest (`lockctl3`, on
+//! `wardlock:lock@0.3.0`): its awaited locks exclude a 0.2.2 guest's, a
+//! wait it cancels leaves nothing on the engine, and its end (the
+//! deadline) while calls wait and locks are held leaves nothing either.
+
+use std::time::Duration;
+
+use wardlock_backend::Mode;
+use wardlock_host::runner::Outcome;
+
+use crate::{KitGuest, Subject, TEST_WAIT_LIMIT, assert_success, lines, name, spawn_run};
+
+/// Four 0.3 guests and four 0.2.2 guests (`counter`) on one lock lose no
+/// update: the two versions exclude each other.
+pub(super) async fn guest_v3_counts_beside_v2(s: &Subject) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let v3 = KitGuest::Lockctl3.runner(s.backend.clone(), Some(dir.path()), Some(TEST_WAIT_LIMIT));
+    let v2 = KitGuest::Counter.runner(s.backend.clone(), Some(dir.path()), Some(TEST_WAIT_LIMIT));
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        tasks.push(spawn_run(
+            &v3,
+            i,
+            &["counter", "conf/v3-count", "20", "/data/count"],
+        ));
+        tasks.push(spawn_run(&v2, i, &["conf/v3-count", "20", "/data/count"]));
+    }
+    for task in tasks {
+        assert_success(&task.await.expect("guest task"));
+    }
+    let count = std::fs::read_to_string(dir.path().join("count")).expect("count file");
+    assert_eq!(count.trim(), "160");
+    s.wait_len("conf/v3-count", 0).await;
+}
+
+/// A 0.3 guest awaits a held lock and a free one at once and drops the
+/// first wait once it has the second: the engine is left with the native
+/// holder alone, and once that releases, a native waiter that queued
+/// behind the cancelled wait is granted (its place was given up).
+pub(super) async fn guest_v3_cancelled_wait_leaves_nothing(s: &Subject) {
+    let holder = s.backend.open_session("holder");
+    let held = holder
+        .acquire(&name("conf/v3-wanted"), Mode::Exclusive, None)
+        .await
+        .expect("holder");
+    let runner = KitGuest::Lockctl3.runner(s.backend.clone(), None, Some(TEST_WAIT_LIMIT));
+    let report = spawn_run(&runner, 0, &["cancel", "conf/v3-wanted", "conf/v3-free"])
+        .await
+        .expect("guest task");
+    assert_success(&report);
+    let out = lines(&report);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(
+        out[0].starts_with("cancel: conf/v3-free first; conf/v3-wanted has 1 holders and "),
+        "{out:?}"
+    );
+    // Whether the engine had withdrawn the wait by the time the guest's
+    // next call read the queue depends on the engine (memory: at once;
+    // ZooKeeper, etcd: one more round trip): said, not asserted.
+    eprintln!("conformance: guest_v3_cancelled_wait_leaves_nothing: the guest read {out:?}");
+    s.wait_len("conf/v3-wanted", 1).await;
+    s.wait_len("conf/v3-free", 0).await;
+    let waiter = super::queued(s, "waiter", "conf/v3-wanted", Mode::Exclusive, 2).await;
+    holder.release(held.id).expect("release");
+    let (_session, grant) = waiter.await.expect("waiter task");
+    assert!(grant.is_ok(), "{grant:?}");
+}
+
+/// A 0.3 guest holding 5 locks, with 5 calls waiting on each of two held
+/// locks, is stopped by its deadline: all of it is withdrawn and released.
+pub(super) async fn guest_v3_end_leaves_nothing(s: &Subject) {
+    let holder = s.backend.open_session("holder");
+    let mut held = Vec::new();
+    for lock in ["conf/v3-end-a", "conf/v3-end-b"] {
+        held.push(
+            holder
+                .acquire(&name(lock), Mode::Exclusive, None)
+                .await
+                .expect("holder"),
+        );
+    }
+    let deadline = Duration::from_secs(2);
+    let runner = KitGuest::Lockctl3.runner(s.backend.clone(), None, Some(deadline));
+    let args = ["pending-end", "5", "5", "conf/v3-end-a", "conf/v3-end-b"];
+    let report = spawn_run(&runner, 0, &args).await.expect("guest task");
+    crate::assert_outcome!(report, Outcome::TimedOut(_));
+    assert_eq!(lines(&report), ["waiting: 5 held, 10 pending"]);
+    for lock in ["conf/v3-end-a", "conf/v3-end-b"] {
+        s.wait_len(lock, 1).await;
+    }
+    for i in 0..5 {
+        s.wait_len(&format!("conf/v3-end-a-held/l{i}"), 0).await;
+    }
+    for grant in held {
+        holder.release(grant.id).expect("release");
+    }
+}
