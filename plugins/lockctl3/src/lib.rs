@@ -14,6 +14,13 @@
 //!   `NAME-held/l0`.., start COUNT waits on each NAME, print `waiting`, then
 //!   end as the host's deadline decides (it never returns by itself).
 //! - `trap-pending NAME`: start a wait on NAME, hold `NAME-held`, then trap.
+//! - `loop NAME OPS`: OPS times, await NAME exclusively and release it,
+//!   timing each pair; prints what `bench-guest loop` prints (`done ops=N
+//!   writes=0 violations=0 start_unix_ns=S end_unix_ns=E`, then `lat_ns
+//!   L1 L2 ...`), for `wardlock-bench`'s `wit-v3` workload.
+//! - `many-timed COUNT PREFIX join|seq`: as `many`, all at once (`join`) or
+//!   one after another (`seq`), printing `elapsed_ns=T` (first call to
+//!   last grant).
 //! - `watch NAME`: hold NAME, take its `not-held` future, hold `parked`
 //!   (the test's sign that the future exists), await the future and print
 //!   `not-held: STATUS`, then `release: RESULT`; then hold `NAME-again`,
@@ -54,8 +61,10 @@ impl Guest for Command {
             ["pending-end", held, count, names @ ..] => pending_end(held, count, names).await,
             ["trap-pending", name] => trap_pending(name).await,
             ["watch", name] => watch(name).await,
+            ["loop", name, ops] => timed_loop(name, ops).await,
+            ["many-timed", count, prefix, how] => many_timed(count, prefix, how).await,
             _ => Err(
-                "usage: lockctl3 counter|many|cancel|pending-end|trap-pending|watch ARGS...".into(),
+                "usage: lockctl3 counter|many|many-timed|cancel|pending-end|trap-pending|watch|loop ARGS...".into(),
             ),
         };
         result.map_err(|message| eprintln!("lockctl3: {message}"))
@@ -213,5 +222,60 @@ async fn watch(name: &str) -> Result<(), String> {
     let not_held = again.not_held();
     again.release().map_err(|e| say(&e))?;
     println!("after release: {:?}", not_held.await);
+    Ok(())
+}
+
+fn unix_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+async fn timed_loop(name: &str, ops: &str) -> Result<(), String> {
+    let ops = number(ops)?;
+    let mut latencies = String::new();
+    let start = unix_ns();
+    for _ in 0..ops {
+        let began = std::time::Instant::now();
+        let lock = locks::acquire(name.to_string(), exclusive(None))
+            .await
+            .map_err(|e| say(&e))?;
+        drop(lock);
+        latencies.push(' ');
+        latencies.push_str(&began.elapsed().as_nanos().to_string());
+    }
+    let end = unix_ns();
+    println!(
+        "done ops={ops} writes=0 violations=0 start_unix_ns={start} end_unix_ns={end}\nlat_ns{latencies}"
+    );
+    Ok(())
+}
+
+async fn many_timed(count: &str, prefix: &str, how: &str) -> Result<(), String> {
+    let count = number(count)?;
+    let name = |i: u64| format!("{prefix}/l{i}");
+    let began = std::time::Instant::now();
+    let held: Vec<Lock> = match how {
+        "join" => join_all((0..count).map(|i| locks::acquire(name(i), exclusive(None))))
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(|e| say(&e))?,
+        "seq" => {
+            let mut held = Vec::new();
+            for i in 0..count {
+                held.push(
+                    locks::acquire(name(i), exclusive(None))
+                        .await
+                        .map_err(|e| say(&e))?,
+                );
+            }
+            held
+        }
+        other => return Err(format!("many-timed: join or seq, not {other}")),
+    };
+    let elapsed = began.elapsed().as_nanos();
+    drop(held);
+    println!("elapsed_ns={elapsed}");
     Ok(())
 }

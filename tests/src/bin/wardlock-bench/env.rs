@@ -639,7 +639,7 @@ pub(crate) fn guest_runner(backend: Arc<dyn LockBackend>, dir: &Path) -> Arc<Run
 }
 
 /// How the bench runs `bench-guest` instances on `backend`.
-fn guest_config(backend: Arc<dyn LockBackend>, dir: &Path) -> RunnerConfig {
+pub(crate) fn guest_config(backend: Arc<dyn LockBackend>, dir: &Path) -> RunnerConfig {
     RunnerConfig {
         backend,
         preopens: vec![Preopen {

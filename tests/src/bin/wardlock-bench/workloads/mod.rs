@@ -15,6 +15,7 @@ mod rounds;
 mod scale;
 mod spread;
 mod uncontended;
+mod wit_v3;
 
 use clap::ValueEnum;
 use wardlock_host::LockName;
@@ -45,6 +46,8 @@ pub(crate) enum Workload {
     LockSet,
     /// A waiter on another host behind a cached, released lock (issue 39).
     CachedHandover,
+    /// `wardlock:lock@0.3.0` against 0.2.2, and 64 locks at once (issue 50).
+    WitV3,
 }
 
 impl Workload {
@@ -85,6 +88,7 @@ impl Workload {
                 System::EtcdNative,
             ],
             Workload::LockSet => &[System::ZooKeeperGuest, System::EtcdGuest],
+            Workload::WitV3 => &[System::MemoryGuest, System::ZooKeeperGuest],
             Workload::CachedHandover => &[
                 System::ZkFloor,
                 System::ZooKeeperNative,
@@ -138,6 +142,7 @@ impl Workload {
             Workload::Guarded => guarded::run(env, systems).await,
             Workload::LockSet => lock_set::run(env, systems).await,
             Workload::CachedHandover => cached_handover::run(env, systems).await,
+            Workload::WitV3 => wit_v3::run(env, systems).await,
         }
     }
 }
