@@ -63,6 +63,11 @@
 //! unchanged against it (the same names, more methods), and so does code that
 //! names [`v2`]`::…`, which stays as an alias of the root.
 //!
+//! The feature `v3` adds [`v3`]: the `wardlock:lock@0.3.0` API in WASI 0.3's
+//! async style (`Lock::exclusive(name).await`, many locks awaited at once,
+//! cancelling a wait by dropping it, `Guard::not_held` as a future), for a
+//! component that is a WASI 0.3 command (`v3::export_command!`).
+//!
 //! A guest that must run on a host serving only 0.1.0 turns the default
 //! feature off (`default-features = false`): the root is then the 0.1.0 API,
 //! which [`v1`] names in every build.
@@ -95,9 +100,13 @@ mod error;
 mod guard;
 mod lock;
 mod mode;
+#[cfg(feature = "v2")]
+mod shared;
 mod status;
 #[cfg(feature = "v2")]
 pub mod v2;
+#[cfg(feature = "v3")]
+pub mod v3;
 
 pub use error::Error;
 pub use mode::Mode;

@@ -21,7 +21,12 @@
 //!   (through `lockctl2`, the 0.2.0 probe guest); and `key-value` under
 //!   `session-expiry`: a `wasi:keyvalue` context fenced by the holder's lock
 //!   writes, the session expires, the other host's waiter writes through its
-//!   fence, and the expired holder's next write must not commit.
+//!   fence, and the expired holder's next write must not commit;
+//! - and two faults of WIT 0.3.0 guests (`lockctl3`, a WASI 0.3 command), on
+//!   every engine: `v3-cancelled-wait` (the guest drops its wait for a held
+//!   lock once another is granted: it finishes, and nothing of the wait is
+//!   left) and `v3-pending-end` (the guest's deadline passes while 5 of its
+//!   calls wait and it holds 5 locks: all withdrawn and released).
 //!
 //! Host SIGKILL, leader kills and partitions are tested in `lifetime`,
 //! `failover` and `partition`; SIGTERM in `deadlines`.
@@ -707,6 +712,107 @@ async fn key_value_matrix() {
     assert_cells_passed(&failures);
 }
 
+/// The WIT 0.3.0 faults of [`v3_matrix`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum V3Fault {
+    /// The guest awaits the held lock and a free one, and drops the first
+    /// wait once the second is granted.
+    CancelledWait,
+    /// The guest's deadline passes while 5 of its calls wait behind the
+    /// holder and it holds 5 locks of its own.
+    PendingEnd,
+}
+
+/// A `lockctl3` runner on `backend`, each instance limited to `deadline`.
+fn v3_runner(
+    backend: &Arc<dyn LockBackend>,
+    deadline: Duration,
+) -> Arc<wardlock_host::runner::Runner> {
+    runner_with(
+        Guest::Lockctl3,
+        RunnerConfig {
+            backend: backend.clone(),
+            timeout: Some(deadline),
+            ..RunnerConfig::default()
+        },
+    )
+}
+
+/// One cell of [`v3_matrix`]: a native holder on the holder's host, the
+/// 0.3 guest on the waiters' host, then nothing left behind (a fresh guest
+/// takes the lock, and after `PendingEnd` the first of the guest's own).
+async fn v3_cell(hosts: &Hosts, fault: V3Fault, lock: &str) -> Result<(), String> {
+    let (_holder, grant) = hosts.native_hold(Path::Lock, lock).await;
+    let report = match fault {
+        V3Fault::CancelledWait => {
+            let free = format!("{lock}-free");
+            let runner = v3_runner(&hosts.waiter, TEST_WAIT_LIMIT);
+            spawn_run(&runner, 0, &["cancel", lock, &free]).await
+        }
+        V3Fault::PendingEnd => {
+            let runner = v3_runner(&hosts.waiter, Duration::from_secs(3));
+            spawn_run(&runner, 0, &["pending-end", "5", "5", lock]).await
+        }
+    }
+    .expect("guest task");
+    let out = lines(&report);
+    let expected = match fault {
+        V3Fault::CancelledWait => {
+            report.outcome.is_success()
+                && out.len() == 1
+                && out[0].starts_with(&format!(
+                    "cancel: {lock}-free first; {lock} has 1 holders and "
+                ))
+        }
+        V3Fault::PendingEnd => {
+            matches!(report.outcome, Outcome::TimedOut(_)) && out == ["waiting: 5 held, 5 pending"]
+        }
+    };
+    if !expected {
+        return Err(format!(
+            "the guest: {:?}, {out:?}, {}",
+            report.outcome,
+            report.stderr_text()
+        ));
+    }
+    hosts
+        .log
+        .release_watched(grant.id)
+        .map_err(|e| e.to_string())?;
+    hosts.free_afterwards(Path::Lock, lock).await?;
+    if fault == V3Fault::PendingEnd {
+        hosts
+            .free_afterwards(Path::Lock, &format!("{lock}-held/l0"))
+            .await?;
+    }
+    Ok(())
+}
+
+/// The WIT 0.3.0 cells (`v3-cancelled-wait`, `v3-pending-end`) × every
+/// engine, once each or `WARDLOCK_SOAK` times.
+async fn v3_matrix() {
+    let (rounds, world) = (rounds(), World::start());
+    let mut failures = Vec::new();
+    for fault in [V3Fault::CancelledWait, V3Fault::PendingEnd] {
+        for engine in ENGINES {
+            let mut passed = 0;
+            for round in 0..rounds {
+                let lock = format!("m-v3-{fault:?}-{engine:?}-{round}").to_lowercase();
+                let hosts = world.hosts(engine, &lock).await;
+                let outcome = v3_cell(&hosts, fault, &lock).await;
+                // No session is closed from outside here: no overlap is
+                // allowed (the rule of every fault but `SessionExpiry`).
+                match outcome.and_then(|()| checked(&hosts, Fault::DeadlineRace, engine)) {
+                    Ok(()) => passed += 1,
+                    Err(why) => failures.push(format!("{fault:?} × {engine:?} × V3: {why}")),
+                }
+            }
+            println!("| {fault:?} | {engine:?} | V3 | {passed}/{rounds} |");
+        }
+    }
+    assert_cells_passed(&failures);
+}
+
 /// Fails the test naming every failed cell, if any failed.
 fn assert_cells_passed(failures: &[String]) {
     assert!(
@@ -752,4 +858,9 @@ async fn slow_server_cells() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn key_value_session_expiry_cells() {
     key_value_matrix().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v3_cells() {
+    v3_matrix().await;
 }

@@ -4,21 +4,27 @@
 //! of one instance at once, cancelling a wait by dropping it, the instance's
 //! end (deadline, trap) while calls are pending, and the handle cap against
 //! ten thousand calls at once; a lock's loss and release through its
-//! `not-held` future.
+//! `not-held` future. On ZooKeeper: 0.3 and 0.2.2 guests of two hosts on
+//! one lock. (The kit's `guest_v3_*` checks run the 0.3 guest on every
+//! engine: `conformance.rs`.)
 
 use std::sync::Arc;
 
 use wardlock_host::backend::memory::Fault;
 use wardlock_host::runner::Outcome;
 use wardlock_host::{LockPolicy, MemoryBackend, Mode};
+use wardlock_tests::conformance::Probe;
+use wardlock_tests::probe::ZkProbe;
+use wardlock_tests::zookeeper::{ZkServer, backend_under};
 use wardlock_tests::{
     Guest, TEST_WAIT_LIMIT, assert_outcome, assert_success, hold, lines, name, runner, runner_in,
     spawn_run, value_in, wait_counts,
 };
 
-/// Two 0.3 guests and two 0.2.2 guests (the `counter` example, on the
-/// SDK's 0.2.2 API) add one to one file under one lock, 50 times each: no
-/// update is lost, so the versions exclude each other.
+/// Two 0.3 guests (the probe, and `counter3` on the SDK's 0.3 API) and two
+/// 0.2.2 guests (the `counter` example, on the SDK's 0.2.2 API) add one to
+/// one file under one lock, 50 times each: no update is lost, so the
+/// versions exclude each other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v3_and_v2_guests_exclude_each_other() {
     let backend = MemoryBackend::new();
@@ -30,11 +36,17 @@ async fn v3_and_v2_guests_exclude_each_other() {
         dir.path(),
         Some(TEST_WAIT_LIMIT),
     );
+    let sdk3 = runner_in(
+        Guest::Counter3,
+        shared.clone(),
+        dir.path(),
+        Some(TEST_WAIT_LIMIT),
+    );
     let v2 = runner_in(Guest::Counter, shared, dir.path(), Some(TEST_WAIT_LIMIT));
     let tasks = [
         spawn_run(&v3, 0, &["counter", "count", "50", "/data/n"]),
         spawn_run(&v2, 1, &["count", "50", "/data/n"]),
-        spawn_run(&v3, 2, &["counter", "count", "50", "/data/n"]),
+        spawn_run(&sdk3, 2, &["count", "50", "/data/n"]),
         spawn_run(&v2, 3, &["count", "50", "/data/n"]),
     ];
     for task in tasks {
@@ -206,4 +218,35 @@ async fn not_held_completes_on_loss_and_on_release() {
         ]
     );
     assert_eq!(backend.active_names(), 0);
+}
+
+/// Two hosts on one ZooKeeper server (two backends, each its own sessions,
+/// a node per guest): 0.3 guests on one (the probe and `counter3`), 0.2.2
+/// `counter`s on the other, 25 additions each under one lock, counted
+/// exactly; no lock node is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v3_and_v2_guests_of_two_hosts_exclude_each_other_on_zookeeper() {
+    let server = ZkServer::start();
+    let root = "/wardlock-v3";
+    let (one, other) = (
+        backend_under(&server, root, false).await,
+        backend_under(&server, root, false).await,
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let limit = Some(TEST_WAIT_LIMIT);
+    let probe_guest = runner_in(Guest::Lockctl3, Arc::new(one.clone()), dir.path(), limit);
+    let sdk_guest = runner_in(Guest::Counter3, Arc::new(one), dir.path(), limit);
+    let v2 = runner_in(Guest::Counter, Arc::new(other), dir.path(), limit);
+    let tasks = [
+        spawn_run(&probe_guest, 0, &["counter", "v3/count", "25", "/data/n"]),
+        spawn_run(&v2, 0, &["v3/count", "25", "/data/n"]),
+        spawn_run(&sdk_guest, 1, &["v3/count", "25", "/data/n"]),
+        spawn_run(&v2, 1, &["v3/count", "25", "/data/n"]),
+    ];
+    for task in tasks {
+        assert_success(&task.await.expect("guest task"));
+    }
+    assert_eq!(value_in(dir.path(), "n"), 100, "no lost update");
+    let probe = ZkProbe::connect(&server.address(), root).await;
+    probe.wait_len("v3/count", 0).await;
 }

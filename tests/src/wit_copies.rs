@@ -13,6 +13,11 @@ pub const COPIES: &[(&str, &str)] = &[
     ("guest-sdk/wit/lock.wit", "wit/lock.wit"),
     ("guest-sdk/wit/v0.2/lock.wit", "wit/v0.2/lock.wit"),
     ("guest-sdk/wit/v0.2/deps/io.wit", "plugins/wit/deps/io.wit"),
+    ("guest-sdk/wit/v0.3/lock.wit", "wit/v0.3/lock.wit"),
+    (
+        "guest-sdk/wit/v0.3/deps/cli-run.wit",
+        "wit/v0.3/deps/cli-run.wit",
+    ),
     ("wit/v0.2/deps/io.wit", "plugins/wit/deps/io.wit"),
     ("host/wit/lock.wit", "wit/lock.wit"),
     ("host/wit/v0.2/lock.wit", "wit/v0.2/lock.wit"),

@@ -51,18 +51,5 @@ impl Queue {
 /// for acquiring), [`Error::Unavailable`] (the lock service did not answer,
 /// or cannot list contenders).
 pub fn contenders(name: &str, limit: u32) -> Result<Queue, Error> {
-    let raw = locks::contenders(name, limit)?;
-    Ok(Queue {
-        contenders: raw
-            .contenders
-            .into_iter()
-            .map(|c| Contender {
-                owner: c.owner,
-                mode: c.mode.into(),
-                holds: c.holds,
-                fencing_token: c.fencing_token,
-            })
-            .collect(),
-        total: raw.total,
-    })
+    Ok(super::queue_of(locks::contenders(name, limit)?))
 }

@@ -90,52 +90,15 @@ pub mod bindings {
 }
 
 use bindings::wardlock::lock::locks;
-use bindings::wardlock::lock::types as raw;
 
 /// A lock request (name, [`Mode`], timeout), as [`crate::v1::Lock`], acquired
 /// through the 0.2.0 interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lock(crate::v1::Lock);
 
+crate::shared::lock_request!(Lock);
+
 impl Lock {
-    /// Requests `name` exclusively (a write lock).
-    pub fn exclusive(name: impl Into<String>) -> Self {
-        Lock(crate::v1::Lock::exclusive(name))
-    }
-
-    /// Requests `name` shared (a read lock).
-    pub fn shared(name: impl Into<String>) -> Self {
-        Lock(crate::v1::Lock::shared(name))
-    }
-
-    /// Requests `name` in `mode`.
-    pub fn new(name: impl Into<String>, mode: Mode) -> Self {
-        Lock(crate::v1::Lock::new(name, mode))
-    }
-
-    /// Gives up with [`Error::Timeout`] after `timeout` (rounded up to whole
-    /// milliseconds).
-    pub fn timeout(self, timeout: Duration) -> Self {
-        Lock(self.0.timeout(timeout))
-    }
-
-    /// The lock name.
-    pub fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    /// The mode asked for.
-    pub fn mode(&self) -> Mode {
-        self.0.mode()
-    }
-
-    fn options(&self) -> locks::Options {
-        locks::Options {
-            mode: self.mode().into(),
-            timeout_ms: self.0.timeout_ms(),
-        }
-    }
-
     /// Waits until the lock is granted (or the timeout passes).
     ///
     /// # Errors
@@ -167,12 +130,6 @@ impl Lock {
             self.name(),
             self.options(),
         )?))
-    }
-}
-
-impl From<crate::v1::Lock> for Lock {
-    fn from(lock: crate::v1::Lock) -> Self {
-        Lock(lock)
     }
 }
 
@@ -209,47 +166,7 @@ pub fn request_revocation(name: &str) -> Result<u32, Error> {
     Ok(locks::request_revocation(name)?)
 }
 
-impl From<raw::Error> for Error {
-    fn from(raw: raw::Error) -> Self {
-        match raw {
-            raw::Error::InvalidName(text) => Error::InvalidName(text),
-            raw::Error::Denied(text) => Error::Denied(text),
-            raw::Error::Timeout => Error::Timeout,
-            raw::Error::WouldDeadlock => Error::WouldDeadlock,
-            raw::Error::Lost => Error::Lost,
-            raw::Error::Released => Error::Released,
-            raw::Error::LimitExceeded(text) => Error::LimitExceeded(text),
-            raw::Error::Unavailable(text) => Error::Unavailable(text),
-            raw::Error::InvalidRequest(text) => Error::InvalidRequest(text),
-        }
-    }
-}
-
-impl From<Mode> for raw::Mode {
-    fn from(mode: Mode) -> Self {
-        match mode {
-            Mode::Exclusive => raw::Mode::Exclusive,
-            Mode::Shared => raw::Mode::Shared,
-        }
-    }
-}
-
-impl From<raw::Mode> for Mode {
-    fn from(mode: raw::Mode) -> Self {
-        match mode {
-            raw::Mode::Exclusive => Mode::Exclusive,
-            raw::Mode::Shared => Mode::Shared,
-        }
-    }
-}
-
-impl From<raw::Status> for Status {
-    fn from(status: raw::Status) -> Self {
-        match status {
-            raw::Status::Held => Status::Held,
-            raw::Status::Suspended => Status::Suspended,
-            raw::Status::Lost => Status::Lost,
-            raw::Status::Released => Status::Released,
-        }
-    }
-}
+crate::shared::raw_conversions!(
+    bindings::wardlock::lock::types,
+    bindings::wardlock::lock::locks
+);

@@ -31,6 +31,9 @@ pub mod valkey {}
 #[doc = include_str!("../../../docs/wit.md")]
 pub mod wit {}
 
+#[doc = include_str!("../../../docs/wasi-0.3.md")]
+pub mod wasi_0_3 {}
+
 // The READMEs of the published crates (what crates.io shows): their Rust
 // blocks compile here as well.
 
