@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use wardlock_host::backend::memory::Fault;
 use wardlock_host::runner::Outcome;
-use wardlock_host::{LockPolicy, MemoryBackend, Mode};
+use wardlock_host::{LockBackend, LockPolicy, MemoryBackend, Mode};
 use wardlock_tests::conformance::Probe;
 use wardlock_tests::probe::ZkProbe;
 use wardlock_tests::zookeeper::{ZkServer, backend_under};
@@ -249,4 +249,40 @@ async fn v3_and_v2_guests_of_two_hosts_exclude_each_other_on_zookeeper() {
     assert_eq!(value_in(dir.path(), "n"), 100, "no lost update");
     let probe = ZkProbe::connect(&server.address(), root).await;
     probe.wait_len("v3/count", 0).await;
+}
+
+/// Semaphore permits through 0.3.0: a guest awaits 3 permits of a
+/// 3-permit semaphore at once while a native holder has one: 2 are granted
+/// while the third waits (the guest's calls wait side by side), then all 3
+/// once the native permit goes; a permit's `not-held` future completes with
+/// `released` when the guest releases it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_are_awaited_side_by_side() {
+    let backend = MemoryBackend::new();
+    let native = backend.open_session("test");
+    let held = native
+        .semaphores()
+        .expect("semaphores")
+        .acquire_permit(&name("sem"), 3, None)
+        .await
+        .expect("native permit");
+    let guest = runner(
+        Guest::Lockctl3,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let run = spawn_run(&guest, 0, &["permits", "sem", "3", "3"]);
+    wait_counts(&backend, "sem", 3, 1).await;
+    native.release(held.id).expect("release the native permit");
+    let report = run.await.expect("guest task");
+    assert_success(&report);
+    assert_eq!(
+        lines(&report),
+        [
+            "permits: 3 granted, tokens rising",
+            "first after release: Status::Released"
+        ]
+    );
+    assert_eq!(backend.active_names(), 0);
 }

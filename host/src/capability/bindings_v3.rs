@@ -6,16 +6,19 @@
 //! other tasks run, and a guest that cancels the call drops its future.
 //! `not-held` builds a `future<status>` in the store, so it takes the store
 //! too. The `lock` resource is the same host type as in 0.1.0 and 0.2.2
-//! ([`LockHandle`](crate::capability::LockHandle)).
+//! ([`LockHandle`](crate::capability::LockHandle)), and so is `permit`
+//! ([`PermitHandle`](crate::capability::PermitHandle)).
 
 wasmtime::component::bindgen!({
     path: "wit/v0.3",
     world: "wardlock:lock/guest",
     imports: {
         "wardlock:lock/locks.[method]lock.not-held": store | trappable,
+        "wardlock:lock/locks.[method]permit.not-held": store | trappable,
         default: trappable,
     },
     with: {
         "wardlock:lock/locks.lock": crate::capability::handle::LockHandle,
+        "wardlock:lock/locks.permit": crate::capability::permit::PermitHandle,
     },
 });

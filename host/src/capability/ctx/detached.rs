@@ -12,8 +12,9 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use super::{Join, LockError, LockHandle, Mode, WardlockCtx};
-use crate::backend::{BackendError, Contenders, Grant, GrantId, LockSession};
+use crate::backend::{BackendError, Contenders, Grant, GrantId, LockSession, Request};
 use crate::capability::pending::WaitSlot;
+use crate::capability::permit::PermitHandle;
 use crate::capability::wait_bounds::WaitBounds;
 use crate::name::LockName;
 
@@ -40,19 +41,76 @@ impl AcquireCall {
     /// Cancel safe: the backend withdraws the wait (and releases a grant
     /// that arrived as it was dropped).
     pub(crate) async fn run(&self) -> Result<Grant, BackendError> {
-        let span = tracing::debug_span!("acquire", lock = %self.name, mode = %self.mode);
-        let session = &self.session;
-        self.waits
-            .bound(self.timeout, |timeout| {
-                session.acquire(&self.name, self.mode, timeout)
-            })
-            .instrument(span)
-            .await
+        let request = Request::lock(&self.name, self.mode);
+        bounded_wait(&self.session, &self.waits, self.timeout, request).await
     }
 
     /// The session the wait is made on.
     pub(crate) fn session(&self) -> &Arc<dyn LockSession> {
         &self.session
+    }
+}
+
+/// Waits for `request` on `session`, for at most `timeout` (and the
+/// embedder's bounds), in one debug span.
+///
+/// # Cancellation safety
+/// Cancel safe, as the backend's acquire.
+async fn bounded_wait(
+    session: &Arc<dyn LockSession>,
+    waits: &WaitBounds,
+    timeout: Option<Duration>,
+    request: Request<'_>,
+) -> Result<Grant, BackendError> {
+    let span = tracing::debug_span!("acquire", lock = %request.name, mode = request.kind.as_str());
+    waits
+        .bound(timeout, |timeout| session.acquire_request(request, timeout))
+        .instrument(span)
+        .await
+}
+
+/// A wait for one permit of a semaphore to make
+/// ([`WardlockCtx::begin_permit`]).
+pub(crate) struct PermitCall {
+    name: LockName,
+    permits: u32,
+    timeout: Option<Duration>,
+    session: Arc<dyn LockSession>,
+    waits: WaitBounds,
+}
+
+impl PermitCall {
+    /// Waits in the semaphore's queue until a permit is granted.
+    ///
+    /// # Errors
+    /// `Timeout`; the backend's failures and refusals.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe, as [`AcquireCall::run`].
+    pub(crate) async fn run(&self) -> Result<Grant, BackendError> {
+        let request = Request::permit(&self.name, self.permits);
+        bounded_wait(&self.session, &self.waits, self.timeout, request).await
+    }
+}
+
+/// A `try-acquire-permit` to ask the backend for.
+pub(crate) struct TryPermitCall {
+    name: LockName,
+    permits: u32,
+    session: Arc<dyn LockSession>,
+}
+
+impl TryPermitCall {
+    /// Asks the backend for a permit, if one is free.
+    ///
+    /// # Errors
+    /// The backend's failures and refusals.
+    ///
+    /// # Cancellation safety
+    /// As the backend's `try_acquire_request`.
+    pub(crate) async fn run(&self) -> Result<Option<Grant>, BackendError> {
+        let request = Request::permit(&self.name, self.permits);
+        self.session.try_acquire_request(request).await
     }
 }
 
@@ -165,6 +223,69 @@ impl WardlockCtx {
     ) -> Result<LockHandle, LockError> {
         drop(slot);
         Ok(self.record(call.name, call.mode, answer?))
+    }
+
+    /// The wait for one of `permits` permits of semaphore `name` to make,
+    /// with the slot it takes under the handle cap meanwhile.
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::acquire_permit`] before it waits.
+    pub(crate) fn begin_permit(
+        &self,
+        name: &str,
+        permits: u32,
+        timeout: Option<Duration>,
+    ) -> Result<(PermitCall, WaitSlot), LockError> {
+        let call = PermitCall {
+            name: self.admit_permit(name, permits)?,
+            permits,
+            timeout,
+            session: self.session.clone(),
+            waits: self.waits.clone(),
+        };
+        Ok((call, WaitSlot::take(&self.waiting)))
+    }
+
+    /// Records the permit `call` waited for; the slot goes, the permit counts.
+    ///
+    /// # Errors
+    /// What the wait failed with.
+    pub(crate) fn finish_permit(
+        &mut self,
+        call: PermitCall,
+        slot: WaitSlot,
+        answer: Result<Grant, BackendError>,
+    ) -> Result<PermitHandle, LockError> {
+        drop(slot);
+        Ok(self.record_permit(call.name, call.permits, answer?))
+    }
+
+    /// The start of a `try-acquire-permit`.
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::try_acquire_permit`] before it asks the backend.
+    pub(crate) fn begin_try_permit(
+        &self,
+        name: &str,
+        permits: u32,
+    ) -> Result<TryPermitCall, LockError> {
+        Ok(TryPermitCall {
+            name: self.admit_permit(name, permits)?,
+            permits,
+            session: self.session.clone(),
+        })
+    }
+
+    /// Records what the backend answered to `call`.
+    ///
+    /// # Errors
+    /// The backend's error.
+    pub(crate) fn finish_try_permit(
+        &mut self,
+        call: TryPermitCall,
+        answer: Result<Option<Grant>, BackendError>,
+    ) -> Result<Option<PermitHandle>, LockError> {
+        Ok(answer?.map(|grant| self.record_permit(call.name, call.permits, grant)))
     }
 
     /// The downgrade of record `exclusive` to ask the backend for.

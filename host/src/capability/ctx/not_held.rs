@@ -6,6 +6,7 @@ use std::pin::Pin;
 
 use super::{LockHandle, WardlockCtx};
 use crate::backend::GrantStatus;
+use crate::capability::permit::PermitHandle;
 
 /// Resolves with a handle's status once it is no longer `held`.
 pub(crate) type NotHeld = Pin<Box<dyn Future<Output = GrantStatus> + Send + 'static>>;
@@ -30,5 +31,17 @@ impl WardlockCtx {
                 () = released => GrantStatus::Released,
             }
         })
+    }
+
+    /// As [`WardlockCtx::not_held`] for a permit: a permit is a grant of its
+    /// own (no re-entrancy), so its release ends the grant and completes the
+    /// future with `released`.
+    pub(crate) fn permit_not_held(&self, handle: &PermitHandle) -> NotHeld {
+        match self.permit_status(handle) {
+            GrantStatus::Held => self
+                .session
+                .status_changed(handle.grant_id(), GrantStatus::Held),
+            now => Box::pin(std::future::ready(now)),
+        }
     }
 }

@@ -123,7 +123,7 @@ impl WardlockCtx {
     /// cap, at least one permit, and a name this instance does not hold as a
     /// lock (on every backend, though only the memory backend can tell for
     /// other instances).
-    fn admit_permit(&self, name: &str, permits: u32) -> Result<LockName, LockError> {
+    pub(super) fn admit_permit(&self, name: &str, permits: u32) -> Result<LockName, LockError> {
         let name = self.admit(name)?;
         check_permits(&name, permits)?;
         if self.locks.holds(&name) {
@@ -144,7 +144,7 @@ impl WardlockCtx {
         }
     }
 
-    fn record_permit(
+    pub(super) fn record_permit(
         &mut self,
         name: LockName,
         permits: u32,

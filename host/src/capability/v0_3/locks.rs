@@ -1,6 +1,7 @@
 //! `wardlock:lock@0.3.0`'s `locks` and `types` interfaces: the waiting calls
-//! as concurrent host functions on [`HasWardlock`], the `lock` resource's
-//! plain methods on [`WardlockView`] (0.2.2's, through `lock_calls.rs`).
+//! as concurrent host functions on [`HasWardlock`], the `lock` and `permit`
+//! resources' plain methods on [`WardlockView`] (0.2.2's, through
+//! `lock_calls.rs` and the context's permit calls).
 //!
 //! A concurrent call never holds the instance's state while it waits: it
 //! starts on the state (`Accessor::with`), waits away from it, and comes
@@ -17,6 +18,7 @@ use crate::capability::bindings_v3::wardlock::lock::{locks, types};
 use crate::capability::ctx::{Begun, TryBegun};
 use crate::capability::error::LockError;
 use crate::capability::handle::LockHandle;
+use crate::capability::permit::PermitHandle;
 use crate::capability::{HasWardlock, WardlockView};
 
 impl types::Host for WardlockView<'_> {}
@@ -87,6 +89,50 @@ impl<U> locks::HostWithStore<U> for HasWardlock {
         }
     }
 
+    async fn acquire_permit(
+        store: &Accessor<U, Self>,
+        name: String,
+        permits: u32,
+        timeout_ms: Option<u64>,
+    ) -> wasmtime::Result<Result<Resource<PermitHandle>, types::Error>> {
+        let timeout = timeout_ms.map(Duration::from_millis);
+        let begun = store.with(|mut access| access.get().ctx.begin_permit(&name, permits, timeout));
+        let result = match begun {
+            Err(error) => Err(error),
+            Ok((call, slot)) => {
+                // Cancelled here, the backend's wait is dropped: withdrawn.
+                let answer = call.run().await;
+                store.with(|mut access| access.get().ctx.finish_permit(call, slot, answer))
+            }
+        };
+        match result {
+            Ok(permit) => store.with(|mut access| Ok(Ok(access.get().table.push(permit)?))),
+            Err(error) => Ok(Err(error.into())),
+        }
+    }
+
+    async fn try_acquire_permit(
+        store: &Accessor<U, Self>,
+        name: String,
+        permits: u32,
+    ) -> wasmtime::Result<Result<Option<Resource<PermitHandle>>, types::Error>> {
+        let begun = store.with(|mut access| access.get().ctx.begin_try_permit(&name, permits));
+        let result = match begun {
+            Err(error) => Err(error),
+            Ok(call) => {
+                let answer = call.run().await;
+                store.with(|mut access| access.get().ctx.finish_try_permit(call, answer))
+            }
+        };
+        match result {
+            Ok(Some(permit)) => {
+                store.with(|mut access| Ok(Ok(Some(access.get().table.push(permit)?))))
+            }
+            Ok(None) => Ok(Ok(None)),
+            Err(error) => Ok(Err(error.into())),
+        }
+    }
+
     async fn contenders(
         store: &Accessor<U, Self>,
         name: String,
@@ -118,6 +164,55 @@ impl<U> locks::HostLockWithStore<U> for HasWardlock {
             let status: GrantStatus = not_held.await;
             wasmtime::Result::<types::Status>::Ok(status.into())
         })
+    }
+}
+
+impl<U> locks::HostPermitWithStore<U> for HasWardlock {
+    fn not_held(
+        mut store: Access<'_, U, Self>,
+        permit: Resource<PermitHandle>,
+    ) -> wasmtime::Result<FutureReader<types::Status>> {
+        let not_held = {
+            let view = store.get();
+            view.ctx.permit_not_held(view.table.get(&permit)?)
+        };
+        FutureReader::new(&mut store, async move {
+            let status: GrantStatus = not_held.await;
+            wasmtime::Result::<types::Status>::Ok(status.into())
+        })
+    }
+}
+
+impl locks::HostPermit for WardlockView<'_> {
+    fn name(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&permit)?.name.to_string())
+    }
+
+    fn permits(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<u32> {
+        Ok(self.table.get(&permit)?.permits)
+    }
+
+    fn fencing_token(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<u64> {
+        Ok(self.table.get(&permit)?.fencing_token())
+    }
+
+    fn status(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<types::Status> {
+        let handle = self.table.get(&permit)?;
+        Ok(self.ctx.permit_status(handle).into())
+    }
+
+    fn release(
+        &mut self,
+        permit: Resource<PermitHandle>,
+    ) -> wasmtime::Result<Result<(), types::Error>> {
+        let handle = self.table.get_mut(&permit)?;
+        Ok(self.ctx.release_permit(handle).map_err(types::Error::from))
+    }
+
+    fn drop(&mut self, permit: Resource<PermitHandle>) -> wasmtime::Result<()> {
+        let handle = self.table.delete(permit)?;
+        self.ctx.drop_permit(handle);
+        Ok(())
     }
 }
 

@@ -50,8 +50,11 @@ pub(super) async fn guest_v3_cancelled_wait_leaves_nothing(s: &Subject) {
     assert_success(&report);
     let out = lines(&report);
     assert_eq!(out.len(), 1, "{out:?}");
+    // The guest's `contenders` call, right after: an engine without
+    // contention listing answers `invalid-request`, which is no failure.
     assert!(
-        out[0].starts_with("cancel: conf/v3-free first; conf/v3-wanted has 1 holders and "),
+        out[0].starts_with("cancel: conf/v3-free first; conf/v3-wanted has 1 holders and ")
+            || out[0].starts_with("cancel: conf/v3-free first; conf/v3-wanted's contenders: "),
         "{out:?}"
     );
     // Whether the engine had withdrawn the wait by the time the guest's
