@@ -37,6 +37,14 @@ macro_rules! lock_request {
                 self.0.mode()
             }
 
+            /// This lock as one entry of an `acquire-many` request.
+            fn request(&self) -> locks::Request {
+                locks::Request {
+                    name: self.name().to_string(),
+                    mode: self.mode().into(),
+                }
+            }
+
             fn options(&self) -> locks::Options {
                 locks::Options {
                     mode: self.mode().into(),
@@ -48,6 +56,36 @@ macro_rules! lock_request {
         impl From<crate::v1::Lock> for $lock {
             fn from(lock: crate::v1::Lock) -> Self {
                 $lock(lock)
+            }
+        }
+    };
+}
+
+/// The read-only methods of a permit newtype `$permit { raw: locks::Permit }`.
+macro_rules! permit_accessors {
+    ($permit:ident) => {
+        impl $permit {
+            /// The semaphore name as given when the permit was acquired.
+            pub fn name(&self) -> String {
+                self.raw.name()
+            }
+
+            /// The semaphore's permit count as given when the permit was
+            /// acquired.
+            pub fn permits(&self) -> u32 {
+                self.raw.permits()
+            }
+
+            /// Strictly greater than the token of every permit of this
+            /// semaphore granted before this one (on ZooKeeper the lease
+            /// node's `czxid`); hand it to the resource you protect.
+            pub fn fencing_token(&self) -> u64 {
+                self.raw.fencing_token()
+            }
+
+            /// What the permit currently guarantees; see [`Status`].
+            pub fn status(&self) -> Status {
+                self.raw.status().into()
             }
         }
     };
@@ -126,4 +164,4 @@ macro_rules! raw_conversions {
     };
 }
 
-pub(crate) use {lock_request, raw_conversions};
+pub(crate) use {lock_request, permit_accessors, raw_conversions};

@@ -286,3 +286,84 @@ async fn permits_are_awaited_side_by_side() {
     );
     assert_eq!(backend.active_names(), 0);
 }
+
+/// `acquire-many` through 0.3.0: two instances take the same three locks as
+/// one request, listed in opposite orders, 100 times each, adding one to a
+/// file under them: both finish (no deadlock) and no update is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_in_opposite_orders_never_deadlock() {
+    let backend = MemoryBackend::new();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let guest = runner_in(
+        Guest::Lockctl3,
+        Arc::new(backend.clone()),
+        dir.path(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let forward = spawn_run(
+        &guest,
+        0,
+        &["many-loop", "100", "/data/n", "x/a", "x/b", "x/c"],
+    );
+    let backward = spawn_run(
+        &guest,
+        1,
+        &["many-loop", "100", "/data/n", "x/c", "x/b", "x/a"],
+    );
+    for task in [forward, backward] {
+        let report = task.await.expect("guest task");
+        assert_success(&report);
+        assert_eq!(lines(&report), ["many-loop: 100"]);
+    }
+    assert_eq!(value_in(dir.path(), "n"), 200, "no lost update");
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// A cancelled `acquire-many` releases what it took and withdraws its
+/// wait, while the guest lives on. With `b` held elsewhere, the guest's set
+/// holds `a` and waits for `b` (seen on the engine) when `other`, which it
+/// awaits beside, is granted and it drops the set: `a` is released and
+/// nothing of the guest stays on `b` or `c`, seen while the guest waits at
+/// a gate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_many_releases_what_it_took() {
+    let backend = MemoryBackend::new();
+    let (native, b) = hold(&backend, "s/b", Mode::Exclusive).await;
+    let mut held = Vec::new();
+    for lock in ["gate", "other"] {
+        held.push(
+            native
+                .acquire(&name(lock), Mode::Exclusive, None)
+                .await
+                .expect("native hold"),
+        );
+    }
+    let guest = runner(
+        Guest::Lockctl3,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let run = spawn_run(
+        &guest,
+        0,
+        &["many-cancel", "other", "gate", "s/a", "s/b", "s/c"],
+    );
+    wait_counts(&backend, "s/a", 1, 0).await;
+    wait_counts(&backend, "s/b", 1, 1).await;
+    wait_counts(&backend, "other", 1, 1).await;
+    native.release(held[1].id).expect("release other");
+    wait_counts(&backend, "gate", 1, 1).await;
+    wait_counts(&backend, "s/a", 0, 0).await;
+    wait_counts(&backend, "s/b", 1, 0).await;
+    assert!(
+        backend.snapshot(&name("s/c")).is_empty(),
+        "c was never taken"
+    );
+    native.release(held[0].id).expect("open the gate");
+    let report = run.await.expect("guest task");
+    assert_success(&report);
+    assert_eq!(lines(&report), ["many-cancel: other first", "gate"]);
+    native.release(b.id).expect("release b");
+    assert_eq!(backend.active_names(), 0);
+}

@@ -143,13 +143,7 @@ impl Lock {
 /// what [`Lock::acquire`] reports for the lock that failed ([`Error::Timeout`]
 /// once the deadline passed); nothing is held or queued after an error.
 pub fn acquire_all(wanted: &[Lock], timeout: Option<Duration>) -> Result<Vec<Guard>, Error> {
-    let requests: Vec<locks::Request> = wanted
-        .iter()
-        .map(|lock| locks::Request {
-            name: lock.name().to_string(),
-            mode: lock.mode().into(),
-        })
-        .collect();
+    let requests: Vec<locks::Request> = wanted.iter().map(Lock::request).collect();
     let timeout_ms = timeout.map(crate::lock::duration_to_millis);
     let raw = locks::acquire_many(&requests, timeout_ms)?;
     Ok(raw.into_iter().map(Guard::from_raw).collect())

@@ -31,29 +31,9 @@ pub struct Permit {
     raw: locks::Permit,
 }
 
+crate::shared::permit_accessors!(Permit);
+
 impl Permit {
-    /// The semaphore name as given when the permit was acquired.
-    pub fn name(&self) -> String {
-        self.raw.name()
-    }
-
-    /// The semaphore's permit count as given when the permit was acquired.
-    pub fn permits(&self) -> u32 {
-        self.raw.permits()
-    }
-
-    /// Strictly greater than the token of every permit of this semaphore
-    /// granted before this one (on ZooKeeper the lease node's `czxid`); hand
-    /// it to the resource you protect.
-    pub fn fencing_token(&self) -> u64 {
-        self.raw.fencing_token()
-    }
-
-    /// What the permit currently guarantees; see [`Status`].
-    pub fn status(&self) -> Status {
-        self.raw.status().into()
-    }
-
     /// A pollable ready once the permit is no longer held (suspended, lost or
     /// released), woken by the host; wait on it with
     /// `wasip2::io::poll::poll` beside timers and streams. It borrows the

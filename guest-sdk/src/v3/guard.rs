@@ -59,7 +59,7 @@ impl Guard {
     /// work the lock protects (`select`) to stop the work when the lock
     /// goes. It does not borrow the guard.
     pub fn not_held(&self) -> NotHeld {
-        NotHeld(Box::pin(self.raw.not_held().into_future()))
+        NotHeld::new(Box::pin(self.raw.not_held().into_future()))
     }
 
     /// Releases the lock now.
@@ -71,8 +71,14 @@ impl Guard {
     }
 }
 
-/// The future of [`Guard::not_held`].
+/// The future of [`Guard::not_held`] and [`super::Permit::not_held`].
 pub struct NotHeld(Pin<Box<dyn Future<Output = types::Status>>>);
+
+impl NotHeld {
+    pub(super) fn new(status: Pin<Box<dyn Future<Output = types::Status>>>) -> Self {
+        NotHeld(status)
+    }
+}
 
 impl Future for NotHeld {
     type Output = Status;

@@ -1,12 +1,14 @@
 //! `counter3 LOCK_NAME ITERATIONS FILE`: the `counter` example as a WASI 0.3
-//! command on the SDK's 0.3 API. ITERATIONS times: await LOCK_NAME
-//! exclusively, add one to the integer in FILE (missing or empty: 0), and
-//! release by dropping the guard. Between the read and the write it checks
-//! that the lock is still held; it stops at the first error.
+//! command on the SDK's 0.3 API. ITERATIONS times: await one of 4 permits of
+//! `LOCK_NAME-slots` (at most 4 counters work at once), then LOCK_NAME
+//! exclusively together with `LOCK_NAME-config` shared (one `acquire_all`),
+//! add one to the integer in FILE (missing or empty: 0), and release by
+//! dropping the guards. Between the read and the write it checks that the
+//! lock is still held; it stops at the first error.
 //!
 //! Exit: 0 success, 1 lock or I/O error or bad arguments.
 
-use wardlock_guest::v3::{Error, Lock, Run, export_command};
+use wardlock_guest::v3::{Error, Lock, Run, acquire_all, acquire_permit, export_command};
 
 struct Counter;
 
@@ -38,12 +40,25 @@ impl Run for Counter {
 async fn count(lock: &str, iterations: u64, file: &str) -> Result<u64, String> {
     let mut token = 0;
     for _ in 0..iterations {
-        let guard = Lock::exclusive(lock).await.map_err(|e| e.to_string())?;
+        let slot = acquire_permit(&format!("{lock}-slots"), 4, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        let wanted = [
+            Lock::exclusive(lock),
+            Lock::shared(format!("{lock}-config")),
+        ];
+        let guards = acquire_all(&wanted, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(guard) = guards.first() else {
+            return Err("acquire_all returned no guard".into());
+        };
         token = guard.fencing_token();
         let value = read(file)?;
         guard.check().map_err(|e: Error| e.to_string())?;
         std::fs::write(file, (value + 1).to_string()).map_err(|e| format!("{file}: {e}"))?;
-        drop(guard);
+        drop(guards);
+        drop(slot);
     }
     Ok(token)
 }

@@ -26,6 +26,12 @@
 //!   (of PERMITS) at once; prints `permits: COUNT granted, tokens rising`
 //!   (or what went wrong), then releases the first with its `not-held`
 //!   future taken before and prints `first after release: STATUS`.
+//! - `many-loop ROUNDS FILE NAME...`: ROUNDS times, `acquire-many` every
+//!   NAME exclusively (as listed), add one to the integer in FILE, release;
+//!   prints `many-loop: ROUNDS`.
+//! - `many-cancel OTHER GATE NAME...`: await `acquire-many` of the NAMEs and
+//!   OTHER at once; once OTHER is granted, drop (cancel) the set, print
+//!   `many-cancel: OTHER first`, then await GATE and print `gate`.
 //! - `watch NAME`: hold NAME, take its `not-held` future, hold `parked`
 //!   (the test's sign that the future exists), await the future and print
 //!   `not-held: STATUS`, then `release: RESULT`; then hold `NAME-again`,
@@ -66,11 +72,13 @@ impl Guest for Command {
             ["pending-end", held, count, names @ ..] => pending_end(held, count, names).await,
             ["trap-pending", name] => trap_pending(name).await,
             ["watch", name] => watch(name).await,
+            ["many-loop", rounds, file, names @ ..] => many_loop(rounds, file, names).await,
+            ["many-cancel", other, gate, names @ ..] => many_cancel(other, gate, names).await,
             ["permits", name, permits, count] => take_permits(name, permits, count).await,
             ["loop", name, ops] => timed_loop(name, ops).await,
             ["many-timed", count, prefix, how] => many_timed(count, prefix, how).await,
             _ => Err(
-                "usage: lockctl3 counter|many|many-timed|cancel|pending-end|trap-pending|watch|loop|permits ARGS...".into(),
+                "usage: lockctl3 counter|many|many-timed|many-loop|many-cancel|cancel|pending-end|trap-pending|watch|loop|permits ARGS...".into(),
             ),
         };
         result.map_err(|message| eprintln!("lockctl3: {message}"))
@@ -105,12 +113,7 @@ async fn counter(name: &str, iterations: &str, file: &str) -> Result<(), String>
             ));
         }
         token = lock.fencing_token();
-        let value = match std::fs::read_to_string(file) {
-            Ok(text) if !text.trim().is_empty() => number(text.trim())?,
-            Ok(_) => 0,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(format!("{file}: {e}")),
-        };
+        let value = read_value(file)?;
         std::fs::write(file, (value + 1).to_string()).map_err(|e| format!("{file}: {e}"))?;
         lock.release().map_err(|e| say(&e))?;
     }
@@ -314,4 +317,61 @@ async fn take_permits(name: &str, permits: &str, count: &str) -> Result<(), Stri
         println!("first after release: {:?}", not_held.await);
     }
     Ok(())
+}
+
+fn requests(names: &[&str]) -> Vec<locks::Request> {
+    names
+        .iter()
+        .map(|name| locks::Request {
+            name: name.to_string(),
+            mode: Mode::Exclusive,
+        })
+        .collect()
+}
+
+async fn many_loop(rounds: &str, file: &str, names: &[&str]) -> Result<(), String> {
+    let rounds = number(rounds)?;
+    for _ in 0..rounds {
+        let held = locks::acquire_many(requests(names), None)
+            .await
+            .map_err(|e| say(&e))?;
+        let value = read_value(file)?;
+        std::fs::write(file, (value + 1).to_string()).map_err(|e| format!("{file}: {e}"))?;
+        drop(held);
+    }
+    println!("many-loop: {rounds}");
+    Ok(())
+}
+
+async fn many_cancel(other: &str, gate: &str, names: &[&str]) -> Result<(), String> {
+    let set = Box::pin(locks::acquire_many(requests(names), None));
+    let first = Box::pin(locks::acquire(other.to_string(), exclusive(None)));
+    let held = match select(set, first).await {
+        Either::Left((got, _)) => {
+            return Err(format!("the set was granted first: {}", got.is_ok()));
+        }
+        // Dropping `set` here cancels it: what it took is released.
+        Either::Right((got, set)) => {
+            drop(set);
+            got.map_err(|e| say(&e))?
+        }
+    };
+    println!("many-cancel: {other} first");
+    let gate = locks::acquire(gate.to_string(), exclusive(None))
+        .await
+        .map_err(|e| say(&e))?;
+    println!("gate");
+    drop(gate);
+    drop(held);
+    Ok(())
+}
+
+/// The integer in `file`: 0 when it is missing or empty.
+fn read_value(file: &str) -> Result<u64, String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) if !text.trim().is_empty() => number(text.trim()),
+        Ok(_) => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(format!("{file}: {e}")),
+    }
 }

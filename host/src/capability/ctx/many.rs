@@ -57,8 +57,7 @@ impl WardlockCtx {
         timeout: Option<Duration>,
     ) -> Result<Vec<LockHandle>, LockError> {
         let plan = self.plan_many(requests)?;
-        // The embedder's wait limit bounds the whole set, not each lock.
-        let deadline = deadline_after(self.waits.cap(timeout));
+        let deadline = self.many_deadline(timeout);
         let mut rollback = Rollback {
             ctx: self,
             taken: Vec::with_capacity(plan.len()),
@@ -75,6 +74,12 @@ impl WardlockCtx {
         drop(rollback);
         taken.sort_by_key(|(index, _)| *index);
         Ok(taken.into_iter().map(|(_, handle)| handle).collect())
+    }
+
+    /// The deadline of an `acquire-many` of `timeout` starting now: the
+    /// embedder's wait limit bounds the whole set, not each lock.
+    pub(crate) fn many_deadline(&self, timeout: Option<Duration>) -> Option<tokio::time::Instant> {
+        deadline_after(self.waits.cap(timeout))
     }
 
     /// Validates `requests` as a whole and returns them in acquisition order

@@ -377,6 +377,7 @@ mod not_held;
 
 pub(crate) use detached::TryBegun;
 pub use guarded::GuardedHolder;
+pub(crate) use many::Planned;
 pub(crate) use pending::Begun;
 mod many;
 mod pending;

@@ -21,6 +21,9 @@ use crate::capability::handle::LockHandle;
 use crate::capability::permit::PermitHandle;
 use crate::capability::{HasWardlock, WardlockView};
 
+use super::many::{self, ManyTask, Slot};
+use tokio::sync::oneshot;
+
 impl types::Host for WardlockView<'_> {}
 
 impl locks::Host for WardlockView<'_> {}
@@ -131,6 +134,49 @@ impl<U> locks::HostWithStore<U> for HasWardlock {
             Ok(None) => Ok(Ok(None)),
             Err(error) => Ok(Err(error.into())),
         }
+    }
+
+    async fn acquire_many(
+        store: &Accessor<U, Self>,
+        requests: Vec<locks::Request>,
+        timeout_ms: Option<u64>,
+    ) -> wasmtime::Result<Result<Vec<Resource<LockHandle>>, types::Error>> {
+        let (slot, (done, finished), (watched, call)) = (
+            Slot::default(),
+            oneshot::channel(),
+            oneshot::channel::<()>(),
+        );
+        store.spawn(ManyTask {
+            requests: requests
+                .into_iter()
+                .map(|r| (r.name, r.mode.into()))
+                .collect(),
+            timeout: timeout_ms.map(Duration::from_millis),
+            slot: slot.clone(),
+            done,
+            call: watched,
+        })?;
+        // Cancelled here or before the set is taken below, `call` goes and
+        // the task releases the set.
+        let _ = finished.await;
+        let pushed = store.with(|mut access| {
+            let mut view = access.get();
+            match many::lock(&slot).take() {
+                Some(Ok(handles)) => {
+                    let mut pushed = Vec::with_capacity(handles.len());
+                    for handle in handles {
+                        pushed.push(view.push(handle)?);
+                    }
+                    wasmtime::Result::Ok(Ok(pushed))
+                }
+                Some(Err(error)) => Ok(Err(error.into())),
+                None => Ok(Err(types::Error::Unavailable(
+                    "acquire-many ended without an answer".into(),
+                ))),
+            }
+        });
+        drop(call);
+        pushed
     }
 
     async fn contenders(

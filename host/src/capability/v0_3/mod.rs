@@ -2,3 +2,4 @@
 //! generated bindings are [`super::bindings_v3`]).
 
 mod locks;
+mod many;
