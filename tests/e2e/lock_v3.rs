@@ -197,14 +197,7 @@ async fn ten_thousand_calls_meet_the_handle_cap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn not_held_completes_on_loss_and_on_release() {
     let backend = MemoryBackend::new();
-    let guest = runner(
-        Guest::Lockctl3,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
-    let run = spawn_run(&guest, 0, &["watch", "w"]);
-    wait_counts(&backend, "parked", 1, 0).await;
+    let (_guest, run) = parked(&backend, &["watch", "w"]).await;
     let owner = backend.snapshot(&name("w"))[0].owner.clone();
     assert_eq!(backend.inject(&owner, Fault::Expire), 1);
     let report = run.await.expect("guest task");
@@ -366,4 +359,44 @@ async fn a_cancelled_many_releases_what_it_took() {
     assert_eq!(lines(&report), ["many-cancel: other first", "gate"]);
     native.release(b.id).expect("release b");
     assert_eq!(backend.active_names(), 0);
+}
+
+/// Revocation through 0.3.0: a holder awaits its lock's `revoked` future
+/// (set up before the request: it holds `parked` only once it has the
+/// future); another instance's `request-revocation` asks one holder and
+/// completes the future, and `revocation-requested` then answers true.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_completes_the_revoked_future() {
+    let backend = MemoryBackend::new();
+    let (guest, holder) = parked(&backend, &["revoke-wait", "r"]).await;
+    let asker = spawn_run(&guest, 1, &["ask", "r"])
+        .await
+        .expect("asker task");
+    assert_success(&asker);
+    assert_eq!(lines(&asker), ["asked 1"]);
+    let report = holder.await.expect("holder task");
+    assert_success(&report);
+    assert_eq!(lines(&report), ["revoked; requested: true"]);
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// A `lockctl3` instance running `args` on `backend`, returned once it holds
+/// `parked`: its sign that what it then awaits is set up. Also returns the
+/// runner, for more instances.
+async fn parked(
+    backend: &MemoryBackend,
+    args: &[&str],
+) -> (
+    Arc<wardlock_host::runner::Runner>,
+    tokio::task::JoinHandle<wardlock_host::runner::InstanceReport>,
+) {
+    let guest = runner(
+        Guest::Lockctl3,
+        backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let run = spawn_run(&guest, 0, args);
+    wait_counts(backend, "parked", 1, 0).await;
+    (guest, run)
 }

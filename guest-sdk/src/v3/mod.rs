@@ -32,8 +32,10 @@
 //! ```
 //!
 //! Semaphore permits ([`acquire_permit`]) and several locks at once
-//! ([`acquire_all`]) are awaited too. The 0.2.2 API (the crate root) stays
-//! in the same build: revocation, the guarded store and election are
+//! ([`acquire_all`]) are awaited too. Revocation is in 0.3.0's WIT and
+//! reached here through the raw [`bindings`] for now
+//! (`locks::request_revocation`, `Lock::revoked`). The 0.2.2 API (the crate
+//! root) stays in the same build: the guarded store and election are
 //! 0.2.2's for now (their waiting calls block the whole instance).
 
 mod guard;

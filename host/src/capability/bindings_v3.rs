@@ -15,6 +15,7 @@ wasmtime::component::bindgen!({
     imports: {
         "wardlock:lock/locks.[method]lock.not-held": store | trappable,
         "wardlock:lock/locks.[method]permit.not-held": store | trappable,
+        "wardlock:lock/locks.[method]lock.revoked": store | trappable,
         default: trappable,
     },
     with: {

@@ -32,6 +32,10 @@
 //! - `many-cancel OTHER GATE NAME...`: await `acquire-many` of the NAMEs and
 //!   OTHER at once; once OTHER is granted, drop (cancel) the set, print
 //!   `many-cancel: OTHER first`, then await GATE and print `gate`.
+//! - `revoke-wait NAME`: hold NAME, take its `revoked` future, hold `parked`
+//!   (the test's sign that the future exists), await it, then print
+//!   `revoked; requested: BOOL` (`revocation-requested`) and release.
+//! - `ask NAME`: `request-revocation` of NAME; prints `asked N`.
 //! - `watch NAME`: hold NAME, take its `not-held` future, hold `parked`
 //!   (the test's sign that the future exists), await the future and print
 //!   `not-held: STATUS`, then `release: RESULT`; then hold `NAME-again`,
@@ -72,13 +76,15 @@ impl Guest for Command {
             ["pending-end", held, count, names @ ..] => pending_end(held, count, names).await,
             ["trap-pending", name] => trap_pending(name).await,
             ["watch", name] => watch(name).await,
+            ["revoke-wait", name] => revoke_wait(name).await,
+            ["ask", name] => ask(name).await,
             ["many-loop", rounds, file, names @ ..] => many_loop(rounds, file, names).await,
             ["many-cancel", other, gate, names @ ..] => many_cancel(other, gate, names).await,
             ["permits", name, permits, count] => take_permits(name, permits, count).await,
             ["loop", name, ops] => timed_loop(name, ops).await,
             ["many-timed", count, prefix, how] => many_timed(count, prefix, how).await,
             _ => Err(
-                "usage: lockctl3 counter|many|many-timed|many-loop|many-cancel|cancel|pending-end|trap-pending|watch|loop|permits ARGS...".into(),
+                "usage: lockctl3 counter|many|many-timed|many-loop|many-cancel|revoke-wait|ask|cancel|pending-end|trap-pending|watch|loop|permits ARGS...".into(),
             ),
         };
         result.map_err(|message| eprintln!("lockctl3: {message}"))
@@ -374,4 +380,26 @@ fn read_value(file: &str) -> Result<u64, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
         Err(e) => Err(format!("{file}: {e}")),
     }
+}
+
+async fn revoke_wait(name: &str) -> Result<(), String> {
+    let lock = locks::acquire(name.to_string(), exclusive(None))
+        .await
+        .map_err(|e| say(&e))?;
+    let revoked = lock.revoked();
+    let parked = locks::acquire("parked".to_string(), exclusive(None))
+        .await
+        .map_err(|e| say(&e))?;
+    revoked.await;
+    println!("revoked; requested: {}", lock.revocation_requested().await);
+    drop(parked);
+    lock.release().map_err(|e| say(&e))
+}
+
+async fn ask(name: &str) -> Result<(), String> {
+    let asked = locks::request_revocation(name.to_string())
+        .await
+        .map_err(|e| say(&e))?;
+    println!("asked {asked}");
+    Ok(())
 }

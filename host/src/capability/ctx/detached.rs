@@ -114,6 +114,29 @@ impl TryPermitCall {
     }
 }
 
+/// A revocation request to make ([`WardlockCtx::revocation_call`]).
+pub(crate) struct RevocationCall {
+    name: LockName,
+    session: Arc<dyn LockSession>,
+}
+
+impl RevocationCall {
+    /// Asks the holders of the name to give it up; how many were asked.
+    ///
+    /// # Errors
+    /// `Unavailable` when the lock service failed or has no revocation.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: each holder asked is asked for good; nothing to undo.
+    pub(crate) async fn run(&self) -> Result<u32, LockError> {
+        Ok(self
+            .session
+            .revocation()?
+            .request_revocation(&self.name)
+            .await?)
+    }
+}
+
 /// A downgrade to ask the backend for ([`WardlockCtx::downgrade_call`]).
 pub(crate) struct DowngradeCall {
     name: LockName,
@@ -362,6 +385,17 @@ impl WardlockCtx {
         answer: Result<Option<Grant>, BackendError>,
     ) -> Result<Option<LockHandle>, LockError> {
         Ok(answer?.map(|grant| self.record(call.name, call.mode, grant)))
+    }
+
+    /// The revocation request of `name` to make.
+    ///
+    /// # Errors
+    /// `InvalidName`, `Denied` (the name must be granted, as for `acquire`).
+    pub(crate) fn revocation_call(&self, name: &str) -> Result<RevocationCall, LockError> {
+        Ok(RevocationCall {
+            name: self.granted_name(name)?,
+            session: self.session.clone(),
+        })
     }
 
     /// The `contenders` listing of `name` to ask the backend for.

@@ -15,7 +15,7 @@ impl WardlockCtx {
     pub fn revocation_requested(
         &self,
         handle: &LockHandle,
-    ) -> impl Future<Output = bool> + Send + 'static {
+    ) -> impl Future<Output = bool> + Send + use<> {
         let grant = self.live_grant(handle);
         let session = self.session.clone();
         async move {
@@ -53,8 +53,7 @@ impl WardlockCtx {
     /// # Cancellation safety
     /// Cancel safe: each holder asked is asked for good; nothing to undo.
     pub async fn request_revocation(&self, name: &str) -> Result<u32, LockError> {
-        let name = self.granted_name(name)?;
-        Ok(self.session.revocation()?.request_revocation(&name).await?)
+        self.revocation_call(name)?.run().await
     }
 
     /// The backend grant behind `handle`, unless the handle was released or

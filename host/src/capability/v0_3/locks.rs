@@ -179,6 +179,17 @@ impl<U> locks::HostWithStore<U> for HasWardlock {
         pushed
     }
 
+    async fn request_revocation(
+        store: &Accessor<U, Self>,
+        name: String,
+    ) -> wasmtime::Result<Result<u32, types::Error>> {
+        let call = store.with(|mut access| access.get().ctx.revocation_call(&name));
+        Ok(match call {
+            Ok(call) => call.run().await.map_err(types::Error::from),
+            Err(error) => Err(error.into()),
+        })
+    }
+
     async fn contenders(
         store: &Accessor<U, Self>,
         name: String,
@@ -209,6 +220,32 @@ impl<U> locks::HostLockWithStore<U> for HasWardlock {
         FutureReader::new(&mut store, async move {
             let status: GrantStatus = not_held.await;
             wasmtime::Result::<types::Status>::Ok(status.into())
+        })
+    }
+
+    async fn revocation_requested(
+        store: &Accessor<U, Self>,
+        lock: Resource<LockHandle>,
+    ) -> wasmtime::Result<bool> {
+        let asked = store.with(|mut access| {
+            let view = access.get();
+            let handle = view.table.get(&lock)?;
+            wasmtime::Result::<_>::Ok(view.ctx.revocation_requested(handle))
+        })?;
+        Ok(asked.await)
+    }
+
+    fn revoked(
+        mut store: Access<'_, U, Self>,
+        lock: Resource<LockHandle>,
+    ) -> wasmtime::Result<FutureReader<()>> {
+        let mut watch = {
+            let view = store.get();
+            view.ctx.subscribe_revocation(view.table.get(&lock)?)
+        };
+        FutureReader::new(&mut store, async move {
+            watch.until_requested().await;
+            wasmtime::Result::<()>::Ok(())
         })
     }
 }
