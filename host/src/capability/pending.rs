@@ -1,11 +1,12 @@
-//! The host-side state behind an acquisition still waiting: a guest's
-//! `pending-lock` resource (WIT 0.2.0) and a pending `acquire` call of WIT
-//! 0.3.0. The wait runs in a task of its own while the guest runs on.
+//! The host-side state behind a guest's `pending-lock` resource (WIT 0.2.0):
+//! an acquisition waiting in a task of its own while the guest runs on.
 //!
 //! A [`PendingLock`] cleans up after itself when dropped, wherever that
-//! happens: a 0.3.0 `acquire` the guest cancelled is a host future dropped
-//! with no access to the instance's state, so withdrawing the wait, releasing
-//! a grant nobody will take and freeing the handle slot must not need it.
+//! happens (its resource's destructor, or the table dropped with the
+//! Store): it withdraws the wait, releases a grant nobody will take, and
+//! gives its slot under the handle cap back ([`WaitSlot`], which WIT
+//! 0.3.0's waiting calls take too: they hold their wait in the call's own
+//! future instead, `ctx/detached.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -42,7 +42,7 @@ impl AcquireCall {
     /// that arrived as it was dropped).
     pub(crate) async fn run(&self) -> Result<Grant, BackendError> {
         let request = Request::lock(&self.name, self.mode);
-        bounded_wait(&self.session, &self.waits, self.timeout, request).await
+        traced_wait(&self.session, &self.waits, self.timeout, request).await
     }
 
     /// The session the wait is made on.
@@ -52,21 +52,28 @@ impl AcquireCall {
 }
 
 /// Waits for `request` on `session`, for at most `timeout` (and the
-/// embedder's bounds), in one debug span.
+/// embedder's bounds), in one debug span per lock operation: how long the
+/// guest waited and what it got (`WARDLOCK_LOG=debug`). Every wait of the
+/// context goes through it ([`WardlockCtx::acquire_traced`] too).
 ///
 /// # Cancellation safety
 /// Cancel safe, as the backend's acquire.
-async fn bounded_wait(
+pub(super) async fn traced_wait(
     session: &Arc<dyn LockSession>,
     waits: &WaitBounds,
     timeout: Option<Duration>,
     request: Request<'_>,
 ) -> Result<Grant, BackendError> {
     let span = tracing::debug_span!("acquire", lock = %request.name, mode = request.kind.as_str());
-    waits
+    let grant = waits
         .bound(timeout, |timeout| session.acquire_request(request, timeout))
-        .instrument(span)
-        .await
+        .instrument(span.clone())
+        .await;
+    span.in_scope(|| match &grant {
+        Ok(grant) => tracing::debug!(token = grant.token, "granted"),
+        Err(error) => tracing::debug!(%error, "not granted"),
+    });
+    grant
 }
 
 /// A wait for one permit of a semaphore to make
@@ -89,7 +96,7 @@ impl PermitCall {
     /// Cancel safe, as [`AcquireCall::run`].
     pub(crate) async fn run(&self) -> Result<Grant, BackendError> {
         let request = Request::permit(&self.name, self.permits);
-        bounded_wait(&self.session, &self.waits, self.timeout, request).await
+        traced_wait(&self.session, &self.waits, self.timeout, request).await
     }
 }
 

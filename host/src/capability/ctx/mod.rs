@@ -11,8 +11,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tracing::Instrument;
-
 use super::error::LockError;
 use super::fence::FenceTokens;
 use super::handle::{LockHandle, Watch};
@@ -153,19 +151,7 @@ impl WardlockCtx {
         request: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Grant, BackendError> {
-        let span =
-            tracing::debug_span!("acquire", lock = %request.name, mode = request.kind.as_str());
-        let session = &self.session;
-        let grant = self
-            .waits
-            .bound(timeout, |timeout| session.acquire_request(request, timeout))
-            .instrument(span.clone())
-            .await;
-        span.in_scope(|| match &grant {
-            Ok(grant) => tracing::debug!(token = grant.token, "granted"),
-            Err(error) => tracing::debug!(%error, "not granted"),
-        });
-        grant
+        detached::traced_wait(&self.session, &self.waits, timeout, request).await
     }
 
     /// Takes `name` in `mode` if possible without waiting.
@@ -378,6 +364,7 @@ mod not_held;
 pub(crate) use detached::TryBegun;
 pub use guarded::GuardedHolder;
 pub(crate) use many::Planned;
+pub(crate) use not_held::NotHeld;
 pub(crate) use pending::Begun;
 mod many;
 mod pending;

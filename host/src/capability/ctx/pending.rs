@@ -1,8 +1,8 @@
-//! Acquiring without blocking: the wait runs in a task of its own, sharing
-//! the instance's lock session, while the guest runs on. WIT 0.2.0's
-//! `acquire-async` keeps the [`PendingLock`] in a `pending-lock` resource;
-//! WIT 0.3.0's `acquire` keeps it in the host future of the call, so
-//! cancelling the call drops it.
+//! Acquiring without blocking (WIT 0.2.0 `acquire-async`): the wait runs in
+//! a task of its own, sharing the instance's lock session, while the guest
+//! runs on; the `pending-lock` resource owns the task. The start of every
+//! acquisition, [`WardlockCtx::begin_acquire`], is here too: WIT 0.3.0's
+//! `acquire` starts the same way and awaits the wait in its call's future.
 
 use std::time::Duration;
 

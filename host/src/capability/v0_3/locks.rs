@@ -15,7 +15,7 @@ use wasmtime::component::{Access, Accessor, FutureReader, Resource};
 
 use crate::backend::GrantStatus;
 use crate::capability::bindings_v3::wardlock::lock::{locks, types};
-use crate::capability::ctx::{Begun, TryBegun};
+use crate::capability::ctx::{Begun, NotHeld, TryBegun};
 use crate::capability::error::LockError;
 use crate::capability::handle::LockHandle;
 use crate::capability::permit::PermitHandle;
@@ -28,15 +28,39 @@ impl types::Host for WardlockView<'_> {}
 
 impl locks::Host for WardlockView<'_> {}
 
-/// A finished call's handle, put in the instance's table (or its error).
-fn handed_over<U>(
+/// A finished call's handle (a lock or a permit), put in the instance's
+/// table; or its error.
+fn handed_over<U, H: Send + 'static>(
     store: &Accessor<U, HasWardlock>,
-    result: Result<LockHandle, LockError>,
-) -> wasmtime::Result<Result<Resource<LockHandle>, types::Error>> {
+    result: Result<H, LockError>,
+) -> wasmtime::Result<Result<Resource<H>, types::Error>> {
     match result {
-        Ok(handle) => store.with(|mut access| Ok(Ok(access.get().push(handle)?))),
+        Ok(handle) => store.with(|mut access| Ok(Ok(access.get().table.push(handle)?))),
         Err(error) => Ok(Err(error.into())),
     }
+}
+
+/// A finished call's optional handle, as [`handed_over`].
+fn maybe_handed_over<U, H: Send + 'static>(
+    store: &Accessor<U, HasWardlock>,
+    result: Result<Option<H>, LockError>,
+) -> wasmtime::Result<Result<Option<Resource<H>>, types::Error>> {
+    match result {
+        Ok(Some(handle)) => Ok(handed_over(store, Ok(handle))?.map(Some)),
+        Ok(None) => Ok(Ok(None)),
+        Err(error) => Ok(Err(error.into())),
+    }
+}
+
+/// `not-held`'s `future<status>`, completed by `not_held`.
+fn status_future<U>(
+    mut store: Access<'_, U, HasWardlock>,
+    not_held: NotHeld,
+) -> wasmtime::Result<FutureReader<types::Status>> {
+    FutureReader::new(&mut store, async move {
+        let status: GrantStatus = not_held.await;
+        wasmtime::Result::<types::Status>::Ok(status.into())
+    })
 }
 
 impl<U> locks::HostWithStore<U> for HasWardlock {
@@ -85,11 +109,7 @@ impl<U> locks::HostWithStore<U> for HasWardlock {
                 store.with(|mut access| access.get().ctx.finish_try_acquire(call, answer))
             }
         };
-        match result {
-            Ok(Some(handle)) => Ok(handed_over(store, Ok(handle))?.map(Some)),
-            Ok(None) => Ok(Ok(None)),
-            Err(error) => Ok(Err(error.into())),
-        }
+        maybe_handed_over(store, result)
     }
 
     async fn acquire_permit(
@@ -108,10 +128,7 @@ impl<U> locks::HostWithStore<U> for HasWardlock {
                 store.with(|mut access| access.get().ctx.finish_permit(call, slot, answer))
             }
         };
-        match result {
-            Ok(permit) => store.with(|mut access| Ok(Ok(access.get().table.push(permit)?))),
-            Err(error) => Ok(Err(error.into())),
-        }
+        handed_over(store, result)
     }
 
     async fn try_acquire_permit(
@@ -127,13 +144,7 @@ impl<U> locks::HostWithStore<U> for HasWardlock {
                 store.with(|mut access| access.get().ctx.finish_try_permit(call, answer))
             }
         };
-        match result {
-            Ok(Some(permit)) => {
-                store.with(|mut access| Ok(Ok(Some(access.get().table.push(permit)?))))
-            }
-            Ok(None) => Ok(Ok(None)),
-            Err(error) => Ok(Err(error.into())),
-        }
+        maybe_handed_over(store, result)
     }
 
     async fn acquire_many(
@@ -217,10 +228,7 @@ impl<U> locks::HostLockWithStore<U> for HasWardlock {
             let handle = view.table.get_mut(&lock)?;
             view.ctx.not_held(handle)
         };
-        FutureReader::new(&mut store, async move {
-            let status: GrantStatus = not_held.await;
-            wasmtime::Result::<types::Status>::Ok(status.into())
-        })
+        status_future(store, not_held)
     }
 
     async fn revocation_requested(
@@ -259,10 +267,7 @@ impl<U> locks::HostPermitWithStore<U> for HasWardlock {
             let view = store.get();
             view.ctx.permit_not_held(view.table.get(&permit)?)
         };
-        FutureReader::new(&mut store, async move {
-            let status: GrantStatus = not_held.await;
-            wasmtime::Result::<types::Status>::Ok(status.into())
-        })
+        status_future(store, not_held)
     }
 }
 
