@@ -74,6 +74,7 @@ mod semantics;
 mod semaphore;
 mod serve;
 mod singleton;
+mod store_v3;
 mod valkey;
 mod valkey_security;
 mod valkey_sentinel;

@@ -7,7 +7,9 @@
 //! `not-held` builds a `future<status>` in the store, so it takes the store
 //! too. The `lock` resource is the same host type as in 0.1.0 and 0.2.2
 //! ([`LockHandle`](crate::capability::LockHandle)), and so is `permit`
-//! ([`PermitHandle`](crate::capability::PermitHandle)).
+//! ([`PermitHandle`](crate::capability::PermitHandle)), and so is
+//! `leadership` ([`LeadershipHandle`](crate::capability::LeadershipHandle)).
+//! `observe` builds a `stream` in the store, so it takes the store too.
 
 wasmtime::component::bindgen!({
     path: "wit/v0.3",
@@ -16,10 +18,13 @@ wasmtime::component::bindgen!({
         "wardlock:lock/locks.[method]lock.not-held": store | trappable,
         "wardlock:lock/locks.[method]permit.not-held": store | trappable,
         "wardlock:lock/locks.[method]lock.revoked": store | trappable,
+        "wardlock:lock/election.[method]leadership.not-held": store | trappable,
+        "wardlock:lock/election.observe": store | trappable,
         default: trappable,
     },
     with: {
         "wardlock:lock/locks.lock": crate::capability::handle::LockHandle,
         "wardlock:lock/locks.permit": crate::capability::permit::PermitHandle,
+        "wardlock:lock/election.leadership": crate::capability::leadership::LeadershipHandle,
     },
 });

@@ -109,5 +109,7 @@ pub fn add_to_linker<T: Send + 'static>(
     bindings_v2::wardlock::lock::election::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings_v3::wardlock::lock::types::add_to_linker::<T, HasWardlock>(linker, view)?;
     bindings_v3::wardlock::lock::locks::add_to_linker::<T, HasWardlock>(linker, view)?;
+    bindings_v3::wardlock::lock::guarded::add_to_linker::<T, HasWardlock>(linker, view)?;
+    bindings_v3::wardlock::lock::election::add_to_linker::<T, HasWardlock>(linker, view)?;
     Ok(())
 }

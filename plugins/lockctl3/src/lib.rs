@@ -41,6 +41,9 @@
 //!   `not-held: STATUS`, then `release: RESULT`; then hold `NAME-again`,
 //!   take its future, release, and print `after release: STATUS`.
 //!
+//! - `store`, `put-count`, `elect`, `campaign-cancel`: the guarded store and
+//!   election (`data.rs`).
+//!
 //! Exit: `run` returns `err` (exit 1) on any failure, after printing it.
 
 #![allow(
@@ -60,6 +63,8 @@ use bindings::exports::wasi::cli::run::Guest;
 use bindings::wardlock::lock::locks::{self, Lock, Options};
 use bindings::wardlock::lock::types::{Error, Mode};
 use futures::future::{Either, join_all, select};
+
+mod data;
 
 struct Command;
 
@@ -83,8 +88,12 @@ impl Guest for Command {
             ["permits", name, permits, count] => take_permits(name, permits, count).await,
             ["loop", name, ops] => timed_loop(name, ops).await,
             ["many-timed", count, prefix, how] => many_timed(count, prefix, how).await,
+            ["store", name] => data::store(name).await,
+            ["put-count", name, key, iterations] => data::put_count(name, key, iterations).await,
+            ["elect", name] => data::elect(name).await,
+            ["campaign-cancel", name, gate] => data::campaign_cancel(name, gate).await,
             _ => Err(
-                "usage: lockctl3 counter|many|many-timed|many-loop|many-cancel|revoke-wait|ask|cancel|pending-end|trap-pending|watch|loop|permits ARGS...".into(),
+                "usage: lockctl3 counter|many|many-timed|many-loop|many-cancel|revoke-wait|ask|cancel|pending-end|trap-pending|watch|loop|permits|store|put-count|elect|campaign-cancel ARGS...".into(),
             ),
         };
         result.map_err(|message| eprintln!("lockctl3: {message}"))

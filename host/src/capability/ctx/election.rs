@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use super::guarded::ended_as_released;
+use super::election_calls::{CampaignCall, LeaderCall, LeaderFeed, ProclaimCall};
 use super::{GrantStatus, LockError, WardlockCtx};
-use crate::backend::{GrantId, Leader};
+use crate::backend::{BackendError, Grant, GrantId, Leader};
 use crate::capability::handle::Watch;
 use crate::capability::leadership::{ElectionObserver, LeadershipHandle};
+use crate::capability::pending::WaitSlot;
 
 impl WardlockCtx {
     /// Campaigns for election `name` with `value`, waiting at most `timeout`.
@@ -28,19 +29,51 @@ impl WardlockCtx {
         value: &str,
         timeout: Option<Duration>,
     ) -> Result<LeadershipHandle, LockError> {
+        let (call, slot) = self.campaign_call(name, value, timeout)?;
+        let answer = call.run().await;
+        self.finish_campaign(call, slot, answer)
+    }
+
+    /// The campaign for election `name` to make, with the slot it takes
+    /// under the handle cap until it leads.
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::campaign`] before it waits.
+    pub(crate) fn campaign_call(
+        &self,
+        name: &str,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<(CampaignCall, WaitSlot), LockError> {
         let name = self.admit(name)?;
-        let election = self.session.election()?;
-        let span = tracing::debug_span!("campaign", election = %name);
-        let grant = tracing::Instrument::instrument(
-            self.waits
-                .bound(timeout, |timeout| election.campaign(&name, value, timeout)),
-            span,
-        )
-        .await?;
-        self.leaderships.insert(grant.id, name.clone());
+        self.session.election()?;
+        let call = CampaignCall {
+            name,
+            value: value.to_owned(),
+            timeout,
+            session: self.session.clone(),
+            waits: self.waits.clone(),
+        };
+        Ok((call, WaitSlot::take(&self.waiting)))
+    }
+
+    /// Records the leadership `call` won; the slot goes, the leadership
+    /// counts as a handle.
+    ///
+    /// # Errors
+    /// What the campaign failed with.
+    pub(crate) fn finish_campaign(
+        &mut self,
+        call: CampaignCall,
+        slot: WaitSlot,
+        answer: Result<Grant, BackendError>,
+    ) -> Result<LeadershipHandle, LockError> {
+        drop(slot);
+        let grant = answer?;
+        self.leaderships.insert(grant.id, call.name.clone());
         self.live_handles += 1;
-        tracing::debug!(election = %name, term = grant.token, "leads");
-        Ok(LeadershipHandle::new(name, grant, value.to_owned()))
+        tracing::debug!(election = %call.name, term = grant.token, "leads");
+        Ok(LeadershipHandle::new(call.name, grant, call.value))
     }
 
     /// Who leads election `name` now.
@@ -52,8 +85,35 @@ impl WardlockCtx {
     /// # Cancellation safety
     /// Cancel safe: it only reads.
     pub async fn leader(&self, name: &str) -> Result<Option<Leader>, LockError> {
-        let name = self.granted_name(name)?;
-        Ok(self.session.election()?.leader(&name).await?)
+        self.leader_call(name)?.run().await
+    }
+
+    /// The read of election `name`'s leader, to make away from the
+    /// instance's state.
+    ///
+    /// # Errors
+    /// `InvalidName`, `Denied`.
+    pub(crate) fn leader_call(&self, name: &str) -> Result<LeaderCall, LockError> {
+        Ok(LeaderCall {
+            name: self.granted_name(name)?,
+            session: self.session.clone(),
+        })
+    }
+
+    /// A feed of election `name`'s leaders (0.3.0's `observe` stream), which
+    /// counts as a handle until dropped.
+    ///
+    /// # Errors
+    /// `InvalidName`, `Denied`, `LimitExceeded`; `InvalidRequest` on an
+    /// engine without elections.
+    pub(crate) fn leader_feed(&self, name: &str) -> Result<LeaderFeed, LockError> {
+        let name = self.admit(name)?;
+        self.session.election()?;
+        Ok(LeaderFeed::new(
+            name,
+            self.session.clone(),
+            WaitSlot::take(&self.waiting),
+        ))
     }
 
     /// An observer of election `name` (a handle against the cap).
@@ -105,11 +165,17 @@ impl WardlockCtx {
     /// # Cancellation safety
     /// A dropped call may still have proclaimed the value.
     pub async fn proclaim(&self, leadership: GrantId, value: &str) -> Result<(), LockError> {
-        self.session
-            .election()?
-            .proclaim(leadership, value)
-            .await
-            .map_err(ended_as_released)
+        self.proclaim_call(leadership).run(value).await
+    }
+
+    /// The proclamation through `leadership` (its
+    /// [`WardlockCtx::leadership_grant`]) to make away from the instance's
+    /// state.
+    pub(crate) fn proclaim_call(&self, leadership: GrantId) -> ProclaimCall {
+        ProclaimCall {
+            leadership,
+            session: self.session.clone(),
+        }
     }
 
     /// Writes `value` under `key` in the election's guarded store, while
@@ -126,7 +192,7 @@ impl WardlockCtx {
         key: &str,
         value: &[u8],
     ) -> Result<u64, LockError> {
-        self.put_through(leadership, key, value).await
+        self.write_call(leadership, key)?.put(value.to_vec()).await
     }
 
     /// Steps down.

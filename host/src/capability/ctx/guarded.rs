@@ -3,10 +3,13 @@
 //! then commits each write only while that grant stands (see
 //! [`crate::backend::guarded`]).
 
-use super::writes_out::to_answer;
+use std::sync::Arc;
+
+use super::writes_out::{WriteOut, to_answer};
 use super::{LockError, WardlockCtx};
-use crate::backend::{BackendError, GrantId, GuardedEntry, GuardedKey, Mode};
+use crate::backend::{BackendError, GrantId, GuardedEntry, GuardedKey, LockSession, Mode};
 use crate::capability::handle::LockHandle;
+use crate::name::LockName;
 
 impl WardlockCtx {
     /// The entry `key` of lock `name`'s guarded store, if any.
@@ -24,13 +27,7 @@ impl WardlockCtx {
         name: &str,
         key: &str,
     ) -> Result<Option<GuardedEntry>, LockError> {
-        let name = self.granted_name(name)?;
-        let key = GuardedKey::new(key)?;
-        Ok(self
-            .session
-            .guarded_store()?
-            .guarded_get(&name, &key)
-            .await?)
+        self.guarded_read(name)?.get(key).await
     }
 
     /// The keys of lock `name`'s guarded store starting with `prefix`,
@@ -47,12 +44,7 @@ impl WardlockCtx {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>, LockError> {
-        let name = self.granted_name(name)?;
-        Ok(self
-            .session
-            .guarded_store()?
-            .guarded_keys(&name, prefix, limit)
-            .await?)
+        self.guarded_read(name)?.keys(prefix, limit).await
     }
 
     /// Writes `value` under `key` in the store of `holder`'s lock, committed
@@ -74,7 +66,7 @@ impl WardlockCtx {
         key: &str,
         value: &[u8],
     ) -> Result<u64, LockError> {
-        self.put_through(holder.0, key, value).await
+        self.write_call(holder.0, key)?.put(value.to_vec()).await
     }
 
     /// Deletes `key` from the store of `holder`'s lock, under the rules of
@@ -90,38 +82,48 @@ impl WardlockCtx {
         holder: GuardedHolder,
         key: &str,
     ) -> Result<bool, LockError> {
-        let key = GuardedKey::new(key)?;
-        self.session.guarded_store()?;
-        let out = self.writes.start(holder.0, self.session.clone());
-        to_answer(async move {
-            let store = out.session().guarded_store()?;
-            store.guarded_delete(holder.0, &key).await
-        })
-        .await
+        self.write_call(holder.0, key)?.delete().await
     }
 
-    /// Writes `value` under `key` through `grant` (a lock's exclusive grant
-    /// or a leadership), run to the engine's answer whoever stops waiting:
-    /// the grant's release waits for it (`writes_out.rs`).
+    /// A read of lock `name`'s guarded store, to make away from the
+    /// instance's state (0.3.0's concurrent calls await it there).
     ///
-    /// # Cancellation safety
-    /// A dropped call may still commit once, and only while the grant stood:
-    /// the write goes on to its answer, and the grant stays until then.
-    pub(super) async fn put_through(
-        &self,
-        grant: GrantId,
-        key: &str,
-        value: &[u8],
-    ) -> Result<u64, LockError> {
+    /// # Errors
+    /// `InvalidName`, `Denied` (the name must be granted, as for `acquire`).
+    pub(crate) fn guarded_read(&self, name: &str) -> Result<GuardedRead, LockError> {
+        Ok(GuardedRead {
+            name: self.granted_name(name)?,
+            session: self.session.clone(),
+        })
+    }
+
+    /// A guarded write through `grant` (a lock's exclusive grant or a
+    /// leadership) under `key`, counted out for the grant from now on, so
+    /// that the grant's release waits for its answer (`writes_out.rs`).
+    ///
+    /// # Errors
+    /// `InvalidRequest` / `LimitExceeded` for a bad key; `InvalidRequest` on
+    /// an engine without a guarded store.
+    pub(crate) fn write_call(&self, grant: GrantId, key: &str) -> Result<WriteCall, LockError> {
         let key = GuardedKey::new(key)?;
         self.session.guarded_store()?;
-        let out = self.writes.start(grant, self.session.clone());
-        let value = value.to_vec();
-        to_answer(async move {
-            let store = out.session().guarded_store()?;
-            store.guarded_put(grant, &key, &value).await
+        Ok(WriteCall {
+            out: self.writes.start(grant, self.session.clone()),
+            key,
         })
-        .await
+    }
+
+    /// A guarded write through `holder` under `key` ([`WardlockCtx::write_call`]
+    /// for [`WardlockCtx::guarded_holder`]'s grant).
+    ///
+    /// # Errors
+    /// As both.
+    pub(crate) fn holder_write_call(
+        &self,
+        holder: &LockHandle,
+        key: &str,
+    ) -> Result<WriteCall, LockError> {
+        self.write_call(self.guarded_holder(holder)?.0, key)
     }
 
     /// The grant a guarded write through `handle` is checked against.
@@ -150,6 +152,82 @@ impl WardlockCtx {
 /// against ([`WardlockCtx::guarded_holder`]).
 #[derive(Debug, Clone, Copy)]
 pub struct GuardedHolder(GrantId);
+
+/// A read of one lock's guarded store ([`WardlockCtx::guarded_read`]).
+pub(crate) struct GuardedRead {
+    name: LockName,
+    session: Arc<dyn LockSession>,
+}
+
+impl GuardedRead {
+    /// The entry `key`, if any.
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::guarded_get`], but the name's.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    pub(crate) async fn get(&self, key: &str) -> Result<Option<GuardedEntry>, LockError> {
+        let key = GuardedKey::new(key)?;
+        let store = self.session.guarded_store()?;
+        Ok(store.guarded_get(&self.name, &key).await?)
+    }
+
+    /// The keys starting with `prefix`, sorted, at most `limit` (and 1024).
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::guarded_keys`], but the name's.
+    ///
+    /// # Cancellation safety
+    /// Cancel safe: it only reads.
+    pub(crate) async fn keys(&self, prefix: &str, limit: u32) -> Result<Vec<String>, LockError> {
+        let store = self.session.guarded_store()?;
+        Ok(store.guarded_keys(&self.name, prefix, limit).await?)
+    }
+}
+
+/// A guarded write counted out for its grant ([`WardlockCtx::write_call`]):
+/// whoever stops waiting for it, it runs to the engine's answer
+/// ([`to_answer`]), and dropped unstarted it sends nothing.
+pub(crate) struct WriteCall {
+    out: WriteOut,
+    key: GuardedKey,
+}
+
+impl WriteCall {
+    /// Writes `value` under the call's key: the write's revision.
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::guarded_put`].
+    ///
+    /// # Cancellation safety
+    /// As [`WardlockCtx::guarded_put`]: once polled, the write runs to its
+    /// answer.
+    pub(crate) async fn put(self, value: Vec<u8>) -> Result<u64, LockError> {
+        let WriteCall { out, key } = self;
+        to_answer(async move {
+            let store = out.session().guarded_store()?;
+            store.guarded_put(out.grant(), &key, &value).await
+        })
+        .await
+    }
+
+    /// Deletes the call's key: true when there was an entry.
+    ///
+    /// # Errors
+    /// As [`WardlockCtx::guarded_put`].
+    ///
+    /// # Cancellation safety
+    /// As [`WriteCall::put`].
+    pub(crate) async fn delete(self) -> Result<bool, LockError> {
+        let WriteCall { out, key } = self;
+        to_answer(async move {
+            let store = out.session().guarded_store()?;
+            store.guarded_delete(out.grant(), &key).await
+        })
+        .await
+    }
+}
 
 /// A backend's refusal of a call through a grant: a grant the session no
 /// longer knows was ended by the host (`released`); the rest as every call's.

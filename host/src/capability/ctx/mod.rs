@@ -356,13 +356,16 @@ impl Drop for WardlockCtx {
 
 mod detached;
 mod election;
+mod election_calls;
 mod guarded;
 mod inspect;
 mod lock_records;
 mod not_held;
 
 pub(crate) use detached::TryBegun;
+pub(crate) use election_calls::LeaderFeed;
 pub use guarded::GuardedHolder;
+pub(crate) use guarded::WriteCall;
 pub(crate) use many::Planned;
 pub(crate) use not_held::NotHeld;
 pub(crate) use pending::Begun;

@@ -5,7 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::{LockHandle, WardlockCtx};
-use crate::backend::GrantStatus;
+use crate::backend::{GrantId, GrantStatus};
+use crate::capability::leadership::LeadershipHandle;
 use crate::capability::permit::PermitHandle;
 
 /// Resolves with a handle's status once it is no longer `held`.
@@ -37,10 +38,20 @@ impl WardlockCtx {
     /// own (no re-entrancy), so its release ends the grant and completes the
     /// future with `released`.
     pub(crate) fn permit_not_held(&self, handle: &PermitHandle) -> NotHeld {
-        match self.permit_status(handle) {
-            GrantStatus::Held => self
-                .session
-                .status_changed(handle.grant_id(), GrantStatus::Held),
+        self.grant_not_held(self.permit_status(handle), handle.grant_id())
+    }
+
+    /// As [`WardlockCtx::permit_not_held`] for a leadership: resigning it
+    /// ends its grant and completes the future with `released`.
+    pub(crate) fn leadership_not_held(&self, handle: &LeadershipHandle) -> NotHeld {
+        self.grant_not_held(self.leadership_status(handle), handle.grant_id())
+    }
+
+    /// Resolves at once with `now` unless it is `held`; else once `grant`'s
+    /// status moves away from `held`.
+    fn grant_not_held(&self, now: GrantStatus, grant: GrantId) -> NotHeld {
+        match now {
+            GrantStatus::Held => self.session.status_changed(grant, GrantStatus::Held),
             now => Box::pin(std::future::ready(now)),
         }
     }

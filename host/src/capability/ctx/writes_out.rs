@@ -118,6 +118,11 @@ impl WriteOut {
     pub(super) fn session(&self) -> &dyn LockSession {
         &*self.session
     }
+
+    /// The grant the write goes through.
+    pub(super) fn grant(&self) -> GrantId {
+        self.grant
+    }
 }
 
 impl Drop for WriteOut {

@@ -30,7 +30,7 @@ impl locks::Host for WardlockView<'_> {}
 
 /// A finished call's handle (a lock or a permit), put in the instance's
 /// table; or its error.
-fn handed_over<U, H: Send + 'static>(
+pub(super) fn handed_over<U, H: Send + 'static>(
     store: &Accessor<U, HasWardlock>,
     result: Result<H, LockError>,
 ) -> wasmtime::Result<Result<Resource<H>, types::Error>> {
@@ -53,7 +53,7 @@ fn maybe_handed_over<U, H: Send + 'static>(
 }
 
 /// `not-held`'s `future<status>`, completed by `not_held`.
-fn status_future<U>(
+pub(super) fn status_future<U>(
     mut store: Access<'_, U, HasWardlock>,
     not_held: NotHeld,
 ) -> wasmtime::Result<FutureReader<types::Status>> {

@@ -1,13 +1,15 @@
 //! The checks through a WASI 0.3 guest (`lockctl3`, on
 //! `wardlock:lock@0.3.0`): its awaited locks exclude a 0.2.2 guest's, a
 //! wait it cancels leaves nothing on the engine, and its end (the
-//! deadline) while calls wait and locks are held leaves nothing either.
+//! deadline) while calls wait and locks are held leaves nothing either;
+//! 0.3.0's guarded store and election, call by call.
 
 use std::time::Duration;
 
 use wardlock_backend::Mode;
 use wardlock_host::runner::Outcome;
 
+use super::skipped;
 use crate::{KitGuest, Subject, TEST_WAIT_LIMIT, assert_success, lines, name, spawn_run};
 
 /// Four 0.3 guests and four 0.2.2 guests (`counter`) on one lock lose no
@@ -96,5 +98,100 @@ pub(super) async fn guest_v3_end_leaves_nothing(s: &Subject) {
     }
     for grant in held {
         holder.release(grant.id).expect("release");
+    }
+}
+
+/// The number after `prefix` in a guest's line.
+fn number_after(line: &str, prefix: &str) -> u64 {
+    line.strip_prefix(prefix)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {prefix:?} in {line:?}"))
+}
+
+/// Every call of 0.3.0's `guarded` store through a 0.3 guest: a holder
+/// writes (a revision), reads back its value and token, lists and deletes
+/// (true, then false); a shared holder may not write; a released handle
+/// writes nothing.
+pub(super) async fn guest_v3_guarded_store(s: &Subject) {
+    if !s.features.guarded {
+        return skipped("guest_v3_guarded_store", "guarded store");
+    }
+    let runner = KitGuest::Lockctl3.runner(s.backend.clone(), None, Some(TEST_WAIT_LIMIT));
+    let report = spawn_run(&runner, 0, &["store", "conf/v3-store"])
+        .await
+        .expect("guest task");
+    assert_success(&report);
+    let out = lines(&report);
+    assert_eq!(out.len(), 8, "{out:?}");
+    assert!(number_after(&out[0], "put: rev=") > 0, "{out:?}");
+    assert!(out[1].starts_with("get: v1 token="), "{out:?}");
+    assert_eq!(out[2], "keys: k1");
+    assert!(
+        out[3].starts_with("shared put: Error::InvalidRequest"),
+        "a shared holder may not write: {out:?}"
+    );
+    assert_eq!(
+        out[4..8],
+        [
+            "delete: true",
+            "delete again: false",
+            "get after delete: none",
+            "put after release: Error::Released"
+        ]
+    );
+    s.wait_len("conf/v3-store", 0).await;
+}
+
+/// The whole of 0.3.0's `election` through a 0.3 guest: the `observe`
+/// stream reports nobody, the guest as leader, its proclaimed value, and
+/// nobody again after it resigns; the leader writes the election's store;
+/// a second campaign times out; resigning completes the leadership's
+/// `not-held` future with `released`, and a second resignation is refused.
+pub(super) async fn guest_v3_election(s: &Subject) {
+    if !s.features.elections {
+        return skipped("guest_v3_election", "leader election");
+    }
+    let runner = KitGuest::Lockctl3.runner(s.backend.clone(), None, Some(TEST_WAIT_LIMIT));
+    let report = spawn_run(&runner, 0, &["elect", "conf/v3-elect"])
+        .await
+        .expect("guest task");
+    assert_success(&report);
+    let out = lines(&report);
+    assert_eq!(out.len(), 14, "{out:?}");
+    assert_eq!(out[..2], ["leader: none", "observed: none"]);
+    let term = number_after(&out[2], "leads term=");
+    assert_eq!(out[3], format!("observed: alpha term={term}"));
+    assert_eq!(out[4], "proclaim: ok");
+    assert_eq!(out[5], format!("observed: alpha-2 term={term}"));
+    if s.features.guarded {
+        assert!(number_after(&out[6], "put: rev=") > 0, "{out:?}");
+    }
+    assert_eq!(out[7], "second: Error::Timeout");
+    assert_eq!(
+        out[8..13],
+        [
+            "resign: ok",
+            "not-held: Status::Released",
+            "resign again: Error::Released",
+            "observed: none",
+            "leader: none"
+        ]
+    );
+    assert!(
+        out[13].starts_with("bad name: Error::InvalidName"),
+        "{out:?}"
+    );
+    if s.features.guarded {
+        // A last leader clears the store: the engine is left as found.
+        let last = s.backend.open_session("last");
+        let election = last.election().expect("election");
+        let lead = election
+            .campaign(&name("conf/v3-elect"), "omega", Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("a last leader");
+        let store = last.guarded_store().expect("guarded_store");
+        let key = wardlock_backend::GuardedKey::new("epoch").expect("key");
+        assert_eq!(store.guarded_delete(lead.id, &key).await, Ok(true));
+        last.release(lead.id).expect("resign");
     }
 }
