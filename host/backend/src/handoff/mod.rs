@@ -151,6 +151,16 @@ pub struct LocalGrant {
     pub(crate) lock: std::sync::Weak<local_lock::Shared>,
 }
 
+impl LocalGrant {
+    /// Whether the grant, made for request `id`, still stands as its guest
+    /// reads it (see `Shared::stands`); false once its task is gone.
+    pub(crate) fn stands(&self, id: u64) -> bool {
+        self.lock
+            .upgrade()
+            .is_some_and(|lock| lock.stands(id, self.generation))
+    }
+}
+
 /// Where a new host-local lock task starts: its number and the requests
 /// waiting for it. [`ask`] makes one when no task runs for the lock and
 /// hands it to its `start` callback, which builds the task with

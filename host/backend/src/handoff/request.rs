@@ -95,6 +95,13 @@ fn unanswered(deadline: Option<Instant>) -> BackendError {
 /// answers `None` rather than wait), starting the task with `start(TaskStart)`
 /// when none runs (build it with [`LocalLock::new`](super::LocalLock::new) and spawn it).
 ///
+/// A grant read after the session of the node it was made under ended (it
+/// waited in its reply channel while the task dropped that node's holders,
+/// and perhaps granted the lock anew under the next node) is void: the
+/// request is withdrawn and asked again within the same deadline, as the
+/// task's other waiters queue again for the next node. So no guest is told
+/// it holds beside a guest granted under a later node.
+///
 /// # Errors
 /// `Timeout` past `deadline`; what the task's node acquisition reported.
 ///
@@ -107,51 +114,60 @@ pub async fn ask(
     mode: Mode,
     deadline: Option<Instant>,
     wait: bool,
-    start: impl FnOnce(TaskStart),
+    start: impl Fn(TaskStart),
 ) -> Result<Option<LocalHeld>, BackendError> {
-    let id = locks.next_id();
-    let (reply, answer) = oneshot::channel();
-    let message = Message::Acquire {
-        id,
-        mode,
-        wait,
-        deadline,
-        reply,
-    };
-    let task = locks.send(name, message, start);
-    let mut withdraw = Withdraw {
-        task: &task,
-        id,
-        armed: true,
-    };
-    let answer = until(deadline, answer)
-        .await?
-        .map_err(|_| unanswered(deadline))??;
-    let Some(LocalGrant {
-        generation,
-        token,
-        path,
-        lock,
-    }) = answer
-    else {
-        return Ok(None);
-    };
-    withdraw.armed = false;
-    Ok(Some(LocalHeld {
-        id,
-        generation,
-        token,
-        path,
-        task: task.clone(),
-        lock,
-    }))
+    loop {
+        let id = locks.next_id();
+        let (reply, answer) = oneshot::channel();
+        let message = Message::Acquire {
+            id,
+            mode,
+            wait,
+            deadline,
+            reply,
+        };
+        let task = locks.send(name, message, &start);
+        let mut withdraw = Withdraw {
+            task: &task,
+            id,
+            armed: true,
+        };
+        let answer = until(deadline, answer)
+            .await?
+            .map_err(|_| unanswered(deadline))??;
+        let Some(grant) = answer else {
+            return Ok(None);
+        };
+        if !grant.stands(id) {
+            // `withdraw` stays armed: the task forgets the request (a holder
+            // of the ended session, if it had not dropped it yet).
+            tracing::debug!(%name, token = grant.token, "a local grant outlived its node's session: asking again");
+            continue;
+        }
+        withdraw.armed = false;
+        let LocalGrant {
+            generation,
+            token,
+            path,
+            lock,
+        } = grant;
+        return Ok(Some(LocalHeld {
+            id,
+            generation,
+            token,
+            path,
+            task: task.clone(),
+            lock,
+        }));
+    }
 }
 
 /// Asks the task of `exclusive` for a shared grant beside it (a downgrade; the
 /// host's node keeps covering both).
 ///
 /// # Errors
-/// `UnknownGrant` when `exclusive` is not an exclusive grant held at the task.
+/// `UnknownGrant` when `exclusive` is not an exclusive grant held at the task;
+/// `Lost` when the node's session ended before the shared grant was read.
 ///
 /// # Cancellation safety
 /// Cancel safe, as [`ask`].
@@ -174,15 +190,21 @@ pub async fn downgrade(
     };
     // A grant that was lost may have a task that is retiring: a question
     // sent to it must not be waited for forever (see `reply`).
+    let grant = super::reply::ask_task(task, message, answer)
+        .await
+        .ok_or_else(task_ended)??;
+    if !grant.stands(new_id) {
+        // Made under a node whose session ended before it was read (see
+        // `ask`): the exclusive grant went with it.
+        return Err(BackendError::Lost);
+    }
+    withdraw.armed = false;
     let LocalGrant {
         generation,
         token,
         path,
         lock,
-    } = super::reply::ask_task(task, message, answer)
-        .await
-        .ok_or_else(task_ended)??;
-    withdraw.armed = false;
+    } = grant;
     Ok(LocalHeld {
         id: new_id,
         generation,

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::node::OwnedNode;
+use super::node::{OwnedNode, SessionHealth};
 use super::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, TaskStart, local_token};
 use crate::name::LockName;
 use crate::{BackendError, Mode};
@@ -183,6 +183,21 @@ impl Shared {
             )),
             state.watch.is_some(),
         )
+    }
+
+    /// Whether grant `id`, made under the node of session `generation`,
+    /// still stands as its guest reads it. It does not once that node's
+    /// session ended: the task then drops the node's holders and may grant
+    /// the lock anew under the next node, to a guest that read its grant
+    /// first, while the old grant still waited unread in its reply channel.
+    /// Checked under the state's mutex, which the next grant needs too, so a
+    /// grant that stands here was read before any grant under a later node.
+    pub(crate) fn stands(&self, id: u64, generation: u64) -> bool {
+        let state = self.lock();
+        state.holders.contains_key(&id)
+            && state.node.as_ref().is_some_and(|node| {
+                node.owned.generation == generation && node.session.health() != SessionHealth::Ended
+            })
     }
 
     fn lock(&self) -> MutexGuard<'_, LockState> {
