@@ -91,6 +91,20 @@ fn unanswered(deadline: Option<Instant>) -> BackendError {
     }
 }
 
+impl LocalGrant {
+    /// The grant as request `id`'s holding, released through `task`.
+    fn held(self, id: u64, task: &mpsc::UnboundedSender<Message>) -> LocalHeld {
+        LocalHeld {
+            id,
+            generation: self.generation,
+            token: self.token,
+            path: self.path,
+            task: task.clone(),
+            lock: self.lock,
+        }
+    }
+}
+
 /// Asks `name`'s task in `locks` for a grant in `mode` (`wait: false`
 /// answers `None` rather than wait), starting the task with `start(TaskStart)`
 /// when none runs (build it with [`LocalLock::new`](super::LocalLock::new) and spawn it).
@@ -145,20 +159,7 @@ pub async fn ask(
             continue;
         }
         withdraw.armed = false;
-        let LocalGrant {
-            generation,
-            token,
-            path,
-            lock,
-        } = grant;
-        return Ok(Some(LocalHeld {
-            id,
-            generation,
-            token,
-            path,
-            task: task.clone(),
-            lock,
-        }));
+        return Ok(Some(grant.held(id, &task)));
     }
 }
 
@@ -199,18 +200,5 @@ pub async fn downgrade(
         return Err(BackendError::Lost);
     }
     withdraw.armed = false;
-    let LocalGrant {
-        generation,
-        token,
-        path,
-        lock,
-    } = grant;
-    Ok(LocalHeld {
-        id: new_id,
-        generation,
-        token,
-        path,
-        task: task.clone(),
-        lock,
-    })
+    Ok(grant.held(new_id, task))
 }
