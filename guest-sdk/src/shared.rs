@@ -91,6 +91,55 @@ macro_rules! permit_accessors {
     };
 }
 
+/// A leadership's accessors (a `$leadership` with a generated `raw`
+/// leadership), its `Debug`, and the `From` of the generated `leader-info`
+/// of `$election` as a [`crate::v2::election::LeaderInfo`].
+macro_rules! leadership_accessors {
+    ($leadership:ident, $election:ident) => {
+        impl From<$election::LeaderInfo> for crate::v2::election::LeaderInfo {
+            fn from(raw: $election::LeaderInfo) -> Self {
+                crate::v2::election::LeaderInfo {
+                    owner: raw.owner,
+                    value: raw.value,
+                    term: raw.term,
+                }
+            }
+        }
+
+        impl $leadership {
+            /// The election's name.
+            pub fn name(&self) -> String {
+                self.raw.name()
+            }
+
+            /// The term: strictly greater than every earlier leader's (a
+            /// fencing token to hand the resources the leader writes).
+            pub fn term(&self) -> u64 {
+                self.raw.term()
+            }
+
+            /// The value this leader proclaims now.
+            pub fn value(&self) -> String {
+                self.raw.value()
+            }
+
+            /// What the leadership guarantees now (`Held` while it leads).
+            pub fn status(&self) -> Status {
+                self.raw.status().into()
+            }
+        }
+
+        impl core::fmt::Debug for $leadership {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_struct("Leadership")
+                    .field("name", &self.name())
+                    .field("term", &self.term())
+                    .finish()
+            }
+        }
+    };
+}
+
 /// `From` the generated `error`, `mode` and `status` of `$raw` (a version's
 /// `types` module, 0.2.0 on), and a generated `lock-queue` of `$locks` as a
 /// [`crate::v2::Queue`] (`queue_of`).
@@ -164,4 +213,4 @@ macro_rules! raw_conversions {
     };
 }
 
-pub(crate) use {lock_request, permit_accessors, raw_conversions};
+pub(crate) use {leadership_accessors, lock_request, permit_accessors, raw_conversions};

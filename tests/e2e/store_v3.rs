@@ -2,7 +2,8 @@
 //! on the in-memory engine, beside 0.2.2 guests: 0.3 holders count in the
 //! store and a 0.2.2 guest reads it; a 0.2.2 leader follows a 0.3 one (one
 //! store, one election for both versions); a cancelled campaign leaves no
-//! candidate. (Every 0.3 store and election call, and its refusals, is the
+//! candidate; the SDK's 0.3 election, store and revocation (`leader3`).
+//! (Every 0.3 store and election call, and its refusals, is the
 //! kit's `guest_v3_guarded_store` / `guest_v3_election`, run on every
 //! engine: `conformance.rs`.)
 
@@ -148,5 +149,69 @@ async fn a_cancelled_campaign_leaves_no_candidate() {
     let report = run.await.expect("guest task");
     assert_success(&report);
     assert_eq!(lines(&report), ["campaign-cancel: gate first", "gate"]);
+    assert_eq!(backend.active_names(), 0);
+}
+
+/// The SDK's 0.3 election and store (`leader3`): two instances campaign
+/// for one election and, each while it leads, add one to the election's
+/// store 20 times: the count is exact and their terms differ. Then an
+/// observer's stream says that nobody leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_leaders_count_in_turn_in_the_election_s_store() {
+    let backend = MemoryBackend::new();
+    let guest = runner_of(Guest::Leader3, &backend);
+    let leaders = [
+        spawn_run(&guest, 0, &["lead", "nightly", "a", "20"]),
+        spawn_run(&guest, 1, &["lead", "nightly", "b", "20"]),
+    ];
+    let mut terms = Vec::new();
+    for (leader, value) in leaders.into_iter().zip(["a", "b"]) {
+        let report = leader.await.expect("leader task");
+        assert_success(&report);
+        let out = lines(&report);
+        let prefix = format!("lead: {value} +20 (term ");
+        let term = out[0]
+            .strip_prefix(&prefix)
+            .and_then(|t| t.strip_suffix(')'))
+            .and_then(|t| t.parse::<u64>().ok());
+        terms.push(term.unwrap_or_else(|| panic!("{out:?}")));
+    }
+    assert_ne!(terms[0], terms[1], "each leader had a term of its own");
+    let reader = backend.open_session("reader");
+    let count = reader
+        .guarded_store()
+        .expect("guarded store")
+        .guarded_get(
+            &name("nightly"),
+            &wardlock_host::backend::GuardedKey::new("count").expect("key"),
+        )
+        .await
+        .expect("get")
+        .expect("the leaders wrote the count");
+    assert_eq!(count.value, b"40", "no lost update");
+    let watch = spawn_run(&guest, 2, &["watch", "nightly", "1"])
+        .await
+        .expect("watcher task");
+    assert_success(&watch);
+    assert_eq!(lines(&watch), ["leader: none"]);
+}
+
+/// The SDK's 0.3 revocation (`leader3`): a holder awaits its guard's
+/// `revoked` future; another instance's `request_revocation` asks it, and
+/// the holder gives the lock up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sdk_holder_yields_when_asked() {
+    let backend = MemoryBackend::new();
+    let guest = runner_of(Guest::Leader3, &backend);
+    let holder = spawn_run(&guest, 0, &["yield", "press"]);
+    wardlock_tests::wait_counts(&backend, "parked", 1, 0).await;
+    let asker = spawn_run(&guest, 1, &["ask", "press"])
+        .await
+        .expect("asker task");
+    assert_success(&asker);
+    assert_eq!(lines(&asker), ["asked 1"]);
+    let report = holder.await.expect("holder task");
+    assert_success(&report);
+    assert_eq!(lines(&report), ["asked to yield; requested: true"]);
     assert_eq!(backend.active_names(), 0);
 }

@@ -104,9 +104,10 @@ guests! {
     // Rust: the examples (`http-counter` is the `wardlock serve` one), the test guests.
     Counter = "counter", ReadersWriters = "readers-writers", HttpCounter = "http-counter",
     Misbehave = "misbehave", AcmePlugin = "acme-plugin", LossCheck = "loss-check", Lockctl = "lockctl", Lockctl2 = "lockctl2", BenchGuest = "bench-guest",
-    // WASI 0.3 commands on `wardlock:lock@0.3.0` (`lock_v3`, issue 50): the
-    // probe, and the counter on the SDK's 0.3 API.
-    Lockctl3 = "lockctl3", Counter3 = "counter3",
+    // WASI 0.3 commands on `wardlock:lock@0.3.0` (`lock_v3`, `store_v3`,
+    // issue 50): the probe, the counter and the singleton job on the SDK's
+    // 0.3 API.
+    Lockctl3 = "lockctl3", Counter3 = "counter3", Leader3 = "leader3",
     // Jepsen's lock-set workload under a nemesis (`lock_set`, issue 35).
     LockSet = "lock-set",
     // The job of `wardlock run --singleton` (`singleton`, issue 38).

@@ -39,44 +39,15 @@ pub struct LeaderInfo {
     pub term: u64,
 }
 
-impl From<raw::LeaderInfo> for LeaderInfo {
-    fn from(raw: raw::LeaderInfo) -> Self {
-        LeaderInfo {
-            owner: raw.owner,
-            value: raw.value,
-            term: raw.term,
-        }
-    }
-}
-
 /// This instance's leadership of an election; dropping it resigns.
 #[must_use = "the leadership is resigned as soon as it is dropped"]
 pub struct Leadership {
     raw: raw::Leadership,
 }
 
+crate::shared::leadership_accessors!(Leadership, raw);
+
 impl Leadership {
-    /// The election's name.
-    pub fn name(&self) -> String {
-        self.raw.name()
-    }
-
-    /// The term: strictly greater than every earlier leader's (a fencing
-    /// token to hand the resources the leader writes).
-    pub fn term(&self) -> u64 {
-        self.raw.term()
-    }
-
-    /// The value this leader proclaims now.
-    pub fn value(&self) -> String {
-        self.raw.value()
-    }
-
-    /// What the leadership guarantees now (`Held` while it leads).
-    pub fn status(&self) -> Status {
-        self.raw.status().into()
-    }
-
     /// A pollable ready once this no longer leads (suspended, lost or
     /// resigned), woken by the host. It borrows the leadership.
     pub fn subscribe(&self) -> Subscription<'_> {
@@ -108,15 +79,6 @@ impl Leadership {
     /// if resigned already.
     pub fn resign(self) -> Result<(), Error> {
         Ok(self.raw.resign()?)
-    }
-}
-
-impl core::fmt::Debug for Leadership {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Leadership")
-            .field("name", &self.name())
-            .field("term", &self.term())
-            .finish()
     }
 }
 

@@ -69,6 +69,44 @@ impl Guard {
     pub fn release(self) -> Result<(), Error> {
         Ok(self.raw.release()?)
     }
+
+    /// A future that completes once someone asks this holder to give the
+    /// lock up ([`super::request_revocation`] from any instance or host, or
+    /// a Curator `Revoker`): at once if someone did already. The lock stays
+    /// held: giving it up is the guest's choice. Race it against the work,
+    /// as [`Guard::not_held`]; it never completes once the guard is gone.
+    pub fn revoked(&self) -> Revoked {
+        Revoked(Box::pin(self.raw.revoked().into_future()))
+    }
+
+    /// Whether someone asked this holder to give the lock up (false after
+    /// a release or a loss). On ZooKeeper the first call reads the lock's
+    /// node (one round trip).
+    pub async fn revocation_requested(&self) -> bool {
+        self.raw.revocation_requested().await
+    }
+
+    /// The raw handle, for the guarded store's calls.
+    pub(super) fn raw(&self) -> &locks::Lock {
+        &self.raw
+    }
+}
+
+/// The future of [`Guard::revoked`].
+pub struct Revoked(Pin<Box<dyn Future<Output = ()>>>);
+
+impl Future for Revoked {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl core::fmt::Debug for Revoked {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Revoked")
+    }
 }
 
 /// The future of [`Guard::not_held`] and [`super::Permit::not_held`].
