@@ -190,6 +190,39 @@ async fn ten_thousand_calls_meet_the_handle_cap() {
     assert_eq!(backend.active_names(), 0);
 }
 
+/// Open `not-held` futures are bounded by the handle cap (1024 by
+/// default): a guest keeping 1024 is served, one keeping 1025 traps with a
+/// message naming the bound, and a guest dropping each future at once takes
+/// 5000 in turn (a dropped future no longer counts). Nothing stays held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_not_held_futures_meet_the_handle_cap() {
+    let backend = MemoryBackend::new();
+    let guest = runner(
+        Guest::Lockctl3,
+        &backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    );
+    let at_cap = spawn_run(&guest, 0, &["futures", "f", "1024", "keep"]);
+    let at_cap = at_cap.await.expect("guest task");
+    assert_success(&at_cap);
+    assert_eq!(lines(&at_cap), ["futures: 1024 kept"]);
+    let over = spawn_run(&guest, 1, &["futures", "f", "1025", "keep"]);
+    let over = over.await.expect("guest task");
+    match &over.outcome {
+        Outcome::Trap(why) => assert!(
+            why.contains("1024 open not-held and revoked futures"),
+            "{why}"
+        ),
+        other => panic!("expected a trap naming the bound, got {other:?}"),
+    }
+    let dropped = spawn_run(&guest, 2, &["futures", "f", "5000", "drop"]);
+    let dropped = dropped.await.expect("guest task");
+    assert_success(&dropped);
+    assert_eq!(lines(&dropped), ["futures: 5000 dropped"]);
+    assert_eq!(backend.active_names(), 0);
+}
+
 /// `lock.not-held` is a future the host completes: with `lost` when the
 /// guest's session expires while it awaits (set up before the fault: the
 /// guest holds `parked` only once it has the future), and with `released`

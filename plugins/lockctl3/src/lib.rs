@@ -41,6 +41,9 @@
 //!   `not-held: STATUS`, then `release: RESULT`; then hold `NAME-again`,
 //!   take its future, release, and print `after release: STATUS`.
 //!
+//! - `futures NAME COUNT keep|drop`: hold NAME and take COUNT of its
+//!   `not-held` futures, keeping every one (`keep`) or dropping each at once
+//!   (`drop`); prints `futures: COUNT kept` or `futures: COUNT dropped`.
 //! - `store`, `put-count`, `elect`, `campaign-cancel`: the guarded store and
 //!   election (`data.rs`).
 //!
@@ -88,12 +91,13 @@ impl Guest for Command {
             ["permits", name, permits, count] => take_permits(name, permits, count).await,
             ["loop", name, ops] => timed_loop(name, ops).await,
             ["many-timed", count, prefix, how] => many_timed(count, prefix, how).await,
+            ["futures", name, count, how] => futures(name, count, how).await,
             ["store", name] => data::store(name).await,
             ["put-count", name, key, iterations] => data::put_count(name, key, iterations).await,
             ["elect", name] => data::elect(name).await,
             ["campaign-cancel", name, gate] => data::campaign_cancel(name, gate).await,
             _ => Err(
-                "usage: lockctl3 counter|many|many-timed|many-loop|many-cancel|revoke-wait|ask|cancel|pending-end|trap-pending|watch|loop|permits|store|put-count|elect|campaign-cancel ARGS...".into(),
+                "usage: lockctl3 counter|many|many-timed|many-loop|many-cancel|revoke-wait|ask|cancel|pending-end|trap-pending|watch|loop|permits|futures|store|put-count|elect|campaign-cancel ARGS...".into(),
             ),
         };
         result.map_err(|message| eprintln!("lockctl3: {message}"))
@@ -411,4 +415,25 @@ async fn ask(name: &str) -> Result<(), String> {
         .map_err(|e| say(&e))?;
     println!("asked {asked}");
     Ok(())
+}
+
+async fn futures(name: &str, count: &str, how: &str) -> Result<(), String> {
+    let lock = locks::acquire(name.to_string(), exclusive(None))
+        .await
+        .map_err(|e| say(&e))?;
+    let mut kept = Vec::new();
+    for _ in 0..number(count)? {
+        let future = lock.not_held();
+        match how {
+            "keep" => kept.push(future),
+            "drop" => drop(future),
+            _ => return Err(format!("keep or drop, not {how}")),
+        }
+    }
+    println!(
+        "futures: {count} {}",
+        if how == "keep" { "kept" } else { "dropped" }
+    );
+    drop(kept);
+    lock.release().map_err(|e| say(&e))
 }

@@ -48,6 +48,9 @@ pub struct WardlockCtx {
     /// shared with their [`WaitSlot`](crate::capability::pending::WaitSlot)s,
     /// which give their count back when dropped.
     waiting: Arc<AtomicUsize>,
+    /// WIT 0.3.0's `not-held` and `revoked` futures the guest keeps open,
+    /// shared with the futures' slots ([`WardlockCtx::future_slot`]).
+    open_futures: Arc<AtomicUsize>,
     /// The semaphore permits this instance holds (WIT 0.2.0), one grant
     /// each, with the semaphore's name.
     permits: HashMap<GrantId, LockName>,
@@ -79,6 +82,7 @@ impl WardlockCtx {
             locks: LockRecords::default(),
             live_handles: 0,
             waiting: Arc::default(),
+            open_futures: Arc::default(),
             permits: HashMap::new(),
             waits: WaitBounds::default(),
             fences: FenceTokens::default(),

@@ -4,15 +4,36 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::{LockHandle, WardlockCtx};
+use std::sync::atomic::Ordering;
+
+use super::{LockError, LockHandle, WardlockCtx};
 use crate::backend::{GrantId, GrantStatus};
 use crate::capability::leadership::LeadershipHandle;
+use crate::capability::pending::WaitSlot;
 use crate::capability::permit::PermitHandle;
 
 /// Resolves with a handle's status once it is no longer `held`.
 pub(crate) type NotHeld = Pin<Box<dyn Future<Output = GrantStatus> + Send + 'static>>;
 
 impl WardlockCtx {
+    /// A slot for one more open `not-held` or `revoked` future (WIT 0.3.0),
+    /// which the future keeps until it completes or the guest drops it. An
+    /// instance may keep as many open as its handle cap: each is a guest
+    /// handle and a watch on the host, so a guest asking for futures in a
+    /// loop must meet a bound as a guest asking for locks does.
+    ///
+    /// # Errors
+    /// `LimitExceeded`, naming the cap, when that many are open.
+    pub(crate) fn future_slot(&self) -> Result<WaitSlot, LockError> {
+        let cap = self.policy.max_handles();
+        if self.open_futures.load(Ordering::SeqCst) >= cap {
+            return Err(LockError::LimitExceeded(format!(
+                "this instance already has {cap} open not-held and revoked futures, the most allowed (its handle cap); drop some first"
+            )));
+        }
+        Ok(WaitSlot::take(&self.open_futures))
+    }
+
     /// A future that resolves once `handle` is no longer held, with its
     /// status then: at once when it is not held now; else when its grant's
     /// status moves away from `held` (the backend wakes it, as it wakes

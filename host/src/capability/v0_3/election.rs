@@ -14,7 +14,7 @@ use wasmtime::component::{
 };
 
 use super::guarded::answer;
-use super::locks::{handed_over, status_future};
+use super::locks::{future_slot, handed_over, status_future};
 use crate::backend::Leader;
 use crate::capability::bindings_v3::wardlock::lock::{election, types};
 use crate::capability::ctx::LeaderFeed;
@@ -75,7 +75,11 @@ impl<U> election::HostLeadershipWithStore<U> for HasWardlock {
     ) -> wasmtime::Result<FutureReader<types::Status>> {
         let not_held = {
             let view = store.get();
-            view.ctx.leadership_not_held(view.table.get(&leadership)?)
+            let slot = future_slot(&view)?;
+            (
+                view.ctx.leadership_not_held(view.table.get(&leadership)?),
+                slot,
+            )
         };
         status_future(store, not_held)
     }

@@ -18,6 +18,7 @@ use crate::capability::bindings_v3::wardlock::lock::{locks, types};
 use crate::capability::ctx::{Begun, NotHeld, TryBegun};
 use crate::capability::error::LockError;
 use crate::capability::handle::LockHandle;
+use crate::capability::pending::WaitSlot;
 use crate::capability::permit::PermitHandle;
 use crate::capability::{HasWardlock, WardlockView};
 
@@ -52,15 +53,25 @@ fn maybe_handed_over<U, H: Send + 'static>(
     }
 }
 
-/// `not-held`'s `future<status>`, completed by `not_held`.
+/// `not-held`'s `future<status>`, completed by `not_held`; it keeps `slot`
+/// (under the instance's bound on open futures) while it lives.
 pub(super) fn status_future<U>(
     mut store: Access<'_, U, HasWardlock>,
-    not_held: NotHeld,
+    (not_held, slot): (NotHeld, WaitSlot),
 ) -> wasmtime::Result<FutureReader<types::Status>> {
     FutureReader::new(&mut store, async move {
+        let _slot = slot;
         let status: GrantStatus = not_held.await;
         wasmtime::Result::<types::Status>::Ok(status.into())
     })
+}
+
+/// A slot for one more open future, or the trap that ends a guest that
+/// keeps more open than its bound (a `future` cannot carry an error).
+pub(super) fn future_slot(view: &WardlockView<'_>) -> wasmtime::Result<WaitSlot> {
+    view.ctx
+        .future_slot()
+        .map_err(|error| wasmtime::Error::msg(error.to_string()))
 }
 
 impl<U> locks::HostWithStore<U> for HasWardlock {
@@ -225,8 +236,9 @@ impl<U> locks::HostLockWithStore<U> for HasWardlock {
     ) -> wasmtime::Result<FutureReader<types::Status>> {
         let not_held = {
             let view = store.get();
+            let slot = future_slot(&view)?;
             let handle = view.table.get_mut(&lock)?;
-            view.ctx.not_held(handle)
+            (view.ctx.not_held(handle), slot)
         };
         status_future(store, not_held)
     }
@@ -247,11 +259,13 @@ impl<U> locks::HostLockWithStore<U> for HasWardlock {
         mut store: Access<'_, U, Self>,
         lock: Resource<LockHandle>,
     ) -> wasmtime::Result<FutureReader<()>> {
-        let mut watch = {
+        let (mut watch, slot) = {
             let view = store.get();
-            view.ctx.subscribe_revocation(view.table.get(&lock)?)
+            let slot = future_slot(&view)?;
+            (view.ctx.subscribe_revocation(view.table.get(&lock)?), slot)
         };
         FutureReader::new(&mut store, async move {
+            let _slot = slot;
             watch.until_requested().await;
             wasmtime::Result::<()>::Ok(())
         })
@@ -265,7 +279,8 @@ impl<U> locks::HostPermitWithStore<U> for HasWardlock {
     ) -> wasmtime::Result<FutureReader<types::Status>> {
         let not_held = {
             let view = store.get();
-            view.ctx.permit_not_held(view.table.get(&permit)?)
+            let slot = future_slot(&view)?;
+            (view.ctx.permit_not_held(view.table.get(&permit)?), slot)
         };
         status_future(store, not_held)
     }
