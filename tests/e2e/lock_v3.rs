@@ -64,12 +64,7 @@ async fn v3_and_v2_guests_exclude_each_other() {
 async fn one_instance_waits_on_many_locks_at_once() {
     let backend = MemoryBackend::new();
     let (native, first) = hold(&backend, "m/l0", Mode::Exclusive).await;
-    let guest = runner(
-        Guest::Lockctl3,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let guest = lockctl3(&backend);
     let run = spawn_run(&guest, 0, &["many", "64", "m"]);
     wait_counts(&backend, "m/l0", 1, 1).await;
     for i in 1..64 {
@@ -89,12 +84,7 @@ async fn one_instance_waits_on_many_locks_at_once() {
 async fn a_dropped_wait_leaves_nothing_queued() {
     let backend = MemoryBackend::new();
     let (native, blocker) = hold(&backend, "c", Mode::Exclusive).await;
-    let guest = runner(
-        Guest::Lockctl3,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let guest = lockctl3(&backend);
     let report = spawn_run(&guest, 0, &["cancel", "c", "d"])
         .await
         .expect("guest task");
@@ -143,12 +133,7 @@ async fn the_deadline_ends_pending_calls_and_held_locks() {
 async fn a_trap_ends_pending_calls_and_held_locks() {
     let backend = MemoryBackend::new();
     let (native, t) = hold(&backend, "t", Mode::Exclusive).await;
-    let guest = runner(
-        Guest::Lockctl3,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let guest = lockctl3(&backend);
     let report = spawn_run(&guest, 0, &["trap-pending", "t"])
         .await
         .expect("guest task");
@@ -171,12 +156,7 @@ async fn a_trap_ends_pending_calls_and_held_locks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_calls_meet_the_handle_cap() {
     let backend = MemoryBackend::new();
-    let guest = runner(
-        Guest::Lockctl3,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let guest = lockctl3(&backend);
     let report = spawn_run(&guest, 0, &["many", "10000", "big"])
         .await
         .expect("guest task");
@@ -197,12 +177,7 @@ async fn ten_thousand_calls_meet_the_handle_cap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_not_held_futures_meet_the_handle_cap() {
     let backend = MemoryBackend::new();
-    let guest = runner(
-        Guest::Lockctl3,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let guest = lockctl3(&backend);
     let at_cap = spawn_run(&guest, 0, &["futures", "f", "1024", "keep"]);
     let at_cap = at_cap.await.expect("guest task");
     assert_success(&at_cap);
@@ -292,12 +267,7 @@ async fn permits_are_awaited_side_by_side() {
         .acquire_permit(&name("sem"), 3, None)
         .await
         .expect("native permit");
-    let guest = runner(
-        Guest::Lockctl3,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let guest = lockctl3(&backend);
     let run = spawn_run(&guest, 0, &["permits", "sem", "3", "3"]);
     wait_counts(&backend, "sem", 3, 1).await;
     native.release(held.id).expect("release the native permit");
@@ -364,12 +334,7 @@ async fn a_cancelled_many_releases_what_it_took() {
                 .expect("native hold"),
         );
     }
-    let guest = runner(
-        Guest::Lockctl3,
-        &backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let guest = lockctl3(&backend);
     let run = spawn_run(
         &guest,
         0,
@@ -413,6 +378,17 @@ async fn revocation_completes_the_revoked_future() {
     assert_eq!(backend.active_names(), 0);
 }
 
+/// A runner of `lockctl3` on `backend`, every instance bounded by the
+/// tests' wait limit.
+fn lockctl3(backend: &MemoryBackend) -> Arc<wardlock_host::runner::Runner> {
+    runner(
+        Guest::Lockctl3,
+        backend,
+        LockPolicy::new(),
+        Some(TEST_WAIT_LIMIT),
+    )
+}
+
 /// A `lockctl3` instance running `args` on `backend`, returned once it holds
 /// `parked`: its sign that what it then awaits is set up. Also returns the
 /// runner, for more instances.
@@ -423,12 +399,7 @@ async fn parked(
     Arc<wardlock_host::runner::Runner>,
     tokio::task::JoinHandle<wardlock_host::runner::InstanceReport>,
 ) {
-    let guest = runner(
-        Guest::Lockctl3,
-        backend,
-        LockPolicy::new(),
-        Some(TEST_WAIT_LIMIT),
-    );
+    let guest = lockctl3(backend);
     let run = spawn_run(&guest, 0, args);
     wait_counts(backend, "parked", 1, 0).await;
     (guest, run)
