@@ -174,22 +174,24 @@ impl HandoffSession for ValkeyLockSession {
 #[async_trait]
 impl Contention for ValkeyLockSession {
     async fn contenders(&self, name: &LockName, limit: u32) -> Result<Contenders> {
-        let members = recipe::members(&self.shared, name).await?;
-        let permits = match members.iter().find(|m| letter(m) == "p") {
-            Some(permit) => recipe::permits_of(&self.shared, name, permit).await?,
-            None => 0,
-        };
+        // A semaphore's permits are not a lock's contenders (the WIT's
+        // `contenders`): they are never listed.
+        let members: Vec<String> = recipe::members(&self.shared, name)
+            .await?
+            .into_iter()
+            .filter(|member| letter(member) != "p")
+            .collect();
         let contenders = members.iter().enumerate().map(|(at, member)| {
             let mut parts = member.splitn(3, ':');
             let _token = parts.next();
             let mode = match parts.next() {
-                Some("r" | "p") => Mode::Shared,
+                Some("r") => Mode::Shared,
                 _ => Mode::Exclusive,
             };
             Contender {
                 owner: parts.next().unwrap_or_default().to_owned(),
                 mode,
-                holds: holds(&members, at, permits),
+                holds: holds(&members, at),
                 // A grant's token is its member's shifted, plus the grants
                 // the host made under it (hand-off): not the member's alone.
                 token: None,
@@ -246,11 +248,10 @@ fn letter(member: &str) -> &str {
 /// Whether the member at `at` holds: no conflicting member ahead (a
 /// candidate, mode `e`, conflicts as a writer does), and for a permit (mode
 /// `p`) fewer than `permits` permits ahead.
-fn holds(members: &[String], at: usize, permits: usize) -> bool {
+fn holds(members: &[String], at: usize) -> bool {
     let ahead = &members[..at];
     match letter(&members[at]) {
         "r" => ahead.iter().all(|m| letter(m) == "r"),
-        "p" => ahead.iter().all(|m| letter(m) == "p") && at < permits,
         _ => ahead.is_empty(),
     }
 }

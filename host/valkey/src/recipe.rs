@@ -144,7 +144,11 @@ pub(crate) async fn queue_for(
         epoch.borrow_and_update();
         loop {
             let told = shared.wake.register("grant", &member);
-            let look = match until(deadline, look(&shared, &session, name, &member)).await? {
+            let look = match until(deadline, look(&shared, &session, name, &member)).await {
+                Ok(look) => look,
+                Err(timeout) => return Err(withdrawn(&queued, timeout).await),
+            };
+            let look = match look {
                 Ok(look) => look,
                 Err(error) => {
                     let pause = outage.retry(error)?;
@@ -182,13 +186,32 @@ pub(crate) async fn queue_for(
                     () = session.liveness.until_ended() => {}
                 }
             };
-            until(deadline, waited).await?;
+            if let Err(timeout) = until(deadline, waited).await {
+                return Err(withdrawn(&queued, timeout).await);
+            }
             if session.liveness.is_ended() {
                 break;
             }
         }
     }
 }
+
+/// The error of a wait that timed out (`timeout`), once its member is out
+/// of the queue: awaited here rather than left to the guard's removal in
+/// the background, so a request that said `timeout` is never granted
+/// afterwards (a campaign that timed out would lead for a moment, and its
+/// election's observers would see a leader nobody is). One round trip
+/// normally; bounded by [`WITHDRAW_BOUND`] when the server does not answer,
+/// so an outage does not hold the answer back. The guard stays armed:
+/// should this removal not finish, its own goes on trying.
+async fn withdrawn(queued: &Queued, timeout: BackendError) -> BackendError {
+    let removal = remove(&queued.shared, &queued.name, &queued.member);
+    let _ = tokio::time::timeout(WITHDRAW_BOUND, removal).await;
+    timeout
+}
+
+/// How long a timed-out wait waits for its own removal before it answers.
+const WITHDRAW_BOUND: Duration = Duration::from_secs(1);
 
 /// How long the server has failed a wait's requests: each is retried until
 /// it has been unreachable for a session timeout (then the error is the
@@ -465,30 +488,6 @@ async fn contended(shared: &Shared, name: &LockName, member: &str) -> Option<boo
         .await
         .ok()?;
     Some(found == 1)
-}
-
-/// How many permits the semaphore `name` has, as its queued permit
-/// `member` says (0 when it says nothing: it is gone).
-///
-/// # Errors
-/// `Unavailable` when the server cannot be reached.
-pub(crate) async fn permits_of(
-    shared: &Shared,
-    name: &LockName,
-    member: &str,
-) -> Result<usize, BackendError> {
-    let link = shared.server.link().await?;
-    let count: Option<usize> = shared
-        .server
-        .query(
-            &link,
-            redis::cmd("HGET")
-                .arg(shared.layout.values_key(name))
-                .arg(member),
-            "read a semaphore's count",
-        )
-        .await?;
-    Ok(count.unwrap_or(0))
 }
 
 /// The live members of `name`'s queue, in order.

@@ -12,7 +12,8 @@ use crate::{Subject, TEST_WAIT_LIMIT, name};
 /// total; the holder's service token never exceeds its guard's. With
 /// host-local hand-off (one node or key per host) a host's waiters queue
 /// inside the host, so the service lists its holder alone: the check
-/// accepts 1 contender there, or all 3 with their owners.
+/// accepts 1 contender there, or all 3 with their owners. A semaphore's
+/// permits are never listed.
 pub(super) async fn contenders_list_holders_then_waiters(s: &Subject) {
     if !s.features.contenders {
         return skipped("contenders_list_holders_then_waiters", "list of contenders");
@@ -82,6 +83,24 @@ pub(super) async fn contenders_list_holders_then_waiters(s: &Subject) {
         .expect("release reader");
     s.wait_len("conf/contenders", 0).await;
     assert_eq!(list(&*observer, &lock, 10).await.total, 0, "all gone");
+
+    if s.features.semaphores {
+        // A semaphore's permits are not a lock's contenders: never listed.
+        let sem = name("conf/contenders-sem");
+        let permits = s.backend.open_session("permits");
+        let permit = permits
+            .semaphores()
+            .expect("semaphores")
+            .acquire_permit(&sem, 2, Some(TEST_WAIT_LIMIT))
+            .await
+            .expect("a permit");
+        assert_eq!(
+            list(&*observer, &sem, 10).await,
+            Contenders::default(),
+            "a semaphore's permit is listed as a contender"
+        );
+        permits.release(permit.id).expect("release the permit");
+    }
 }
 
 /// `session`'s answer for `lock`, which must come.
