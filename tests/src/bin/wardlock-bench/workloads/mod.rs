@@ -4,6 +4,7 @@
 mod cached_handover;
 mod exclusion;
 mod fairness;
+mod fresh_floor;
 mod guarded;
 mod herd;
 mod host_call;

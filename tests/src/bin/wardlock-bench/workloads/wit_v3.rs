@@ -9,6 +9,11 @@
 //!   (`join_all`) and one after another, against one acquire of one free
 //!   lock, interleaved; fresh names every round, so no acquire is served by
 //!   the host's lock cache. `join_vs_one_p50` is the 64 at once ÷ one.
+//!   The floor, in the same rounds: the same ZooKeeper requests for 64
+//!   fresh locks at once and for one, sent straight from `zookeeper-client`
+//!   on one session (`fresh_floor.rs`); `floor_join_vs_one_p50` is what
+//!   ZooKeeper alone allows of the ratio, and `join_vs_floor_p50` what the
+//!   host adds to the 64 at once.
 
 use std::sync::Arc;
 
@@ -17,12 +22,14 @@ use wardlock_host::LockBackend;
 use wardlock_host::runner::Runner;
 use wardlock_tests::{Guest, runner_with};
 
+use super::fresh_floor::fresh_locks_at_once;
 use super::{Workload, progress};
-use crate::env::{Env, guest_config};
+use crate::env::{Env, WARDLOCK_ROOT, guest_config};
 use crate::report::{Row, round};
 use crate::stats::{Samples, median};
 use crate::systems::System;
 use crate::systems::guest::{parse_loop, succeeded};
+use crate::systems::zk_floor::FloorClient;
 
 /// Rounds of each comparison.
 const ROUNDS: usize = 10;
@@ -45,7 +52,7 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
         let v3 = runner_with(Guest::Lockctl3, guest_config(backend, env.dir()));
         rows.extend(cost(env, system, &v2, &v3).await?);
         if system == System::ZooKeeperGuest {
-            rows.push(many_at_once(system, &v3).await?);
+            rows.push(many_at_once(env, system, &v3).await?);
         }
     }
     Ok(rows)
@@ -93,9 +100,13 @@ fn add(samples: &mut Samples, result: &crate::systems::LoopResult) {
     samples.wall += std::time::Duration::from_nanos(u64::try_from(wall_ns).unwrap_or(u64::MAX));
 }
 
-/// 64 free locks at once and one after another, against one free lock.
-async fn many_at_once(system: System, v3: &Arc<Runner>) -> anyhow::Result<Row> {
+/// 64 free locks at once and one after another, against one free lock,
+/// each beside its floor.
+async fn many_at_once(env: &Env, system: System, v3: &Arc<Runner>) -> anyhow::Result<Row> {
+    let zk = env.zk()?;
+    let floor = FloorClient::connect(&zk.address, zk.session_timeout).await?;
     let (mut one, mut joined, mut sequential) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut floor_one, mut floor_joined) = (Vec::new(), Vec::new());
     for r in 0..ROUNDS {
         progress(&format!(
             "wit-v3: {} 64 at once, round {}",
@@ -106,11 +117,19 @@ async fn many_at_once(system: System, v3: &Arc<Runner>) -> anyhow::Result<Row> {
         one.push(timed(v3, &prefix("one"), 1, "seq").await?);
         joined.push(timed(v3, &prefix("join"), MANY, "join").await?);
         sequential.push(timed(v3, &prefix("seq"), MANY, "seq").await?);
+        let client = floor.client();
+        floor_one.push(fresh_locks_at_once(client, WARDLOCK_ROOT, &prefix("floor-one"), 1).await?);
+        floor_joined
+            .push(fresh_locks_at_once(client, WARDLOCK_ROOT, &prefix("floor-join"), MANY).await?);
     }
     let (one, joined, sequential) = (
         median(&mut one).context("no rounds")?,
         median(&mut joined).context("no rounds")?,
         median(&mut sequential).context("no rounds")?,
+    );
+    let (floor_one, floor_joined) = (
+        median(&mut floor_one).context("no rounds")?,
+        median(&mut floor_joined).context("no rounds")?,
     );
     let samples = Samples {
         ops: ROUNDS as u64 * MANY,
@@ -125,7 +144,14 @@ async fn many_at_once(system: System, v3: &Arc<Runner>) -> anyhow::Result<Row> {
         .with(
             "sequential_vs_join_p50",
             round(Some(sequential / joined), 1),
-        ))
+        )
+        .with("floor_one_p50_ms", round(Some(floor_one), 3))
+        .with("floor_join_64_p50_ms", round(Some(floor_joined), 3))
+        .with(
+            "floor_join_vs_one_p50",
+            round(Some(floor_joined / floor_one), 2),
+        )
+        .with("join_vs_floor_p50", round(Some(joined / floor_joined), 2)))
 }
 
 /// `lockctl3 many-timed COUNT PREFIX HOW`'s time, in milliseconds.
