@@ -1,6 +1,9 @@
 //! The floor under `wit-v3`'s 64-at-once gain: what ZooKeeper itself takes to
-//! serve the requests of `count` fresh locks at once on one session, with no
-//! host in between (the raw `zookeeper-client`). Per lock, what wardlock's
+//! serve the requests of `count` fresh locks at once, with no host in
+//! between (the raw `zookeeper-client`), spread over as many sessions as
+//! the host's pool opens (`AUTO_SESSIONS`, lock `i` on session `i` mod
+//! that), so the floor is not held to one session's order where the host
+//! is not. Per lock, what wardlock's
 //! recipe sends for a name whose parent does not exist yet
 //! (`host/zookeeper/src/recipe/create.rs`): its node's create and the
 //! parent's listing in one round trip, refused for want of the parent; the
@@ -21,16 +24,17 @@ use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 /// # Errors
 /// When ZooKeeper refuses a request the recipe would not see refused.
 pub(super) async fn fresh_locks_at_once(
-    client: &Client,
+    clients: &[Client],
     root: &str,
     prefix: &str,
     count: u64,
 ) -> anyhow::Result<f64> {
+    let client_of = |i: u64| &clients[usize::try_from(i).unwrap_or(0) % clients.len()];
     let started = Instant::now();
-    let nodes = try_join_all((0..count).map(|i| fresh_lock(client, root, prefix, i))).await?;
+    let nodes = try_join_all((0..count).map(|i| fresh_lock(client_of(i), root, prefix, i))).await?;
     let elapsed = started.elapsed().as_secs_f64() * 1e3;
-    for node in nodes {
-        client
+    for (i, node) in (0..count).zip(nodes) {
+        client_of(i)
             .delete(&node, None)
             .await
             .with_context(|| format!("deleting {node}"))?;

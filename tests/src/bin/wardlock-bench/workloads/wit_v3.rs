@@ -11,7 +11,7 @@
 //!   the host's lock cache. `join_vs_one_p50` is the 64 at once ÷ one.
 //!   The floor, in the same rounds: the same ZooKeeper requests for 64
 //!   fresh locks at once and for one, sent straight from `zookeeper-client`
-//!   on one session (`fresh_floor.rs`); `floor_join_vs_one_p50` is what
+//!   over as many sessions as the host's pool (`fresh_floor.rs`); `floor_join_vs_one_p50` is what
 //!   ZooKeeper alone allows of the ratio, and `join_vs_floor_p50` what the
 //!   host adds to the 64 at once.
 
@@ -30,6 +30,7 @@ use crate::stats::{Samples, median};
 use crate::systems::System;
 use crate::systems::guest::{parse_loop, succeeded};
 use crate::systems::zk_floor::FloorClient;
+use wardlock_zookeeper::AUTO_SESSIONS;
 
 /// Rounds of each comparison.
 const ROUNDS: usize = 10;
@@ -104,7 +105,11 @@ fn add(samples: &mut Samples, result: &crate::systems::LoopResult) {
 /// each beside its floor.
 async fn many_at_once(env: &Env, system: System, v3: &Arc<Runner>) -> anyhow::Result<Row> {
     let zk = env.zk()?;
-    let floor = FloorClient::connect(&zk.address, zk.session_timeout).await?;
+    let mut floor = Vec::new();
+    for _ in 0..AUTO_SESSIONS {
+        let client = FloorClient::connect(&zk.address, zk.session_timeout).await?;
+        floor.push(client.client().clone());
+    }
     let (mut one, mut joined, mut sequential) = (Vec::new(), Vec::new(), Vec::new());
     let (mut floor_one, mut floor_joined) = (Vec::new(), Vec::new());
     for r in 0..ROUNDS {
@@ -117,10 +122,9 @@ async fn many_at_once(env: &Env, system: System, v3: &Arc<Runner>) -> anyhow::Re
         one.push(timed(v3, &prefix("one"), 1, "seq").await?);
         joined.push(timed(v3, &prefix("join"), MANY, "join").await?);
         sequential.push(timed(v3, &prefix("seq"), MANY, "seq").await?);
-        let client = floor.client();
-        floor_one.push(fresh_locks_at_once(client, WARDLOCK_ROOT, &prefix("floor-one"), 1).await?);
+        floor_one.push(fresh_locks_at_once(&floor, WARDLOCK_ROOT, &prefix("floor-one"), 1).await?);
         floor_joined
-            .push(fresh_locks_at_once(client, WARDLOCK_ROOT, &prefix("floor-join"), MANY).await?);
+            .push(fresh_locks_at_once(&floor, WARDLOCK_ROOT, &prefix("floor-join"), MANY).await?);
     }
     let (one, joined, sequential) = (
         median(&mut one).context("no rounds")?,
