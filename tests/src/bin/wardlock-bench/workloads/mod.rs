@@ -2,6 +2,7 @@
 //! tests/BENCHMARKS.md.
 
 mod cached_handover;
+mod cancelled_wait;
 mod exclusion;
 mod fairness;
 mod fresh_floor;
@@ -89,7 +90,7 @@ impl Workload {
                 System::EtcdNative,
             ],
             Workload::LockSet => &[System::ZooKeeperGuest, System::EtcdGuest],
-            Workload::WitV3 => &[System::MemoryGuest, System::ZooKeeperGuest],
+            Workload::WitV3 => &[System::MemoryGuest, System::ZooKeeperGuest, System::EtcdGuest],
             Workload::CachedHandover => &[
                 System::ZkFloor,
                 System::ZooKeeperNative,

@@ -5,6 +5,9 @@
 //!   through 0.3.0 (`lockctl3 loop`: an awaited `acquire` in a WASI 0.3
 //!   command, then the drop), interleaved round by round, on the in-memory
 //!   engine and on ZooKeeper. `v3_vs_v2_p50` is 0.3's p50 ÷ 0.2's.
+//! - Cancelled wait (ZooKeeper, etcd): how soon the next host holds when a
+//!   wait queued before it is dropped as the holder releases, against the
+//!   same release with no wait between (`cancelled_wait.rs`).
 //! - Gain (ZooKeeper): one 0.3 instance acquires 64 free locks, all at once
 //!   (`join_all`) and one after another, against one acquire of one free
 //!   lock, interleaved; fresh names every round, so no acquire is served by
@@ -22,15 +25,17 @@ use wardlock_host::LockBackend;
 use wardlock_host::runner::Runner;
 use wardlock_tests::{Guest, runner_with};
 
+use super::cancelled_wait::release_to_next_grant;
 use super::fresh_floor::fresh_locks_at_once;
 use super::{Workload, progress};
-use crate::env::{Env, WARDLOCK_ROOT, guest_config};
+use crate::env::{Env, EtcdEnv, WARDLOCK_ROOT, ZkEnv, guest_config};
 use crate::report::{Row, round};
 use crate::stats::{Samples, median};
 use crate::systems::System;
 use crate::systems::guest::{parse_loop, succeeded};
 use crate::systems::zk_floor::FloorClient;
 use wardlock_zookeeper::AUTO_SESSIONS;
+use wardlock_zookeeper::LocalHandoff;
 
 /// Rounds of each comparison.
 const ROUNDS: usize = 10;
@@ -47,6 +52,7 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
         let backend: Arc<dyn LockBackend> = match system {
             System::MemoryGuest => Arc::new(env.memory.clone()),
             System::ZooKeeperGuest => Arc::new(env.zk()?.backend.clone()),
+            System::EtcdGuest => env.etcd()?.backend.clone(),
             other => bail!("wit-v3 does not measure {}", other.name()),
         };
         let v2 = env.guest_runner(system)?;
@@ -54,6 +60,9 @@ pub(super) async fn run(env: &Env, systems: &[System]) -> anyhow::Result<Vec<Row
         rows.extend(cost(env, system, &v2, &v3).await?);
         if system == System::ZooKeeperGuest {
             rows.push(many_at_once(env, system, &v3).await?);
+        }
+        if system != System::MemoryGuest {
+            rows.push(cancelled_wait(env, system).await?);
         }
     }
     Ok(rows)
@@ -156,6 +165,47 @@ async fn many_at_once(env: &Env, system: System, v3: &Arc<Runner>) -> anyhow::Re
             round(Some(floor_joined / floor_one), 2),
         )
         .with("join_vs_floor_p50", round(Some(joined / floor_joined), 2)))
+}
+
+/// The cancelled-wait rows (`cancelled_wait.rs`): three hosts of `system`'s
+/// engine, no lock cache.
+async fn cancelled_wait(env: &Env, system: System) -> anyhow::Result<Row> {
+    progress(&format!("wit-v3: {} cancelled wait", system.name()));
+    let mut hosts: Vec<Arc<dyn LockBackend>> = Vec::new();
+    for _ in 0..3 {
+        hosts.push(match system {
+            System::ZooKeeperGuest => {
+                let zk = env.zk()?;
+                let options = zk.options.uncached();
+                Arc::new(ZkEnv::backend(&zk.address, zk.session_timeout, options).await?)
+            }
+            _ => {
+                let etcd = env.etcd()?;
+                let handoff = LocalHandoff::default();
+                EtcdEnv::connect_with(&etcd.address, &env.args, handoff)
+                    .await?
+                    .backend
+            }
+        });
+    }
+    let hosts: [Arc<dyn LockBackend>; 3] = hosts
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("three hosts"))?;
+    let prefix = format!("bench/wit-v3-cancel/{}", system.name());
+    let (mut plain, mut cancelled) = release_to_next_grant(&hosts, &prefix, ROUNDS).await?;
+    let (plain, cancelled) = (
+        median(&mut plain).context("no rounds")?,
+        median(&mut cancelled).context("no rounds")?,
+    );
+    let samples = Samples {
+        ops: 2 * ROUNDS as u64,
+        ..Samples::default()
+    };
+    Ok(Row::new(system, Workload::WitV3, 1, &samples)
+        .variant("cancelled-wait")
+        .with("release_to_next_p50_ms", round(Some(plain), 3))
+        .with("cancel_release_to_next_p50_ms", round(Some(cancelled), 3))
+        .with("cancel_vs_plain_p50", round(Some(cancelled / plain), 2)))
 }
 
 /// `lockctl3 many-timed COUNT PREFIX HOW`'s time, in milliseconds.
