@@ -1,7 +1,7 @@
 //! The checks through a WASI 0.3 guest (`lockctl3`, on
 //! `wardlock:lock@0.3.0`): its awaited locks exclude a 0.2.2 guest's, a
 //! wait it cancels leaves nothing on the engine, and its end (the
-//! deadline) while calls wait and locks are held leaves nothing either;
+//! deadline, a trap) while calls wait and locks are held leaves nothing either;
 //! 0.3.0's guarded store and election, call by call.
 
 use std::time::Duration;
@@ -99,6 +99,31 @@ pub(super) async fn guest_v3_end_leaves_nothing(s: &Subject) {
     for grant in held {
         holder.release(grant.id).expect("release");
     }
+}
+
+/// A 0.3 guest that traps with a call waiting (on a lock held natively) and
+/// a lock held: its wait is withdrawn and its lock released, so only the
+/// native holder is left; once that releases, the lock is free.
+pub(super) async fn guest_v3_trap_leaves_nothing(s: &Subject) {
+    let holder = s.backend.open_session("holder");
+    let held = holder
+        .acquire(&name("conf/v3-trap"), Mode::Exclusive, None)
+        .await
+        .expect("holder");
+    let runner = KitGuest::Lockctl3.runner(s.backend.clone(), None, Some(TEST_WAIT_LIMIT));
+    let report = spawn_run(&runner, 0, &["trap-pending", "conf/v3-trap"])
+        .await
+        .expect("guest task");
+    crate::assert_outcome!(report, Outcome::Trap(_));
+    let out = lines(&report);
+    assert!(
+        out.len() == 1 && out[0].starts_with("trapping: holding token"),
+        "{out:?}"
+    );
+    s.wait_len("conf/v3-trap", 1).await;
+    s.wait_len("conf/v3-trap-held", 0).await;
+    holder.release(held.id).expect("release");
+    s.wait_len("conf/v3-trap", 0).await;
 }
 
 /// The number after `prefix` in a guest's line.

@@ -26,7 +26,7 @@ use self::guests::{guest_counter_is_exact, guest_sees_wit_semantics, guest_trap_
 #[cfg(feature = "guests")]
 use self::guests_v3::{
     guest_v3_cancelled_wait_leaves_nothing, guest_v3_counts_beside_v2, guest_v3_election,
-    guest_v3_end_leaves_nothing, guest_v3_guarded_store,
+    guest_v3_end_leaves_nothing, guest_v3_guarded_store, guest_v3_trap_leaves_nothing,
 };
 use self::keyvalue::key_value_writes_are_versioned_whole_and_fenced;
 use self::revocation::revocation_reaches_every_holder;
@@ -83,6 +83,7 @@ macro_rules! conformance_checks {
             guest_v3_counts_beside_v2,
             guest_v3_cancelled_wait_leaves_nothing,
             guest_v3_end_leaves_nothing,
+            guest_v3_trap_leaves_nothing,
             guest_v3_guarded_store,
             guest_v3_election,
             status_subscriber_wakes_on_release,

@@ -90,7 +90,11 @@ impl Workload {
                 System::EtcdNative,
             ],
             Workload::LockSet => &[System::ZooKeeperGuest, System::EtcdGuest],
-            Workload::WitV3 => &[System::MemoryGuest, System::ZooKeeperGuest, System::EtcdGuest],
+            Workload::WitV3 => &[
+                System::MemoryGuest,
+                System::ZooKeeperGuest,
+                System::EtcdGuest,
+            ],
             Workload::CachedHandover => &[
                 System::ZkFloor,
                 System::ZooKeeperNative,
