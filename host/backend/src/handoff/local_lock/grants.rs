@@ -61,6 +61,27 @@ impl LockState {
         self.watch_if_needed();
     }
 
+    /// Caches the node at once, as `settle` would once nobody holds or
+    /// waits: when the host caches locks, no other host waits for the node,
+    /// and the host's cache has room (`release_here` calls it, so that the
+    /// host's next acquire is granted in place; `settle` then finds it
+    /// cached).
+    pub(super) fn cache_idle_node(&mut self) {
+        let engine = self.engine.clone();
+        let locks = engine.local_locks();
+        let Some(node) = &mut self.node else {
+            return;
+        };
+        let cacheable = node.idle_since.is_none()
+            && !node.draining
+            && node.remote.is_none()
+            && !self.limits.linger.is_zero()
+            && !locks.caches_dropped();
+        if cacheable && locks.try_cache() {
+            node.idle_since = Some(Instant::now());
+        }
+    }
+
     pub(super) fn apply_fairness_bound(&mut self) {
         if let Some(node) = &mut self.node
             && let Some((since, granted)) = node.remote

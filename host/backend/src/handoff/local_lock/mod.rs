@@ -208,17 +208,29 @@ impl Shared {
 
     /// Releases grant `id` and grants the next local waiters, in the caller's
     /// own task, when that is all there is to do: the host's node is held and
-    /// not draining, and the release lets a waiter in. Anything more (the node
+    /// not draining, and the release lets a waiter in (with nobody waiting,
+    /// the holder goes here and the task settles the rest). Anything more (the node
     /// to release or cache, a turn ending, a waiter that cannot be granted)
     /// answers false, and the caller sends the release to the task, which
     /// settles as it does for every message (the grant, if removed here, is
     /// then simply gone).
     pub(crate) fn release_here(&self, id: u64) -> bool {
         let mut state = self.lock();
-        let simple = state.waiters.front().is_some()
-            && state.node.as_ref().is_some_and(|n| !n.draining)
-            && state.holders.contains_key(&id);
+        let simple =
+            state.node.as_ref().is_some_and(|n| !n.draining) && state.holders.contains_key(&id);
         if !simple {
+            return false;
+        }
+        if state.waiters.is_empty() {
+            // Nobody waits: the holder goes now, and the node is cached now
+            // when the task's settle would cache it, so that the host's
+            // next acquire can be granted in place (`queue_here`); the task
+            // still hears of the release and settles the rest (its linger
+            // timer, or giving the node up).
+            state.holders.remove(&id);
+            if state.holders.is_empty() {
+                state.cache_idle_node();
+            }
             return false;
         }
         state.holders.remove(&id);
@@ -232,7 +244,12 @@ impl Shared {
     /// not draining, others wait already (so the task watches for remote
     /// contenders and keeps its timers as it would with this one), and no
     /// acquire sent to the task is still untaken (`LocalLocks::send` checks
-    /// that, under its lock). Any other message comes back, for the task.
+    /// that, under its lock). With nobody waiting, it grants the request in
+    /// place when the node lets it in now (a cached node nobody holds, or
+    /// shared holders a shared request joins; never a node the task is about
+    /// to give up): the grant rules are the
+    /// task's own (`grant_local`), and a cached node taken so is no longer
+    /// counted as cached. Any other message comes back, for the task.
     pub(crate) fn queue_here(&self, message: Message) -> Result<(), Message> {
         let Message::Acquire {
             id,
@@ -244,23 +261,48 @@ impl Shared {
         else {
             return Err(message);
         };
-        let mut state = self.lock();
-        if state.waiters.is_empty() || state.node.as_ref().is_none_or(|n| n.draining) {
-            return Err(Message::Acquire {
-                id,
-                mode,
-                wait: true,
-                deadline,
-                reply,
-            });
-        }
-        state.waiters.push_back(Waiter {
+        let back = |waiter: Waiter| Message::Acquire {
+            id: waiter.id,
+            mode: waiter.mode,
+            wait: true,
+            deadline: waiter.deadline,
+            reply: waiter.reply,
+        };
+        let waiter = Waiter {
             id,
             mode,
             wait: true,
             deadline,
             reply,
-        });
+        };
+        let mut state = self.lock();
+        if state.node.as_ref().is_none_or(|n| n.draining) {
+            return Err(back(waiter));
+        }
+        if !state.waiters.is_empty() {
+            state.waiters.push_back(waiter);
+            return Ok(());
+        }
+        // Into a node nobody holds only when it is cached: without the lock
+        // cache the host gives its node up at every release, which the task
+        // does.
+        let cached = state.node.as_ref().is_some_and(|n| n.idle_since.is_some());
+        if (state.holders.is_empty() && !cached) || !state.grantable(mode) {
+            return Err(back(waiter));
+        }
+        state.waiters.push_back(waiter);
+        state.grant_local();
+        if let Some(waiter) = state.waiters.pop_back() {
+            // Not granted after all (the fairness bound ended the turn): the
+            // task decides, as it does for every message.
+            return Err(back(waiter));
+        }
+        let engine = state.engine.clone();
+        if let Some(node) = &mut state.node
+            && node.idle_since.take().is_some()
+        {
+            engine.local_locks().uncache();
+        }
         Ok(())
     }
 }

@@ -954,3 +954,56 @@ async fn a_grant_read_after_its_session_ended_is_asked_again() {
     assert_eq!(b.generation, engine.state().generation);
     assert!(b.token > c.token, "{} after {}", b.token, c.token);
 }
+
+/// A cached lock is granted in the acquiring guest's own task: with the
+/// node cached (nobody holds or waits, linger on), an acquire's first poll
+/// already holds, without a turn of the lock's task. Without the lock cache
+/// the first poll waits: the task gives the node up at every release and
+/// takes it again.
+#[tokio::test(start_paused = true)]
+async fn a_cached_lock_is_granted_on_the_first_poll() {
+    use std::task::Poll;
+
+    for (linger, at_once) in [(Duration::from_secs(5), true), (Duration::ZERO, false)] {
+        let engine = FakeEngine::new();
+        let name = LockName::new("cached").expect("name");
+        let limits = LocalHandoff {
+            linger,
+            ..LocalHandoff::default()
+        };
+        engine.locks.set_cache_limit(1);
+        let ask_for = |engine: Arc<FakeEngine>, name: LockName| async move {
+            let start = |start| {
+                let task_engine: Arc<dyn NodeEngine> = engine.clone();
+                tokio::spawn(LocalLock::new(task_engine, name.clone(), start, limits).run());
+            };
+            ask(&engine.locks, &name, Mode::Exclusive, None, true, start).await
+        };
+        let first = ask_for(engine.clone(), name.clone())
+            .await
+            .expect("first")
+            .expect("first holds");
+        first.release();
+        Scenario::settle().await;
+        let mut second = Box::pin(ask_for(engine.clone(), name.clone()));
+        let polled = std::future::poll_fn(|cx| Poll::Ready(second.as_mut().poll(cx))).await;
+        assert_eq!(
+            matches!(polled, Poll::Ready(Ok(Some(_)))),
+            at_once,
+            "linger {linger:?}: the first poll was ready: {}",
+            polled.is_ready()
+        );
+        let second = match polled {
+            Poll::Ready(held) => held,
+            Poll::Pending => second.await,
+        };
+        let second = second.expect("second").expect("second holds");
+        assert!(
+            second.token > first.token,
+            "{} after {}",
+            second.token,
+            first.token
+        );
+        second.release();
+    }
+}
