@@ -27,11 +27,7 @@ impl LockState {
                 .is_some_and(|since| since.elapsed() >= self.limits.linger);
             let locks = self.engine.local_locks();
             let mut release = (node.draining && self.holders.is_empty())
-                || (nobody
-                    && (self.limits.linger.is_zero()
-                        || node.remote.is_some()
-                        || linger_over
-                        || locks.caches_dropped()));
+                || (nobody && (linger_over || !node.may_cache(self.limits.linger, locks)));
             if !release && nobody && node.idle_since.is_none() {
                 // Cached from now on, if the host's cache has room.
                 if locks.try_cache() {
@@ -39,9 +35,8 @@ impl LockState {
                 } else {
                     release = true;
                 }
-            } else if !nobody && node.idle_since.take().is_some() {
-                // Used again: no longer a cached node.
-                locks.uncache();
+            } else if !nobody {
+                node.leave_cache(locks);
             }
             if release {
                 self.release_node();
@@ -67,17 +62,14 @@ impl LockState {
     /// host's next acquire is granted in place; `settle` then finds it
     /// cached).
     pub(super) fn cache_idle_node(&mut self) {
-        let engine = self.engine.clone();
-        let locks = engine.local_locks();
+        let locks = self.engine.local_locks();
         let Some(node) = &mut self.node else {
             return;
         };
-        let cacheable = node.idle_since.is_none()
-            && !node.draining
-            && node.remote.is_none()
-            && !self.limits.linger.is_zero()
-            && !locks.caches_dropped();
-        if cacheable && locks.try_cache() {
+        if node.idle_since.is_none()
+            && node.may_cache(self.limits.linger, locks)
+            && locks.try_cache()
+        {
             node.idle_since = Some(Instant::now());
         }
     }

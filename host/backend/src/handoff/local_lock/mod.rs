@@ -31,7 +31,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::node::{OwnedNode, SessionHealth};
-use super::{GRANTS_PER_NODE, LocalGrant, LocalHandoff, Message, TaskStart, local_token};
+use super::{
+    GRANTS_PER_NODE, LocalGrant, LocalHandoff, LocalLocks, Message, TaskStart, local_token,
+};
 use crate::name::LockName;
 use crate::{BackendError, Mode};
 
@@ -69,6 +71,21 @@ struct HostNode {
 }
 
 impl HostNode {
+    /// Whether the node may stay cached once nobody holds or waits: the
+    /// host caches locks (`linger` is not zero) and has not dropped its
+    /// caches, the node still takes grants, and no other host waits for it.
+    fn may_cache(&self, linger: std::time::Duration, locks: &LocalLocks) -> bool {
+        !self.draining && self.remote.is_none() && !linger.is_zero() && !locks.caches_dropped()
+    }
+
+    /// The node is used again: no longer a cached node (its place in the
+    /// host's cache goes back, if it had one).
+    fn leave_cache(&mut self, locks: &LocalLocks) {
+        if self.idle_since.take().is_some() {
+            locks.uncache();
+        }
+    }
+
     /// The next grant under this node: its token's low bits count the grants
     /// (see `handoff`); the node drains once they are used up.
     fn next_grant(&mut self, lock: &Weak<Shared>) -> LocalGrant {
@@ -298,10 +315,8 @@ impl Shared {
             return Err(back(waiter));
         }
         let engine = state.engine.clone();
-        if let Some(node) = &mut state.node
-            && node.idle_since.take().is_some()
-        {
-            engine.local_locks().uncache();
+        if let Some(node) = &mut state.node {
+            node.leave_cache(engine.local_locks());
         }
         Ok(())
     }
