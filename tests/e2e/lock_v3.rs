@@ -337,14 +337,30 @@ async fn a_cancelled_many_releases_what_it_took() {
     assert_eq!(backend.active_names(), 0);
 }
 
-/// Revocation through 0.3.0: a holder awaits its lock's `revoked` future
-/// (set up before the request: it holds `parked` only once it has the
-/// future); another instance's `request-revocation` asks one holder and
-/// completes the future, and `revocation-requested` then answers true.
+/// Revocation through 0.3.0's raw bindings (`lockctl3`): see
+/// [`a_revoked_future_completes`].
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revocation_completes_the_revoked_future() {
+    a_revoked_future_completes(Guest::Lockctl3, "revoke-wait", "revoked; requested: true").await;
+}
+
+/// Revocation through the SDK's 0.3 API (`leader3`: `Guard::revoked`,
+/// `request_revocation`): see [`a_revoked_future_completes`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sdk_holder_yields_when_asked() {
+    a_revoked_future_completes(Guest::Leader3, "yield", "asked to yield; requested: true").await;
+}
+
+/// A holder (`guest HOLD r`) awaits its lock's `revoked` future (set up
+/// before the request: it holds `parked` only once it has the future);
+/// another instance's revocation request (`guest ask r`) asks one holder and
+/// completes the future, the holder then sees the request (`said`) and lets
+/// go, and nothing is left.
+async fn a_revoked_future_completes(which: Guest, hold: &str, said: &str) {
     let backend = MemoryBackend::new();
-    let (guest, holder) = parked(&backend, &["revoke-wait", "r"]).await;
+    let guest = runner(which, &backend, LockPolicy::new(), Some(TEST_WAIT_LIMIT));
+    let holder = spawn_run(&guest, 0, &[hold, "r"]);
+    wait_counts(&backend, "parked", 1, 0).await;
     let asker = spawn_run(&guest, 1, &["ask", "r"])
         .await
         .expect("asker task");
@@ -352,7 +368,7 @@ async fn revocation_completes_the_revoked_future() {
     assert_eq!(lines(&asker), ["asked 1"]);
     let report = holder.await.expect("holder task");
     assert_success(&report);
-    assert_eq!(lines(&report), ["revoked; requested: true"]);
+    assert_eq!(lines(&report), [said]);
     assert_eq!(backend.active_names(), 0);
 }
 

@@ -2,7 +2,8 @@
 //! on the in-memory engine, beside 0.2.2 guests: 0.3 holders count in the
 //! store and a 0.2.2 guest reads it; a 0.2.2 leader follows a 0.3 one (one
 //! store, one election for both versions); a cancelled campaign leaves no
-//! candidate; the SDK's 0.3 election, store and revocation (`leader3`).
+//! candidate; the SDK's 0.3 election and store (`leader3`; its revocation
+//! is `lock_v3::an_sdk_holder_yields_when_asked`).
 //! (Every 0.3 store and election call, and its refusals, is the
 //! kit's `guest_v3_guarded_store` / `guest_v3_election`, run on every
 //! engine: `conformance.rs`.)
@@ -194,24 +195,4 @@ async fn sdk_leaders_count_in_turn_in_the_election_s_store() {
         .expect("watcher task");
     assert_success(&watch);
     assert_eq!(lines(&watch), ["leader: none"]);
-}
-
-/// The SDK's 0.3 revocation (`leader3`): a holder awaits its guard's
-/// `revoked` future; another instance's `request_revocation` asks it, and
-/// the holder gives the lock up.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_sdk_holder_yields_when_asked() {
-    let backend = MemoryBackend::new();
-    let guest = runner_of(Guest::Leader3, &backend);
-    let holder = spawn_run(&guest, 0, &["yield", "press"]);
-    wardlock_tests::wait_counts(&backend, "parked", 1, 0).await;
-    let asker = spawn_run(&guest, 1, &["ask", "press"])
-        .await
-        .expect("asker task");
-    assert_success(&asker);
-    assert_eq!(lines(&asker), ["asked 1"]);
-    let report = holder.await.expect("holder task");
-    assert_success(&report);
-    assert_eq!(lines(&report), ["asked to yield; requested: true"]);
-    assert_eq!(backend.active_names(), 0);
 }
