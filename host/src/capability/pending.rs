@@ -59,10 +59,11 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// One acquisition not yet turned into a handle, counted against the
-/// instance's handle cap until dropped (the count is shared, so a pending
-/// `acquire` cancelled far from the instance's state still gives its slot
-/// back).
+/// One place under a count of the instance's, given back when dropped (the
+/// count is shared, so a pending `acquire` cancelled far from the instance's
+/// state still gives its slot back): an acquisition not yet turned into a
+/// handle or an open `observe` stream (under the handle cap), or an open
+/// `not-held` or `revoked` future (under the bound on open futures).
 #[derive(Debug)]
 pub(crate) struct WaitSlot(Arc<AtomicUsize>);
 

@@ -245,9 +245,9 @@ fn letter(member: &str) -> &str {
     member.split(':').nth(1).unwrap_or("w")
 }
 
-/// Whether the member at `at` holds: no conflicting member ahead (a
-/// candidate, mode `e`, conflicts as a writer does), and for a permit (mode
-/// `p`) fewer than `permits` permits ahead.
+/// Whether the member at `at` of a lock's queue (a semaphore's permits are
+/// filtered out before) holds: no conflicting member ahead (a candidate,
+/// mode `e`, conflicts as a writer does).
 fn holds(members: &[String], at: usize) -> bool {
     let ahead = &members[..at];
     match letter(&members[at]) {

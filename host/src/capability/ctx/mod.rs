@@ -44,9 +44,10 @@ pub struct WardlockCtx {
     /// and leadership handles.
     live_handles: usize,
     /// Acquisitions still waiting or not yet turned into handles
-    /// (`acquire-async`'s pending locks, 0.3.0's pending `acquire` calls):
-    /// shared with their [`WaitSlot`](crate::capability::pending::WaitSlot)s,
-    /// which give their count back when dropped.
+    /// (`acquire-async`'s pending locks, 0.3.0's pending calls), and 0.3.0's
+    /// open `observe` streams: shared with their
+    /// [`WaitSlot`](crate::capability::pending::WaitSlot)s, which give their
+    /// count back when dropped.
     waiting: Arc<AtomicUsize>,
     /// WIT 0.3.0's `not-held` and `revoked` futures the guest keeps open,
     /// shared with the futures' slots ([`WardlockCtx::future_slot`]).
@@ -272,8 +273,9 @@ impl WardlockCtx {
         Ok(name)
     }
 
-    /// What counts against the handle cap: handles, permits, leaderships
-    /// and acquisitions not yet turned into handles.
+    /// What counts against the handle cap: handles, permits, leaderships,
+    /// observers and `observe` streams, and acquisitions not yet turned into
+    /// handles.
     fn handles_in_use(&self) -> usize {
         self.live_handles + self.waiting.load(Ordering::SeqCst)
     }
